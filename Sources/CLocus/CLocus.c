@@ -1,0 +1,537 @@
+// See include/CLocus.h. Every function is one system or library call; no policy.
+#define _GNU_SOURCE
+#include "CLocus.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/un.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bluetooth/bluetooth.h>
+#include <bluetooth/hci.h>
+#include <bluetooth/hci_lib.h>
+#include <gpiod.h>
+
+// EINTR retry bound: a signal storm must not turn one call into an unbounded loop.
+#define LOCUS_EINTR_RETRIES 8
+
+#define RETRY(expression)                                              \
+    ({                                                                 \
+        long _result = -1;                                             \
+        for (int _try = 0; _try < LOCUS_EINTR_RETRIES; _try++) {       \
+            _result = (long)(expression);                              \
+            if (!(_result == -1 && errno == EINTR)) break;             \
+        }                                                              \
+        _result == -1 ? -(long)errno : _result;                        \
+    })
+
+// MARK: process
+
+static int captured_argc;
+static char **captured_argv;
+
+// glibc calls constructors with (argc, argv, envp), in static binaries too. Embedded Swift has
+// no CommandLine, so both build modes read arguments from here.
+__attribute__((constructor)) static void locus_capture_arguments(int argc, char **argv, char **envp) {
+    (void)envp;
+    captured_argc = argc;
+    captured_argv = argv;
+    // Line-buffered stdout: Embedded `print` goes through putchar, and a technician watching
+    // `locus run | tee` must see each line when it is written.
+    setvbuf(stdout, NULL, _IOLBF, 0);
+}
+
+int locus_argc(void) { return captured_argc; }
+
+const char *locus_argv(int index) {
+    if (index < 0 || index >= captured_argc) return NULL;
+    return captured_argv[index];
+}
+
+const char *locus_getenv(const char *name) { return getenv(name); }
+
+void locus_exit(int status) {
+    fflush(stdout);
+    fflush(stderr);
+    exit(status);
+}
+
+int locus_getpid(void) { return (int)getpid(); }
+
+int locus_kill(int pid, int signal) { return kill(pid, signal) == 0 ? 0 : -errno; }
+
+const char *locus_strerror(int error) {
+    const char *text = strerror(error);
+    return text ? text : "unknown error";
+}
+
+#ifdef LOCUS_EMBEDDED
+// The Embedded Swift standard library parses floating-point text through these hooks.
+const char *_swift_stdlib_strtod_clocale(const char *nptr, double *outResult) {
+    char *end = NULL;
+    *outResult = strtod(nptr, &end);
+    return end;
+}
+
+const char *_swift_stdlib_strtof_clocale(const char *nptr, float *outResult) {
+    char *end = NULL;
+    *outResult = strtof(nptr, &end);
+    return end;
+}
+#endif
+
+// MARK: file descriptors
+
+int locus_open(const char *path, int flags, int mode) {
+    int os = O_CLOEXEC;
+    if ((flags & LOCUS_O_READ) && (flags & LOCUS_O_WRITE)) os |= O_RDWR;
+    else if (flags & LOCUS_O_WRITE) os |= O_WRONLY;
+    else os |= O_RDONLY;
+    if (flags & LOCUS_O_CREATE) os |= O_CREAT;
+    if (flags & LOCUS_O_TRUNCATE) os |= O_TRUNC;
+    if (flags & LOCUS_O_APPEND) os |= O_APPEND;
+    if (flags & LOCUS_O_NONBLOCK) os |= O_NONBLOCK;
+    if (flags & LOCUS_O_EXCLUSIVE) os |= O_EXCL;
+    if (flags & LOCUS_O_DIRECTORY) os |= O_DIRECTORY;
+    return (int)RETRY(open(path, os, (mode_t)mode));
+}
+
+int locus_close(int fd) {
+    // close(2) must not be retried on EINTR on Linux: the descriptor is gone either way.
+    return close(fd) == 0 ? 0 : -errno;
+}
+
+long locus_read(int fd, void *buffer, size_t count) { return RETRY(read(fd, buffer, count)); }
+
+long locus_write(int fd, const void *buffer, size_t count) { return RETRY(write(fd, buffer, count)); }
+
+long locus_pread(int fd, void *buffer, size_t count, int64_t offset) {
+    return RETRY(pread(fd, buffer, count, (off_t)offset));
+}
+
+int locus_fsync(int fd) { return (int)RETRY(fsync(fd)); }
+
+int locus_fdatasync(int fd) { return (int)RETRY(fdatasync(fd)); }
+
+int locus_ftruncate(int fd, int64_t length) { return (int)RETRY(ftruncate(fd, (off_t)length)); }
+
+int64_t locus_lseek(int fd, int64_t offset, int whence) {
+    off_t result = lseek(fd, (off_t)offset, whence);
+    return result < 0 ? -(int64_t)errno : (int64_t)result;
+}
+
+int64_t locus_file_size(int fd) {
+    struct stat info;
+    if (fstat(fd, &info) != 0) return -(int64_t)errno;
+    return (int64_t)info.st_size;
+}
+
+int locus_mkdir(const char *path, int mode) { return mkdir(path, (mode_t)mode) == 0 ? 0 : -errno; }
+
+int locus_chmod(const char *path, int mode) { return chmod(path, (mode_t)mode) == 0 ? 0 : -errno; }
+
+int locus_unlink(const char *path) { return unlink(path) == 0 ? 0 : -errno; }
+
+int locus_rename(const char *from, const char *to) { return rename(from, to) == 0 ? 0 : -errno; }
+
+int locus_lock_exclusive(int fd) { return (int)RETRY(flock(fd, LOCK_EX | LOCK_NB)); }
+
+int locus_is_directory(const char *path) {
+    struct stat info;
+    if (stat(path, &info) != 0) return -errno;
+    return S_ISDIR(info.st_mode) ? 1 : 0;
+}
+
+int locus_list_directory(const char *path, void (*visit)(const char *name, void *context), void *context) {
+    DIR *directory = opendir(path);
+    if (!directory) return -errno;
+    int count = 0;
+    struct dirent *entry;
+    while ((entry = readdir(directory)) != NULL) {
+        if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0) continue;
+        visit(entry->d_name, context);
+        count++;
+    }
+    closedir(directory);
+    return count;
+}
+
+// MARK: time
+
+static int64_t clock_ns(clockid_t clock) {
+    struct timespec now;
+    clock_gettime(clock, &now);
+    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
+int64_t locus_monotonic_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
+
+int64_t locus_realtime_ns(void) { return clock_ns(CLOCK_REALTIME); }
+
+// MARK: poll loop primitives
+
+// The fixed poll set is small (UART, HCI, control socket and clients, timers, signals); a larger
+// request is a programmer error reported as EINVAL rather than a stack overflow.
+#define LOCUS_POLL_MAX 64
+
+int locus_poll(const int *fds, const short *events, short *revents, int count, int timeout_ms) {
+    if (count < 0 || count > LOCUS_POLL_MAX) return -EINVAL;
+    struct pollfd set[LOCUS_POLL_MAX];
+    for (int i = 0; i < count; i++) {
+        set[i].fd = fds[i];
+        set[i].events = (short)(((events[i] & LOCUS_POLLIN) ? POLLIN : 0) | ((events[i] & LOCUS_POLLOUT) ? POLLOUT : 0));
+        set[i].revents = 0;
+    }
+    int ready = poll(set, (nfds_t)count, timeout_ms);
+    if (ready < 0) return -errno;
+    for (int i = 0; i < count; i++) {
+        short r = set[i].revents;
+        revents[i] = (short)(((r & POLLIN) ? LOCUS_POLLIN : 0) | ((r & POLLOUT) ? LOCUS_POLLOUT : 0) |
+                             ((r & POLLERR) ? LOCUS_POLLERR : 0) | ((r & POLLHUP) ? LOCUS_POLLHUP : 0) |
+                             ((r & POLLNVAL) ? LOCUS_POLLNVAL : 0));
+    }
+    return ready;
+}
+
+int locus_timerfd_create(void) {
+    int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+int locus_timerfd_arm(int fd, int64_t delay_ns) {
+    struct itimerspec spec;
+    memset(&spec, 0, sizeof spec);
+    if (delay_ns > 0) {
+        spec.it_value.tv_sec = (time_t)(delay_ns / 1000000000);
+        spec.it_value.tv_nsec = (long)(delay_ns % 1000000000);
+    }
+    return timerfd_settime(fd, 0, &spec, NULL) == 0 ? 0 : -errno;
+}
+
+int locus_signalfd_create(void) {
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
+    if (sigprocmask(SIG_BLOCK, &mask, NULL) != 0) return -errno;
+    int fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+int locus_signalfd_read(int fd) {
+    struct signalfd_siginfo info;
+    long n = RETRY(read(fd, &info, sizeof info));
+    if (n == -EAGAIN) return 0;
+    if (n < 0) return (int)n;
+    if (n != (long)sizeof info) return -EIO;
+    return (int)info.ssi_signo;
+}
+
+// MARK: UART
+
+static speed_t baud_constant(int baud) {
+    switch (baud) {
+    case 1200: return B1200;
+    case 2400: return B2400;
+    case 4800: return B4800;
+    case 9600: return B9600;
+    case 19200: return B19200;
+    case 38400: return B38400;
+    case 57600: return B57600;
+    case 115200: return B115200;
+    case 230400: return B230400;
+    case 460800: return B460800;
+    case 921600: return B921600;
+    default: return 0;
+    }
+}
+
+int locus_uart_baud_supported(int baud) { return baud_constant(baud) != 0; }
+
+int locus_uart_open(const char *path, int baud) {
+    speed_t speed = baud_constant(baud);
+    if (speed == 0) return -EINVAL;
+    int fd = (int)RETRY(open(path, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC));
+    if (fd < 0) return fd;
+    struct termios tio;
+    if (tcgetattr(fd, &tio) != 0) {
+        int error = errno;
+        close(fd);
+        return -error;
+    }
+    cfmakeraw(&tio);
+    tio.c_cflag &= ~(CSTOPB | PARENB | CRTSCTS | CSIZE);
+    tio.c_cflag |= CS8 | CLOCAL | CREAD;
+    tio.c_cc[VMIN] = 0;
+    tio.c_cc[VTIME] = 0;
+    cfsetispeed(&tio, speed);
+    cfsetospeed(&tio, speed);
+    if (tcsetattr(fd, TCSANOW, &tio) != 0) {
+        int error = errno;
+        close(fd);
+        return -error;
+    }
+    tcflush(fd, TCIFLUSH);
+    return fd;
+}
+
+// MARK: Unix sockets
+
+static int fill_unix_address(struct sockaddr_un *address, const char *path, socklen_t *length) {
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof address->sun_path) return -ENAMETOOLONG;
+    memset(address, 0, sizeof *address);
+    address->sun_family = AF_UNIX;
+    memcpy(address->sun_path, path, n);
+    if (path[0] == '@') address->sun_path[0] = '\0'; // abstract namespace, as systemd uses
+    *length = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n);
+    return 0;
+}
+
+int locus_unix_listen(const char *path, int backlog) {
+    struct sockaddr_un address;
+    socklen_t length;
+    int status = fill_unix_address(&address, path, &length);
+    if (status < 0) return status;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -errno;
+    if (path[0] != '@') unlink(path);
+    if (bind(fd, (struct sockaddr *)&address, length) != 0 || listen(fd, backlog) != 0) {
+        int error = errno;
+        close(fd);
+        return -error;
+    }
+    return fd;
+}
+
+int locus_unix_accept(int fd) {
+    int client = (int)RETRY(accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    return client;
+}
+
+int locus_unix_connect(const char *path) {
+    struct sockaddr_un address;
+    socklen_t length;
+    int status = fill_unix_address(&address, path, &length);
+    if (status < 0) return status;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -errno;
+    if (RETRY(connect(fd, (struct sockaddr *)&address, length)) < 0) {
+        int error = errno;
+        close(fd);
+        return -error;
+    }
+    return fd;
+}
+
+int locus_unix_send_datagram(const char *path, const void *buffer, size_t count) {
+    struct sockaddr_un address;
+    socklen_t length;
+    int status = fill_unix_address(&address, path, &length);
+    if (status < 0) return status;
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -errno;
+    long sent = RETRY(sendto(fd, buffer, count, MSG_NOSIGNAL, (struct sockaddr *)&address, length));
+    close(fd);
+    return sent < 0 ? (int)sent : 0;
+}
+
+// MARK: Bluetooth HCI
+
+int locus_hci_device_id(const char *name) {
+    int id = hci_devid(name);
+    return id < 0 ? -(errno ? errno : ENODEV) : id;
+}
+
+int locus_hci_open(int index) {
+    int fd = hci_open_dev(index);
+    if (fd < 0) return -errno;
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+        int error = errno;
+        hci_close_dev(fd);
+        return -error;
+    }
+    return fd;
+}
+
+int locus_hci_device_up(int socket_fd, int index) {
+    if (ioctl(socket_fd, HCIDEVUP, index) == 0) return 0;
+    return errno == EALREADY ? 0 : -errno;
+}
+
+int locus_hci_device_is_up(int socket_fd, int index) {
+    struct hci_dev_info info;
+    memset(&info, 0, sizeof info);
+    info.dev_id = (uint16_t)index;
+    if (ioctl(socket_fd, HCIGETDEVINFO, (void *)&info) != 0) return -errno;
+    return hci_test_bit(HCI_UP, &info.flags) ? 1 : 0;
+}
+
+int locus_hci_set_le_filter(int fd, void *saved, size_t saved_size) {
+    if (saved) {
+        if (saved_size < sizeof(struct hci_filter)) return -EINVAL;
+        socklen_t length = sizeof(struct hci_filter);
+        if (getsockopt(fd, SOL_HCI, HCI_FILTER, saved, &length) != 0) return -errno;
+    }
+    struct hci_filter filter;
+    hci_filter_clear(&filter);
+    hci_filter_set_ptype(HCI_EVENT_PKT, &filter);
+    hci_filter_set_event(EVT_LE_META_EVENT, &filter);
+    hci_filter_set_event(EVT_CMD_COMPLETE, &filter);
+    hci_filter_set_event(EVT_CMD_STATUS, &filter);
+    return setsockopt(fd, SOL_HCI, HCI_FILTER, &filter, sizeof filter) == 0 ? 0 : -errno;
+}
+
+int locus_hci_restore_filter(int fd, const void *saved, size_t saved_size) {
+    if (saved_size < sizeof(struct hci_filter)) return -EINVAL;
+    return setsockopt(fd, SOL_HCI, HCI_FILTER, saved, sizeof(struct hci_filter)) == 0 ? 0 : -errno;
+}
+
+int locus_hci_send_command(int fd, uint16_t ogf, uint16_t ocf, const void *parameters, uint8_t length) {
+    return hci_send_cmd(fd, ogf, ocf, length, (void *)parameters) < 0 ? -errno : 0;
+}
+
+int locus_hci_request(int fd, uint16_t ogf, uint16_t ocf, const void *parameters, uint8_t length,
+                      void *reply, uint8_t reply_capacity, int timeout_ms) {
+    struct hci_request request;
+    memset(&request, 0, sizeof request);
+    request.ogf = ogf;
+    request.ocf = ocf;
+    request.cparam = (void *)parameters;
+    request.clen = length;
+    request.rparam = reply;
+    request.rlen = reply_capacity;
+    if (hci_send_req(fd, &request, timeout_ms) < 0) return -(errno ? errno : EIO);
+    return request.rlen;
+}
+
+// MARK: GPIO (libgpiod v1)
+
+struct locus_gpio_chip { struct gpiod_chip *chip; };
+struct locus_gpio_line { struct gpiod_line *line; };
+
+locus_gpio_chip *locus_gpio_chip_open(const char *name_or_label, int by_label, int *error) {
+    errno = 0;
+    struct gpiod_chip *chip = by_label ? gpiod_chip_open_by_label(name_or_label) : gpiod_chip_open_lookup(name_or_label);
+    if (!chip) {
+        *error = errno ? errno : ENODEV;
+        return NULL;
+    }
+    locus_gpio_chip *wrapper = malloc(sizeof *wrapper);
+    if (!wrapper) {
+        gpiod_chip_close(chip);
+        *error = ENOMEM;
+        return NULL;
+    }
+    wrapper->chip = chip;
+    return wrapper;
+}
+
+void locus_gpio_chip_close(locus_gpio_chip *chip) {
+    if (!chip) return;
+    gpiod_chip_close(chip->chip);
+    free(chip);
+}
+
+const char *locus_gpio_chip_name(locus_gpio_chip *chip) { return gpiod_chip_name(chip->chip); }
+
+const char *locus_gpio_chip_label(locus_gpio_chip *chip) { return gpiod_chip_label(chip->chip); }
+
+int locus_gpio_chip_line_count(locus_gpio_chip *chip) { return (int)gpiod_chip_num_lines(chip->chip); }
+
+static int request_flags(int flags) {
+    int result = 0;
+    if (flags & LOCUS_GPIO_ACTIVE_LOW) result |= GPIOD_LINE_REQUEST_FLAG_ACTIVE_LOW;
+    if (flags & LOCUS_GPIO_BIAS_PULL_UP) result |= GPIOD_LINE_REQUEST_FLAG_BIAS_PULL_UP;
+    if (flags & LOCUS_GPIO_BIAS_PULL_DOWN) result |= GPIOD_LINE_REQUEST_FLAG_BIAS_PULL_DOWN;
+    if (flags & LOCUS_GPIO_BIAS_DISABLE) result |= GPIOD_LINE_REQUEST_FLAG_BIAS_DISABLE;
+    return result;
+}
+
+static locus_gpio_line *wrap_line(struct gpiod_line *line, int *error) {
+    locus_gpio_line *wrapper = malloc(sizeof *wrapper);
+    if (!wrapper) {
+        gpiod_line_release(line);
+        *error = ENOMEM;
+        return NULL;
+    }
+    wrapper->line = line;
+    return wrapper;
+}
+
+locus_gpio_line *locus_gpio_request_output(locus_gpio_chip *chip, unsigned offset, int flags, int value, int *error) {
+    errno = 0;
+    struct gpiod_line *line = gpiod_chip_get_line(chip->chip, offset);
+    if (!line || gpiod_line_request_output_flags(line, "locus", request_flags(flags), value) != 0) {
+        *error = errno ? errno : EINVAL;
+        return NULL;
+    }
+    return wrap_line(line, error);
+}
+
+locus_gpio_line *locus_gpio_request_input(locus_gpio_chip *chip, unsigned offset, int flags, int *error) {
+    errno = 0;
+    struct gpiod_line *line = gpiod_chip_get_line(chip->chip, offset);
+    if (!line || gpiod_line_request_both_edges_events_flags(line, "locus", request_flags(flags)) != 0) {
+        *error = errno ? errno : EINVAL;
+        return NULL;
+    }
+    return wrap_line(line, error);
+}
+
+int locus_gpio_set(locus_gpio_line *line, int value) { return gpiod_line_set_value(line->line, value) == 0 ? 0 : -errno; }
+
+int locus_gpio_get(locus_gpio_line *line) {
+    int value = gpiod_line_get_value(line->line);
+    return value < 0 ? -errno : value;
+}
+
+int locus_gpio_event_fd(locus_gpio_line *line) {
+    int fd = gpiod_line_event_get_fd(line->line);
+    return fd < 0 ? -errno : fd;
+}
+
+int locus_gpio_read_event(locus_gpio_line *line) {
+    struct gpiod_line_event event;
+    if (gpiod_line_event_read(line->line, &event) != 0) return -errno;
+    return event.event_type == GPIOD_LINE_EVENT_RISING_EDGE ? 1 : 0;
+}
+
+void locus_gpio_release(locus_gpio_line *line) {
+    if (!line) return;
+    gpiod_line_release(line->line);
+    free(line);
+}
+
+// MARK: output
+
+int locus_write_all(int fd, const void *buffer, size_t count) {
+    if (fd == 1) fflush(stdout);
+    const char *cursor = buffer;
+    size_t left = count;
+    // Bounded: each successful write makes progress; a zero-byte write is treated as EIO.
+    while (left > 0) {
+        long n = RETRY(write(fd, cursor, left));
+        if (n < 0) return (int)n;
+        if (n == 0) return -EIO;
+        cursor += n;
+        left -= (size_t)n;
+    }
+    return 0;
+}

@@ -1,0 +1,160 @@
+// CLocus: the only C in Sources. Thin functions over libc, libgpiod (v1 API) and libbluetooth,
+// plus the hooks the Embedded Swift runtime needs. No policy lives here: every function does one
+// system call (or one library call) and returns its result; errors come back as -errno so Swift
+// never has to read a thread-local `errno` macro.
+#ifndef CLOCUS_H
+#define CLOCUS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// MARK: process
+
+/// Number of arguments captured from the process entry (glibc passes argc/argv to constructors).
+int locus_argc(void);
+/// Argument `index` (0 = program name), or NULL when out of range.
+const char *locus_argv(int index);
+/// Value of an environment variable, or NULL.
+const char *locus_getenv(const char *name);
+void locus_exit(int status) __attribute__((noreturn));
+int locus_getpid(void);
+/// Sends `signal` to `pid`; 0 or -errno.
+int locus_kill(int pid, int signal);
+/// Description of an errno value (positive), never NULL.
+const char *locus_strerror(int error);
+
+// MARK: file descriptors (return >= 0 or -errno; EINTR is retried a bounded number of times)
+
+enum {
+    LOCUS_O_READ = 1,
+    LOCUS_O_WRITE = 2,
+    LOCUS_O_CREATE = 4,
+    LOCUS_O_TRUNCATE = 8,
+    LOCUS_O_APPEND = 16,
+    LOCUS_O_NONBLOCK = 32,
+    LOCUS_O_EXCLUSIVE = 64,
+    LOCUS_O_DIRECTORY = 128,
+};
+int locus_open(const char *path, int flags, int mode);
+int locus_close(int fd);
+long locus_read(int fd, void *buffer, size_t count);
+long locus_write(int fd, const void *buffer, size_t count);
+long locus_pread(int fd, void *buffer, size_t count, int64_t offset);
+int locus_fsync(int fd);
+int locus_fdatasync(int fd);
+int locus_ftruncate(int fd, int64_t length);
+int64_t locus_lseek(int fd, int64_t offset, int whence);
+/// File size in bytes, or -errno.
+int64_t locus_file_size(int fd);
+int locus_mkdir(const char *path, int mode);
+int locus_chmod(const char *path, int mode);
+int locus_unlink(const char *path);
+int locus_rename(const char *from, const char *to);
+/// Exclusive, non-blocking advisory lock (flock). 0, or -EWOULDBLOCK when another holds it.
+int locus_lock_exclusive(int fd);
+/// 1 if `path` names a directory, 0 if it names something else, -errno if it cannot be stat'ed.
+int locus_is_directory(const char *path);
+
+/// Directory listing: calls `visit(name, context)` for every entry except "." and "..".
+/// Returns the number of entries visited or -errno.
+int locus_list_directory(const char *path, void (*visit)(const char *name, void *context), void *context);
+
+// MARK: time
+
+/// CLOCK_MONOTONIC in nanoseconds.
+int64_t locus_monotonic_ns(void);
+/// CLOCK_REALTIME in nanoseconds since the Unix epoch.
+int64_t locus_realtime_ns(void);
+
+// MARK: poll loop primitives
+
+enum { LOCUS_POLLIN = 1, LOCUS_POLLOUT = 4, LOCUS_POLLERR = 8, LOCUS_POLLHUP = 16, LOCUS_POLLNVAL = 32 };
+/// poll(2) over parallel arrays; `revents` receives the LOCUS_POLL* bits. Returns ready count or -errno.
+int locus_poll(const int *fds, const short *events, short *revents, int count, int timeout_ms);
+/// A CLOCK_MONOTONIC timerfd (non-blocking, close-on-exec).
+int locus_timerfd_create(void);
+/// Arms `fd` to fire once after `delay_ns` (0 disarms).
+int locus_timerfd_arm(int fd, int64_t delay_ns);
+/// A signalfd receiving SIGTERM, SIGINT and SIGHUP (which are blocked for normal delivery).
+int locus_signalfd_create(void);
+/// Reads one signal number from a signalfd, 0 when none is pending, or -errno.
+int locus_signalfd_read(int fd);
+enum { LOCUS_SIGHUP = 1, LOCUS_SIGINT = 2, LOCUS_SIGKILL = 9, LOCUS_SIGTERM = 15 };
+
+// MARK: UART
+
+/// Opens a serial device raw, 8N1, no flow control, non-blocking, at `baud` (a standard rate).
+/// Returns fd or -errno; -EINVAL for a baud rate termios does not know.
+int locus_uart_open(const char *path, int baud);
+/// 1 when `baud` is a rate termios supports.
+int locus_uart_baud_supported(int baud);
+
+// MARK: Unix sockets
+
+/// A listening SOCK_STREAM socket at `path` (an existing socket file is replaced), non-blocking.
+int locus_unix_listen(const char *path, int backlog);
+/// Accepts one connection (non-blocking); -EAGAIN when none is waiting.
+int locus_unix_accept(int fd);
+/// Connects a SOCK_STREAM socket to `path`.
+int locus_unix_connect(const char *path);
+/// Sends one datagram to a Unix socket address (path, or "@name" for the abstract namespace),
+/// as sd_notify does with $NOTIFY_SOCKET.
+int locus_unix_send_datagram(const char *path, const void *buffer, size_t count);
+
+// MARK: Bluetooth HCI (libbluetooth)
+
+/// Index of the HCI device named `name` ("hci0"), or -errno.
+int locus_hci_device_id(const char *name);
+/// Opens a raw HCI socket bound to device `index`, non-blocking.
+int locus_hci_open(int index);
+/// Brings the adapter up (HCIDEVUP); 0 when it is up already.
+int locus_hci_device_up(int socket_fd, int index);
+/// Restricts the socket to HCI events: Command Complete, Command Status and LE Meta.
+/// The previous filter is saved into `saved` (16 bytes) when non-NULL.
+int locus_hci_set_le_filter(int fd, void *saved, size_t saved_size);
+int locus_hci_restore_filter(int fd, const void *saved, size_t saved_size);
+/// Sends one HCI command (OGF, OCF, parameters) without waiting for its completion.
+int locus_hci_send_command(int fd, uint16_t ogf, uint16_t ocf, const void *parameters, uint8_t length);
+/// Sends a command and waits (bounded by `timeout_ms`) for its Command Complete; the return
+/// parameters (status first) are copied into `reply`. Returns the reply length or -errno.
+int locus_hci_request(int fd, uint16_t ogf, uint16_t ocf, const void *parameters, uint8_t length,
+                      void *reply, uint8_t reply_capacity, int timeout_ms);
+/// 1 when the device flags say the adapter is up, 0 when down, -errno when it is gone.
+int locus_hci_device_is_up(int socket_fd, int index);
+
+// MARK: GPIO (libgpiod v1)
+
+typedef struct locus_gpio_chip locus_gpio_chip;
+typedef struct locus_gpio_line locus_gpio_line;
+/// Opens a chip by name ("gpiochip0"), path ("/dev/gpiochip0"), or label ("pinctrl-bcm2711").
+/// NULL on failure with `*error` = errno.
+locus_gpio_chip *locus_gpio_chip_open(const char *name_or_label, int by_label, int *error);
+void locus_gpio_chip_close(locus_gpio_chip *chip);
+const char *locus_gpio_chip_name(locus_gpio_chip *chip);
+const char *locus_gpio_chip_label(locus_gpio_chip *chip);
+int locus_gpio_chip_line_count(locus_gpio_chip *chip);
+enum { LOCUS_GPIO_ACTIVE_LOW = 1, LOCUS_GPIO_BIAS_PULL_UP = 2, LOCUS_GPIO_BIAS_PULL_DOWN = 4, LOCUS_GPIO_BIAS_DISABLE = 8 };
+/// Requests line `offset` as an output with consumer "locus" and the given logical value.
+locus_gpio_line *locus_gpio_request_output(locus_gpio_chip *chip, unsigned offset, int flags, int value, int *error);
+/// Requests line `offset` as an input watching both edges; its event fd is readable on a change.
+locus_gpio_line *locus_gpio_request_input(locus_gpio_chip *chip, unsigned offset, int flags, int *error);
+int locus_gpio_set(locus_gpio_line *line, int value);
+int locus_gpio_get(locus_gpio_line *line);
+int locus_gpio_event_fd(locus_gpio_line *line);
+/// Reads one edge event: 1 rising, 0 falling, -errno on error.
+int locus_gpio_read_event(locus_gpio_line *line);
+void locus_gpio_release(locus_gpio_line *line);
+
+// MARK: output
+
+/// Writes all of `count` bytes to fd 1 or 2 (retrying short writes and EINTR); 0 or -errno.
+int locus_write_all(int fd, const void *buffer, size_t count);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,97 @@
+import LocusCore
+import LocusDevices
+
+/// `locus` commands: a small table-driven parser (swift-argument-parser does not build for
+/// Embedded Swift). Exit status: 0 success, 1 the command failed, 2 the command line is wrong.
+public enum CommandLineInterface {
+    struct Command: Sendable {
+        let name: String
+        let summary: String
+        let usage: String
+        let details: String
+        let run: @Sendable ([String]) -> Int32
+    }
+
+    static let commands: [Command] = [
+        Command(
+            name: "check-config", summary: "check a site file (and the board file it names) or a board file",
+            usage: "locus check-config FILE",
+            details: """
+            Reads FILE as a site file (it has a top-level 'board' key) or a board file (it has a [board]
+            table) and checks every key and value. A site file's board file is checked too, and so are
+            the actions against the board's GPIO outputs.
+            Prints one summary line and exits 0, or prints one 'file:line:col: message' line per
+            problem on standard error and exits 1.
+            """,
+            run: CheckConfigCommand.run),
+        Command(
+            name: "help", summary: "show the commands, or the details of one",
+            usage: "locus help [COMMAND]", details: "", run: { arguments in help(arguments) }),
+    ]
+
+    public static func main() {
+        Process.exit(run(Process.arguments))
+    }
+
+    public static func run(_ arguments: [String]) -> Int32 {
+        guard let first = arguments.first else {
+            Console.out(overview())
+            return 0
+        }
+        switch first {
+        case "--version", "-V", "version":
+            Console.out("locus \(LocusVersion.string)\n")
+            return 0
+        case "--help", "-h":
+            return help(Array(arguments.dropFirst()))
+        default:
+            break
+        }
+        if first.hasPrefix("-") {
+            return usageError("unknown option '\(first)'", hint: "run 'locus help' for the commands")
+        }
+        guard let command = commands.first(where: { $0.name == first }) else {
+            var hint = "run 'locus help' for the commands"
+            if let suggestion = Spelling.closest(to: first, among: commands.map { $0.name }) { hint = "did you mean 'locus \(suggestion)'?" }
+            return usageError("unknown command '\(first)'", hint: hint)
+        }
+        return command.run(Array(arguments.dropFirst()))
+    }
+
+    /// One line on standard error, the form every command uses: `locus: <what>: <why>`.
+    static func usageError(_ message: String, hint: String) -> Int32 {
+        Console.error("locus: \(message); \(hint)\n")
+        return 2
+    }
+
+    static func failure(_ what: String, _ why: String) -> Int32 {
+        Console.error("locus: \(what): \(why)\n")
+        return 1
+    }
+
+    static func help(_ arguments: [String]) -> Int32 {
+        guard let name = arguments.first else {
+            Console.out(overview())
+            return 0
+        }
+        if arguments.count > 1 { return usageError("help takes at most one command", hint: "run 'locus help'") }
+        guard let command = commands.first(where: { $0.name == name }) else {
+            return usageError("unknown command '\(name)'", hint: "run 'locus help' for the commands")
+        }
+        var text = "usage: \(command.usage)\n\n\(command.summary)\n"
+        if !command.details.isEmpty { text += "\n\(command.details)\n" }
+        Console.out(text)
+        return 0
+    }
+
+    static func overview() -> String {
+        var text = "locus \(LocusVersion.string): location and beacon monitoring for Linux gateways\n\nusage: locus COMMAND [ARGUMENTS]\n\ncommands:\n"
+        let width = commands.reduce(0) { max($0, $1.name.utf8.count) }
+        for command in commands {
+            text += "  \(command.name)\(String(repeating: " ", count: width - command.name.utf8.count + 2))\(command.summary)\n"
+        }
+        text += "\noptions:\n  --version\(String(repeating: " ", count: max(2, width - 7)))print the version\n"
+        text += "\nRun 'locus help COMMAND' for a command's details.\n"
+        return text
+    }
+}

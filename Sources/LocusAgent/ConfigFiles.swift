@@ -1,0 +1,67 @@
+import LocusCore
+
+/// Telling site files from board files, and one-line summaries of each.
+enum ConfigFiles {
+    enum Kind { case site, board, unknown }
+
+    /// A board file has a [board] table; a site file a top-level `board = "path"`. A file that
+    /// does not parse is treated as a site file so the parser reports its error.
+    static func kind(of source: [UInt8]) -> Kind {
+        guard let document = try? TOMLParser.parse(source) else { return .unknown }
+        switch document.root["board"] {
+        case .table?: return .board
+        case .string?: return .site
+        default: return .unknown
+        }
+    }
+
+    static func summary(of board: BoardConfig) -> String {
+        var parts: [String] = ["board '\(board.name)'"]
+        if let gnss = board.gnss { parts.append("gnss \(gnss.device) at \(gnss.baud) baud (\(gnss.receiver))") }
+        switch board.bluetooth {
+        case .hci(let index)?: parts.append("bluetooth hci\(index)")
+        case .replay(let path)?: parts.append("bluetooth replay \(path)")
+        case nil: parts.append("no bluetooth")
+        }
+        if let gpio = board.gpio {
+            let chip: String
+            switch gpio.chip {
+            case .name(let name): chip = "chip \(name)"
+            case .label(let label): chip = "chip labelled \(label)"
+            case .simulated: chip = "simulated lines"
+            }
+            parts.append("gpio \(chip), \(gpio.outputs.count) outputs, \(gpio.inputs.count) inputs")
+        } else {
+            parts.append("no gpio")
+        }
+        return join(parts)
+    }
+
+    static func summary(of site: SiteConfig) -> String {
+        join(["\(site.monitors.count) monitors", "\(site.conditionCount) conditions", "\(site.actions.count) actions",
+              "state in \(site.stateDirectory)"])
+    }
+
+    private static func join(_ parts: [String]) -> String {
+        var text = ""
+        for (index, part) in parts.enumerated() { text += (index == 0 ? "" : ", ") + part }
+        return text
+    }
+}
+
+/// Path arithmetic on strings ('/' separated), without Foundation.
+public enum Paths {
+    /// The directory part of `path` ("." when it has none).
+    public static func directory(of path: String) -> String {
+        let bytes = Array(path.utf8)
+        guard let slash = bytes.lastIndex(of: UInt8(ascii: "/")) else { return "." }
+        if slash == 0 { return "/" }
+        return String(decoding: bytes[0..<slash], as: UTF8.self)
+    }
+
+    /// `path` if absolute, else `base/path`.
+    public static func resolve(_ path: String, relativeTo base: String) -> String {
+        if path.utf8.first == UInt8(ascii: "/") || base == "." { return path }
+        return base.utf8.last == UInt8(ascii: "/") ? base + path : base + "/" + path
+    }
+}

@@ -1,0 +1,147 @@
+/// Names of monitors, conditions and GPIO lines: short ASCII identifiers, so that the engine can
+/// store them inline at a fixed size.
+public enum Identifier {
+    public static let maximumLength = 32
+
+    public static func isValid(_ text: String) -> Bool {
+        let bytes = text.utf8
+        guard !bytes.isEmpty, bytes.count <= maximumLength else { return false }
+        return bytes.allSatisfy { isDigit($0) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) || $0 == 0x5F || $0 == 0x2D }
+    }
+}
+
+/// The state a condition is assumed to be in before it has been determined.
+public enum ConditionState: Equatable, Sendable, CustomStringConvertible {
+    case unknown, satisfied, unsatisfied
+    public var description: String {
+        switch self {
+        case .unknown: return "unknown"
+        case .satisfied: return "satisfied"
+        case .unsatisfied: return "unsatisfied"
+        }
+    }
+}
+
+public enum ProximityRequirement: Equatable, Sendable {
+    case immediate, near, far
+}
+
+/// One `[[monitor.NAME.condition]]` entry.
+public struct ConditionConfig {
+    public enum Kind {
+        case circle(latitude: Double, longitude: Double, radiusM: Double)
+        case beacon(uuid: BeaconUUID, major: UInt16?, minor: UInt16?)
+    }
+
+    public var identifier: String
+    public var kind: Kind
+    public var assuming: ConditionState
+    /// Geofence settings (documented defaults; zero margins and dwell with `accuracyGate` off
+    /// give the raw "inside iff distance <= radius" rule).
+    public var enterMarginM: Double
+    public var exitMarginM: Double
+    public var dwellMs: Int64
+    public var accuracyGate: Bool
+    public var transit: Bool
+    /// Beacon settings: nil exit timeout means "derive it from the scan duty cycle".
+    public var exitTimeoutMs: Int64?
+    public var proximity: ProximityRequirement?
+    /// Where the entry starts in the site file, for later diagnostics.
+    public var location: SourceLocation
+
+    public static let defaultEnterMarginM = 0.0
+    public static let defaultExitMarginM = 15.0
+    public static let defaultDwellMs: Int64 = 0
+}
+
+public struct MonitorConfig {
+    public var name: String
+    public var conditions: [ConditionConfig]
+}
+
+public struct ActionConfig {
+    public enum Mode: Equatable, Sendable { case level, pulse, latch }
+    public enum Trigger: Equatable, Sendable { case satisfied, unsatisfied, any }
+
+    public var monitor: String
+    /// nil for "monitor/*".
+    public var identifier: String?
+    public var state: Trigger
+    public var gpio: String
+    public var mode: Mode
+    public var pulseMs: Int64
+    public var location: SourceLocation
+}
+
+public enum LivePreset: Equatable, Sendable {
+    case `default`, automotiveNavigation, otherNavigation, fitness, airborne
+}
+
+public enum AccuracyTier: Equatable, Sendable {
+    case best, nearestTenMeters, hundredMeters, kilometer, threeKilometers
+}
+
+public struct SiteConfig {
+    public struct Capacity {
+        public var conditions: Int = 1024
+        public var events: Int = 256
+        public var subscribers: Int = 8
+    }
+
+    public enum SyncPolicy: Equatable {
+        case everyEvent
+        case interval(milliseconds: Int64)
+    }
+
+    public struct Log {
+        public var segmentSizeBytes: Int64 = 8 << 20
+        public var retainBytes: Int64 = 512 << 20
+        public var sync: SyncPolicy = .everyEvent
+    }
+
+    public struct Updates {
+        public var preset: LivePreset = .default
+        public var accuracy: AccuracyTier = .hundredMeters
+        public var batchCount: Int = 1
+        public var batchAgeMs: Int64 = 0
+        public var distanceFilterM: Double = 0
+    }
+
+    public enum FixPrivacy: Equatable, Sendable { case full, coarse, none }
+
+    /// Path of the board file as written (relative to the site file's directory when relative).
+    public var board: String
+    public var stateDirectory: String = "/var/lib/locus"
+    public var capacity = Capacity()
+    public var log = Log()
+    public var updates = Updates()
+    public var fixPrivacy: FixPrivacy = .full
+    public var monitors: [MonitorConfig] = []
+    public var actions: [ActionConfig] = []
+
+    public var conditionCount: Int { monitors.reduce(0) { $0 + $1.conditions.count } }
+
+    /// Reads and checks a site file on its own; `check(against:)` checks what needs the board.
+    public static func parse(_ source: [UInt8], file: String) throws(ConfigError) -> SiteConfig {
+        let report = try ConfigReport.parse(source, file: file)
+        let site = SiteSchema.read(report)
+        if report.hasErrors { throw ConfigError(report.diagnostics) }
+        return site!
+    }
+
+    /// Cross-checks with the board: every action must drive an output the board has.
+    public func problems(with board: BoardConfig, file: String) -> [ConfigDiagnostic] {
+        var diagnostics: [ConfigDiagnostic] = []
+        let outputs = board.gpio?.outputs.map { $0.name } ?? []
+        for action in actions where !outputs.contains(action.gpio) {
+            var message = "gpio '\(action.gpio)' is not an output of board '\(board.name)'"
+            if let suggestion = Spelling.closest(to: action.gpio, among: outputs) {
+                message += " (did you mean '\(suggestion)'?)"
+            } else if outputs.isEmpty {
+                message += " (the board has no [gpio.outputs])"
+            }
+            diagnostics.append(ConfigDiagnostic(file: file, location: action.location, message: message))
+        }
+        return diagnostics
+    }
+}

@@ -1,0 +1,217 @@
+/// Reads the site file's tables into `SiteConfig`, reporting every problem it finds.
+enum SiteSchema {
+    static func read(_ report: ConfigReport) -> SiteConfig? {
+        var root = TableReader(report.document.root, report: report, path: "")
+        var site = SiteConfig(board: root.string("board", required: true) ?? "")
+        if let directory = root.string("state_dir") {
+            if directory.isEmpty { report.fail(at: root.offset(of: "state_dir"), "'state_dir' must not be empty") }
+            site.stateDirectory = directory
+        }
+        if var section = root.table("capacity") {
+            readCapacity(&section, into: &site.capacity)
+            section.finish()
+        }
+        if var section = root.table("log") {
+            readLog(&section, into: &site.log)
+            section.finish()
+        }
+        if var section = root.table("updates") {
+            readUpdates(&section, into: &site.updates)
+            section.finish()
+        }
+        if var section = root.table("privacy") {
+            site.fixPrivacy = section.choice("fixes", [("full", SiteConfig.FixPrivacy.full), ("coarse", .coarse), ("none", .none)]) ?? .full
+            section.finish()
+        }
+        if var section = root.table("monitor") {
+            site.monitors = readMonitors(&section)
+            section.finish()
+        }
+        for var reader in root.tables("action") {
+            if let action = readAction(&reader, monitors: site.monitors) { site.actions.append(action) }
+            reader.finish()
+        }
+        root.finish()
+        if site.conditionCount > site.capacity.conditions {
+            report.fail(at: root.offset(of: "monitor"), "\(site.conditionCount) conditions exceed capacity.conditions = \(site.capacity.conditions); raise the capacity or remove conditions")
+        }
+        return site
+    }
+
+    private static func readCapacity(_ section: inout TableReader, into capacity: inout SiteConfig.Capacity) {
+        if let value = section.integer("conditions", in: 1...1_000_000) { capacity.conditions = Int(value) }
+        if let value = section.integer("events", in: 1...1_000_000) { capacity.events = Int(value) }
+        if let value = section.integer("subscribers", in: 0...64) { capacity.subscribers = Int(value) }
+    }
+
+    private static func readLog(_ section: inout TableReader, into log: inout SiteConfig.Log) {
+        if let value = section.size("segment_size", in: (64 << 10)...(1 << 30)) { log.segmentSizeBytes = value }
+        if let value = section.size("retain", in: (64 << 10)...(1 << 40)) { log.retainBytes = value }
+        if log.retainBytes < log.segmentSizeBytes {
+            section.report.fail(at: section.offset(of: "retain"), "'log.retain' must be at least one segment ('log.segment_size')")
+        }
+        enum Sync { case everyEvent, interval }
+        let sync = section.choice("sync", [("every-event", Sync.everyEvent), ("interval", .interval)]) ?? .everyEvent
+        let interval = section.duration("sync_interval", in: 1...60_000)
+        switch sync {
+        case .everyEvent:
+            if interval != nil {
+                section.report.fail(at: section.offset(of: "sync_interval"), "'log.sync_interval' only applies with sync = \"interval\"")
+            }
+            log.sync = .everyEvent
+        case .interval:
+            log.sync = .interval(milliseconds: interval ?? 1_000)
+        }
+    }
+
+    private static func readUpdates(_ section: inout TableReader, into updates: inout SiteConfig.Updates) {
+        let presets: [(String, LivePreset)] = [
+            ("default", .default), ("automotiveNavigation", .automotiveNavigation),
+            ("otherNavigation", .otherNavigation), ("fitness", .fitness), ("airborne", .airborne),
+        ]
+        let tiers: [(String, AccuracyTier)] = [
+            ("best", .best), ("nearestTenMeters", .nearestTenMeters), ("hundredMeters", .hundredMeters),
+            ("kilometer", .kilometer), ("threeKilometers", .threeKilometers),
+        ]
+        if let preset = section.choice("preset", presets) { updates.preset = preset }
+        if let tier = section.choice("accuracy", tiers) { updates.accuracy = tier }
+        if var batch = section.table("batch") {
+            if let count = batch.integer("count", in: 1...4096) { updates.batchCount = Int(count) }
+            if let age = batch.duration("age", in: 0...86_400_000) { updates.batchAgeMs = age }
+            batch.finish()
+        }
+        if let filter = section.number("distance_filter", in: 0...100_000) { updates.distanceFilterM = filter }
+    }
+
+    private static func readMonitors(_ section: inout TableReader) -> [MonitorConfig] {
+        var monitors: [MonitorConfig] = []
+        for (name, offset, var reader) in section.namedTables() {
+            if !Identifier.isValid(name) {
+                reader.report.fail(at: offset, "monitor name '\(name)' must be 1...\(Identifier.maximumLength) letters, digits, '-' or '_'")
+            }
+            var conditions: [ConditionConfig] = []
+            for var entry in reader.tables("condition") {
+                if let condition = readCondition(&entry) {
+                    if let first = conditions.first(where: { $0.identifier == condition.identifier }) {
+                        reader.report.fail(at: entry.offset, "condition id '\(condition.identifier)' appears twice in monitor '\(name)' (first at line \(first.location.line))")
+                    } else {
+                        conditions.append(condition)
+                    }
+                }
+                entry.finish()
+            }
+            reader.finish()
+            monitors.append(MonitorConfig(name: name, conditions: conditions))
+        }
+        return monitors
+    }
+
+    private static let geofenceKeys = ["enter_margin", "exit_margin", "dwell", "accuracy_gate", "transit"]
+    private static let beaconKeys = ["exit_timeout", "proximity"]
+
+    private static func readCondition(_ entry: inout TableReader) -> ConditionConfig? {
+        let report = entry.report
+        let identifier = entry.string("id", required: true)
+        if let identifier, !Identifier.isValid(identifier) {
+            report.fail(at: entry.offset(of: "id"), "condition id '\(identifier)' must be 1...\(Identifier.maximumLength) letters, digits, '-' or '_'")
+        }
+        let assuming = entry.choice("assuming", [("satisfied", ConditionState.satisfied), ("unsatisfied", .unsatisfied), ("unknown", .unknown)]) ?? .unknown
+        var kind: ConditionConfig.Kind? = nil
+        let circle = entry.table("circle")
+        let beacon = entry.table("beacon")
+        switch (circle, beacon) {
+        case (var circle?, nil):
+            kind = readCircle(&circle)
+            circle.finish()
+            for key in beaconKeys where entry.has(key) {
+                report.fail(at: entry.offset(of: key), "'\(key)' applies to beacon conditions, but this one is a circle")
+            }
+        case (nil, var beacon?):
+            kind = readBeacon(&beacon)
+            beacon.finish()
+            for key in geofenceKeys where entry.has(key) {
+                report.fail(at: entry.offset(of: key), "'\(key)' applies to circle conditions, but this one is a beacon")
+            }
+        case (.some, .some):
+            report.fail(at: entry.offset, "a condition is either a 'circle' or a 'beacon', not both")
+        case (nil, nil):
+            report.fail(at: entry.offset, "a condition needs 'circle = { lat, lon, radius }' or 'beacon = { uuid, major, minor }'")
+        }
+        let enterMargin = entry.number("enter_margin", in: 0...100_000) ?? ConditionConfig.defaultEnterMarginM
+        let exitMargin = entry.number("exit_margin", in: 0...100_000) ?? ConditionConfig.defaultExitMarginM
+        let dwell = entry.duration("dwell", in: 0...86_400_000) ?? ConditionConfig.defaultDwellMs
+        let accuracyGate = entry.boolean("accuracy_gate") ?? true
+        let transit = entry.boolean("transit") ?? false
+        let exitTimeout = entry.duration("exit_timeout", in: 1...86_400_000)
+        let proximity = entry.choice("proximity", [("immediate", ProximityRequirement.immediate), ("near", .near), ("far", .far)])
+        guard let identifier, let kind else { return nil }
+        return ConditionConfig(
+            identifier: identifier, kind: kind, assuming: assuming, enterMarginM: enterMargin, exitMarginM: exitMargin,
+            dwellMs: dwell, accuracyGate: accuracyGate, transit: transit, exitTimeoutMs: exitTimeout, proximity: proximity,
+            location: report.document.location(of: entry.offset))
+    }
+
+    private static func readCircle(_ circle: inout TableReader) -> ConditionConfig.Kind? {
+        let latitude = circle.number("lat", in: -90...90, required: true)
+        let longitude = circle.number("lon", in: -180...180, required: true)
+        let radius = circle.number("radius", in: 0...10_000_000, required: true)
+        if let radius, radius <= 0 {
+            circle.report.fail(at: circle.offset(of: "radius"), "'radius' must be greater than 0 metres")
+            return nil
+        }
+        guard let latitude, let longitude, let radius else { return nil }
+        return .circle(latitude: latitude, longitude: longitude, radiusM: radius)
+    }
+
+    private static func readBeacon(_ beacon: inout TableReader) -> ConditionConfig.Kind? {
+        var uuid: BeaconUUID? = nil
+        if let text = beacon.string("uuid", required: true) {
+            uuid = BeaconUUID(text)
+            if uuid == nil {
+                beacon.report.fail(at: beacon.offset(of: "uuid"), "'uuid' = \"\(text)\" is not a UUID (8-4-4-4-12 hexadecimal digits)")
+            }
+        }
+        let major = beacon.integer("major", in: 0...65535)
+        let minor = beacon.integer("minor", in: 0...65535)
+        if minor != nil && major == nil && !beacon.has("major") {
+            beacon.report.fail(at: beacon.offset(of: "minor"), "'minor' needs 'major' too (CLBeaconIdentityCondition: UUID, UUID+major, or UUID+major+minor)")
+            return nil
+        }
+        guard let uuid else { return nil }
+        return .beacon(uuid: uuid, major: major.map { UInt16($0) }, minor: minor.map { UInt16($0) })
+    }
+
+    private static func readAction(_ reader: inout TableReader, monitors: [MonitorConfig]) -> ActionConfig? {
+        let report = reader.report
+        let when = reader.string("when", required: true)
+        let state = reader.choice("state", [("satisfied", ActionConfig.Trigger.satisfied), ("unsatisfied", .unsatisfied), ("any", .any)]) ?? .any
+        let gpio = reader.string("gpio", required: true)
+        let mode = reader.choice("mode", [("level", ActionConfig.Mode.level), ("pulse", .pulse), ("latch", .latch)]) ?? .level
+        let pulse = reader.duration("pulse", in: 1...60_000)
+        if pulse != nil && mode != .pulse {
+            report.fail(at: reader.offset(of: "pulse"), "'pulse' only applies with mode = \"pulse\"")
+        }
+        guard let when, let gpio else { return nil }
+        let parts = when.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 2 else {
+            report.fail(at: reader.offset(of: "when"), "'when' = \"\(when)\" must be \"monitor/identifier\" or \"monitor/*\"")
+            return nil
+        }
+        let monitorName = String(parts[0])
+        let identifier = parts[1] == "*" ? nil : String(parts[1])
+        guard let monitor = monitors.first(where: { $0.name == monitorName }) else {
+            var message = "'when' names monitor '\(monitorName)', which has no conditions in this file"
+            if let suggestion = Spelling.closest(to: monitorName, among: monitors.map { $0.name }) { message += " (did you mean '\(suggestion)'?)" }
+            report.fail(at: reader.offset(of: "when"), message)
+            return nil
+        }
+        if let identifier, !monitor.conditions.contains(where: { $0.identifier == identifier }) {
+            var message = "'when' names condition '\(identifier)', which monitor '\(monitorName)' does not have"
+            if let suggestion = Spelling.closest(to: identifier, among: monitor.conditions.map { $0.identifier }) { message += " (did you mean '\(suggestion)'?)" }
+            report.fail(at: reader.offset(of: "when"), message)
+            return nil
+        }
+        return ActionConfig(monitor: monitorName, identifier: identifier, state: state, gpio: gpio, mode: mode,
+                            pulseMs: pulse ?? 500, location: report.document.location(of: reader.offset))
+    }
+}

@@ -1,0 +1,59 @@
+/// A 128-bit beacon proximity UUID as a fixed-size value (two words), never a String, so that
+/// hashing and comparing it in the hot path costs a few instructions and no allocation.
+public struct BeaconUUID: Hashable, Sendable, CustomStringConvertible {
+    /// Bytes 0...7, big-endian (as written in the canonical text form).
+    public var high: UInt64
+    /// Bytes 8...15, big-endian.
+    public var low: UInt64
+
+    public init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+    }
+
+    /// From 16 bytes in transmission order (iBeacon and AltBeacon send the UUID big-endian).
+    public init(bytes: UnsafeRawBufferPointer) {
+        precondition(bytes.count >= 16)
+        var high: UInt64 = 0
+        var low: UInt64 = 0
+        for index in 0..<8 { high = high << 8 | UInt64(bytes[index]) }
+        for index in 8..<16 { low = low << 8 | UInt64(bytes[index]) }
+        self.init(high: high, low: low)
+    }
+
+    /// Parses the canonical 8-4-4-4-12 form (either case); nil for anything else.
+    public init?(_ text: String) {
+        var high: UInt64 = 0
+        var low: UInt64 = 0
+        var digits = 0
+        var position = 0
+        for byte in text.utf8 {
+            if position == 8 || position == 13 || position == 18 || position == 23 {
+                guard byte == UInt8(ascii: "-") else { return nil }
+                position += 1
+                continue
+            }
+            guard let value = hexDigitValue(byte) else { return nil }
+            if digits < 16 { high = high << 4 | UInt64(value) } else { low = low << 4 | UInt64(value) }
+            digits += 1
+            position += 1
+        }
+        guard position == 36 else { return nil }
+        self.init(high: high, low: low)
+    }
+
+    /// Canonical upper-case text form, as Core Location's `UUID.uuidString` prints it.
+    public var description: String {
+        var text = ""
+        for index in 0..<16 {
+            if index == 4 || index == 6 || index == 8 || index == 10 { text += "-" }
+            text += hex(byte(index))
+        }
+        return text
+    }
+
+    public func byte(_ index: Int) -> UInt8 {
+        index < 8 ? UInt8(truncatingIfNeeded: high >> UInt64(56 - 8 * index))
+                  : UInt8(truncatingIfNeeded: low >> UInt64(56 - 8 * (index - 8)))
+    }
+}

@@ -1,0 +1,41 @@
+import CLocus
+
+/// The running process: arguments, environment, exit. Both build modes read arguments from the
+/// C shim (Embedded Swift has no `CommandLine`).
+public enum Process {
+    /// Arguments after the program name.
+    public static var arguments: [String] {
+        var result: [String] = []
+        let count = Int(locus_argc())
+        var index = 1
+        while index < count {
+            if let pointer = locus_argv(Int32(index)) { result.append(String(cString: pointer)) }
+            index += 1
+        }
+        return result
+    }
+
+    public static func environment(_ name: String) -> String? {
+        guard let value = locus_getenv(name) else { return nil }
+        return String(cString: value)
+    }
+
+    public static var id: Int32 { locus_getpid() }
+
+    public static func exit(_ status: Int32) -> Never {
+        locus_exit(status)
+    }
+}
+
+/// Standard output and error, written whole (short writes and EINTR retried in the shim).
+public enum Console {
+    public static func out(_ text: String) { write(1, text) }
+    public static func error(_ text: String) { write(2, text) }
+
+    public static func write(_ fd: Int32, _ text: String) {
+        var copy = text
+        copy.withUTF8 { buffer in
+            _ = locus_write_all(fd, buffer.baseAddress, buffer.count)
+        }
+    }
+}

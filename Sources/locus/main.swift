@@ -1,0 +1,2 @@
+import LocusAgent
+CommandLineInterface.main()
