@@ -30,7 +30,7 @@ enum ConfigFiles {
             case .label(let label): chip = "chip labelled \(label)"
             case .simulated: chip = "simulated lines"
             }
-            parts.append("gpio \(chip), \(gpio.outputs.count) outputs, \(gpio.inputs.count) inputs")
+            parts.append("gpio \(chip), \(count(gpio.outputs.count, "output")), \(count(gpio.inputs.count, "input"))")
         } else {
             parts.append("no gpio")
         }
@@ -38,8 +38,13 @@ enum ConfigFiles {
     }
 
     static func summary(of site: SiteConfig) -> String {
-        join(["\(site.monitors.count) monitors", "\(site.conditionCount) conditions", "\(site.actions.count) actions",
+        join([count(site.monitors.count, "monitor"), count(site.conditionCount, "condition"), count(site.actions.count, "action"),
               "state in \(site.stateDirectory)"])
+    }
+
+    /// "1 output", "2 outputs".
+    static func count(_ value: Int, _ noun: String) -> String {
+        value == 1 ? "1 \(noun)" : "\(value) \(noun)s"
     }
 
     private static func join(_ parts: [String]) -> String {

@@ -18,7 +18,15 @@ public struct ConfigDiagnostic: Equatable, Sendable, CustomStringConvertible {
 public struct ConfigError: Error, CustomStringConvertible {
     public var diagnostics: [ConfigDiagnostic]
 
-    public init(_ diagnostics: [ConfigDiagnostic]) { self.diagnostics = diagnostics }
+    /// Diagnostics are kept in file order, the order a person fixes them in.
+    public init(_ diagnostics: [ConfigDiagnostic]) {
+        self.diagnostics = diagnostics.enumerated().sorted { a, b in
+            if a.element.file != b.element.file { return a.offset < b.offset }
+            if a.element.location.line != b.element.location.line { return a.element.location.line < b.element.location.line }
+            if a.element.location.column != b.element.location.column { return a.element.location.column < b.element.location.column }
+            return a.offset < b.offset
+        }.map { $0.element }
+    }
 
     public var description: String {
         var text = ""
@@ -80,7 +88,8 @@ public struct TableReader {
         table.entry(key)?.valueOffset ?? table.offset
     }
 
-    private func label(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+    /// The full dotted name of `key` in this table, for messages.
+    public func label(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
 
     private mutating func lookup(_ key: String, required: Bool) -> TOMLTable.Entry? {
         known.append(key)

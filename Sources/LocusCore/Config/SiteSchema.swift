@@ -113,7 +113,7 @@ enum SiteSchema {
         let report = entry.report
         let identifier = entry.string("id", required: true)
         if let identifier, !Identifier.isValid(identifier) {
-            report.fail(at: entry.offset(of: "id"), "condition id '\(identifier)' must be 1...\(Identifier.maximumLength) letters, digits, '-' or '_'")
+            report.fail(at: entry.offset(of: "id"), "'\(entry.label("id"))' = \"\(identifier)\": a condition id must be 1...\(Identifier.maximumLength) letters, digits, '-' or '_'")
         }
         let assuming = entry.choice("assuming", [("satisfied", ConditionState.satisfied), ("unsatisfied", .unsatisfied), ("unknown", .unknown)]) ?? .unknown
         var kind: ConditionConfig.Kind? = nil
@@ -124,13 +124,13 @@ enum SiteSchema {
             kind = readCircle(&circle)
             circle.finish()
             for key in beaconKeys where entry.has(key) {
-                report.fail(at: entry.offset(of: key), "'\(key)' applies to beacon conditions, but this one is a circle")
+                report.fail(at: entry.offset(of: key), "'\(entry.label(key))' applies to beacon conditions, but this one is a circle")
             }
         case (nil, var beacon?):
             kind = readBeacon(&beacon)
             beacon.finish()
             for key in geofenceKeys where entry.has(key) {
-                report.fail(at: entry.offset(of: key), "'\(key)' applies to circle conditions, but this one is a beacon")
+                report.fail(at: entry.offset(of: key), "'\(entry.label(key))' applies to circle conditions, but this one is a beacon")
             }
         case (.some, .some):
             report.fail(at: entry.offset, "a condition is either a 'circle' or a 'beacon', not both")
@@ -156,7 +156,7 @@ enum SiteSchema {
         let longitude = circle.number("lon", in: -180...180, required: true)
         let radius = circle.number("radius", in: 0...10_000_000, required: true)
         if let radius, radius <= 0 {
-            circle.report.fail(at: circle.offset(of: "radius"), "'radius' must be greater than 0 metres")
+            circle.report.fail(at: circle.offset(of: "radius"), "'\(circle.label("radius"))' must be greater than 0 metres")
             return nil
         }
         guard let latitude, let longitude, let radius else { return nil }
@@ -168,13 +168,13 @@ enum SiteSchema {
         if let text = beacon.string("uuid", required: true) {
             uuid = BeaconUUID(text)
             if uuid == nil {
-                beacon.report.fail(at: beacon.offset(of: "uuid"), "'uuid' = \"\(text)\" is not a UUID (8-4-4-4-12 hexadecimal digits)")
+                beacon.report.fail(at: beacon.offset(of: "uuid"), "'\(beacon.label("uuid"))' = \"\(text)\" is not a UUID (8-4-4-4-12 hexadecimal digits)")
             }
         }
         let major = beacon.integer("major", in: 0...65535)
         let minor = beacon.integer("minor", in: 0...65535)
         if minor != nil && major == nil && !beacon.has("major") {
-            beacon.report.fail(at: beacon.offset(of: "minor"), "'minor' needs 'major' too (CLBeaconIdentityCondition: UUID, UUID+major, or UUID+major+minor)")
+            beacon.report.fail(at: beacon.offset(of: "minor"), "'\(beacon.label("minor"))' needs 'major' too (CLBeaconIdentityCondition: UUID, UUID+major, or UUID+major+minor)")
             return nil
         }
         guard let uuid else { return nil }
@@ -189,24 +189,24 @@ enum SiteSchema {
         let mode = reader.choice("mode", [("level", ActionConfig.Mode.level), ("pulse", .pulse), ("latch", .latch)]) ?? .level
         let pulse = reader.duration("pulse", in: 1...60_000)
         if pulse != nil && mode != .pulse {
-            report.fail(at: reader.offset(of: "pulse"), "'pulse' only applies with mode = \"pulse\"")
+            report.fail(at: reader.offset(of: "pulse"), "'\(reader.label("pulse"))' only applies with mode = \"pulse\"")
         }
         guard let when, let gpio else { return nil }
         let parts = when.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 2 else {
-            report.fail(at: reader.offset(of: "when"), "'when' = \"\(when)\" must be \"monitor/identifier\" or \"monitor/*\"")
+            report.fail(at: reader.offset(of: "when"), "'\(reader.label("when"))' = \"\(when)\" must be \"monitor/identifier\" or \"monitor/*\"")
             return nil
         }
         let monitorName = String(parts[0])
         let identifier = parts[1] == "*" ? nil : String(parts[1])
         guard let monitor = monitors.first(where: { $0.name == monitorName }) else {
-            var message = "'when' names monitor '\(monitorName)', which has no conditions in this file"
+            var message = "'\(reader.label("when"))' names monitor '\(monitorName)', which has no conditions in this file"
             if let suggestion = Spelling.closest(to: monitorName, among: monitors.map { $0.name }) { message += " (did you mean '\(suggestion)'?)" }
             report.fail(at: reader.offset(of: "when"), message)
             return nil
         }
         if let identifier, !monitor.conditions.contains(where: { $0.identifier == identifier }) {
-            var message = "'when' names condition '\(identifier)', which monitor '\(monitorName)' does not have"
+            var message = "'\(reader.label("when"))' names condition '\(identifier)', which monitor '\(monitorName)' does not have"
             if let suggestion = Spelling.closest(to: identifier, among: monitor.conditions.map { $0.identifier }) { message += " (did you mean '\(suggestion)'?)" }
             report.fail(at: reader.offset(of: "when"), message)
             return nil

@@ -472,7 +472,12 @@ public struct TOMLParser {
         switch TOMLNumber.parse(token) {
         case .integer(let value): return .integer(value)
         case .float(let value): return .float(value)
-        case .invalid(let reason): throw error(at: start, "'\(String(decoding: token, as: UTF8.self))' is not a valid \(reason)")
+        case .invalid(let reason):
+            let text = String(decoding: token, as: UTF8.self)
+            if !token.contains(where: isDigit) {
+                throw error(at: start, "expected a value, found '\(text)' (strings need quotes: \"\(text)\")")
+            }
+            throw error(at: start, "'\(text)' is not a valid \(reason)")
         }
     }
 
