@@ -33,7 +33,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LocusAgentTests",
-            dependencies: ["LocusAgent", "LocusDevices", "LocusCore"]
+            dependencies: ["locus", "LocusAgent", "LocusDevices", "LocusCore"]
         ),
     ]
 )

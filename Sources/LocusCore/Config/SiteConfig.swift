@@ -139,6 +139,10 @@ public struct SiteConfig {
                 message += " (did you mean '\(suggestion)'?)"
             } else if outputs.isEmpty {
                 message += " (the board has no [gpio.outputs])"
+            } else {
+                var names = ""
+                for (index, name) in outputs.enumerated() { names += (index == 0 ? "" : ", ") + name }
+                message += " (the board's outputs: \(names))"
             }
             diagnostics.append(ConfigDiagnostic(file: file, location: action.location, message: message))
         }
