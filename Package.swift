@@ -6,6 +6,14 @@
 // The manifest stays plain; everything device-specific lives in the toolset the script writes.
 import PackageDescription
 
+/// `@_noAllocation` is enforced where generics are specialized: every optimized build (the
+/// Embedded device builds, `swift build -c release`, the benchmarks). At -Onone the compiler's
+/// performance diagnostics reject every unspecialized stdlib generic (Optional comparison,
+/// Range iteration), so debug builds skip that pass; the allocation-counting tests still run there.
+let hotPathChecks: [SwiftSetting] = [
+    .unsafeFlags(["-Xllvm", "-sil-disable-pass=performance-diagnostics"], .when(configuration: .debug)),
+]
+
 let package = Package(
     name: "Locus",
     products: [
@@ -18,18 +26,21 @@ let package = Package(
     targets: [
         .target(
             name: "CLocus",
-            linkerSettings: [.linkedLibrary("gpiod"), .linkedLibrary("bluetooth")]
+            linkerSettings: [.linkedLibrary("gpiod"), .linkedLibrary("bluetooth"), .linkedLibrary("m")]
         ),
-        .target(name: "LocusCore"),
-        .target(name: "LocusDevices", dependencies: ["LocusCore", "CLocus"]),
-        .target(name: "LocusAgent", dependencies: ["LocusCore", "LocusDevices"]),
+        .target(name: "LocusCore", swiftSettings: hotPathChecks),
+        .target(name: "LocusDevices", dependencies: ["LocusCore", "CLocus"], swiftSettings: hotPathChecks),
+        .target(name: "LocusAgent", dependencies: ["LocusCore", "LocusDevices"], swiftSettings: hotPathChecks),
         .executableTarget(name: "locus", dependencies: ["LocusAgent"]),
+
+        .executableTarget(name: "locus-bench", dependencies: ["LocusCore", "AllocCounter"], path: "Benchmarks/LocusBench", swiftSettings: hotPathChecks),
 
         .target(name: "CAllocCounter", path: "Tests/AllocCounter/C"),
         .target(name: "AllocCounter", dependencies: ["CAllocCounter"], path: "Tests/AllocCounter/Swift"),
         .testTarget(
             name: "LocusCoreTests",
-            dependencies: ["LocusCore", "AllocCounter", .product(name: "TOMLKit", package: "TOMLKit")]
+            dependencies: ["LocusCore", "AllocCounter", .product(name: "TOMLKit", package: "TOMLKit")],
+            swiftSettings: hotPathChecks
         ),
         .testTarget(
             name: "LocusAgentTests",

@@ -25,6 +25,17 @@ public enum CommandLineInterface {
             """,
             run: CheckConfigCommand.run),
         Command(
+            name: "decode", summary: "decode recorded receiver data to JSON lines",
+            usage: "locus decode nmea [--allow-missing-checksum] [FILE|-]",
+            details: """
+            nmea: reads NMEA 0183 (a file, or standard input for '-' or no FILE) and writes one
+            gpsd-style TPV object per receiver cycle ("class", "mode", "time", "lat", "lon", "altMSL",
+            "speed" in m/s, "track" in degrees, "eph" in metres), then one summary object on standard
+            error: sentences read, parsed, ignored, and rejected by reason. Sentences without a
+            checksum are rejected unless --allow-missing-checksum is given.
+            """,
+            run: DecodeCommand.run),
+        Command(
             name: "help", summary: "show the commands, or the details of one",
             usage: "locus help [COMMAND]", details: "", run: { arguments in help(arguments) }),
     ]

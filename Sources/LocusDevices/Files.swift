@@ -25,3 +25,25 @@ public enum Files {
 
     public static func isDirectory(_ path: String) -> Bool { locus_is_directory(path) == 1 }
 }
+
+extension Files {
+    /// Reads `path` ("-" for standard input) in chunks through one fixed buffer, handing each
+    /// chunk to `body`; for inputs too large to hold (NMEA logs, captures).
+    public static func stream(_ path: String, chunkSize: Int = 4096, _ body: (UnsafeRawBufferPointer) -> Void) throws(SystemError) {
+        let fd: Int32
+        if path == "-" {
+            fd = 0
+        } else {
+            if locus_is_directory(path) == 1 { throw SystemError.isDirectory }
+            fd = try check(locus_open(path, Int32(LOCUS_O_READ), 0))
+        }
+        defer { if fd != 0 { _ = locus_close(fd) } }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 8)
+        defer { buffer.deallocate() }
+        while true {
+            let count = Int(try check(locus_read(fd, buffer.baseAddress, chunkSize)))
+            if count == 0 { return }
+            body(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+        }
+    }
+}

@@ -66,11 +66,26 @@ public final class TOMLTable {
         public let valueOffset: SourceOffset
     }
 
+    /// A key compared byte for byte. TOML keys are not Unicode-normalised ("\u00E9" and
+    /// "e\u0301" are two keys), while `String`'s `==` and hashing use canonical equivalence.
+    private struct ExactKey: Hashable {
+        let text: String
+
+        static func == (lhs: ExactKey, rhs: ExactKey) -> Bool {
+            lhs.text.utf8.elementsEqual(rhs.text.utf8)
+        }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(text.utf8.count)
+            for byte in text.utf8 { hasher.combine(byte) }
+        }
+    }
+
     public internal(set) var origin: Origin
     /// Where the table was opened: its header, its `{`, or the first dotted key through it.
     public let offset: SourceOffset
     public private(set) var entries: [Entry] = []
-    private var indexByKey: [String: Int] = [:]
+    private var indexByKey: [ExactKey: Int] = [:]
 
     init(origin: Origin, offset: SourceOffset) {
         self.origin = origin
@@ -81,7 +96,7 @@ public final class TOMLTable {
     public var keys: [String] { entries.map { $0.key } }
 
     public func entry(_ key: String) -> Entry? {
-        guard let index = indexByKey[key] else { return nil }
+        guard let index = indexByKey[ExactKey(text: key)] else { return nil }
         return entries[index]
     }
 
@@ -89,8 +104,8 @@ public final class TOMLTable {
 
     /// Adds a key that must not exist yet (the parser checks first).
     func insert(_ key: String, _ value: TOMLValue, keyOffset: SourceOffset, valueOffset: SourceOffset) {
-        precondition(indexByKey[key] == nil, "duplicate key reached insert")
-        indexByKey[key] = entries.count
+        precondition(indexByKey[ExactKey(text: key)] == nil, "duplicate key reached insert")
+        indexByKey[ExactKey(text: key)] = entries.count
         entries.append(Entry(key: key, value: value, keyOffset: keyOffset, valueOffset: valueOffset))
     }
 }

@@ -5,7 +5,9 @@
 /// decision is on ASCII bytes. Nesting of arrays and inline tables is bounded
 /// (`maximumNesting`) so a hostile file cannot exhaust the stack.
 public struct TOMLParser {
-    /// Deepest nesting of arrays and inline tables accepted (toml++ uses the same bound).
+    /// Deepest nesting of values accepted, counted as toml++ counts it (`TOML_MAX_NESTED_VALUES`):
+    /// every value is one level, scalars included, so `a = 1` is at depth 1 and a scalar fits in
+    /// at most 255 arrays or inline tables.
     public static let maximumNesting = 256
 
     private let bytes: [UInt8]
@@ -214,6 +216,11 @@ public struct TOMLParser {
     // MARK: values
 
     private mutating func parseValue() throws(TOMLError) -> TOMLValue {
+        nesting += 1
+        defer { nesting -= 1 }
+        if nesting > TOMLParser.maximumNesting {
+            throw error("values are nested more than \(TOMLParser.maximumNesting) levels deep (each array or inline table is a level)")
+        }
         guard let byte = peek() else { throw error("expected a value, found the end of the file") }
         switch byte {
         case ASCII.quote:
@@ -223,9 +230,9 @@ public struct TOMLParser {
             if peek(1) == ASCII.apostrophe, peek(2) == ASCII.apostrophe { return .string(try parseMultilineLiteralString()) }
             return .string(try parseLiteralString())
         case ASCII.leftBracket:
-            return .array(try nested { (parser: inout TOMLParser) throws(TOMLError) in try parser.parseArray() })
+            return .array(try parseArray())
         case ASCII.leftBrace:
-            return .table(try nested { (parser: inout TOMLParser) throws(TOMLError) in try parser.parseInlineTable() })
+            return .table(try parseInlineTable())
         case UInt8(ascii: "t"), UInt8(ascii: "f"):
             if matches("true") { index += 4; return .boolean(true) }
             if matches("false") { index += 5; return .boolean(false) }
@@ -233,15 +240,6 @@ public struct TOMLParser {
         default:
             return try parseNumber()
         }
-    }
-
-    private mutating func nested<T>(_ body: (inout TOMLParser) throws(TOMLError) -> T) throws(TOMLError) -> T {
-        nesting += 1
-        defer { nesting -= 1 }
-        if nesting > TOMLParser.maximumNesting {
-            throw error("arrays and inline tables are nested more than \(TOMLParser.maximumNesting) deep")
-        }
-        return try body(&self)
     }
 
     private mutating func parseArray() throws(TOMLError) -> TOMLArray {

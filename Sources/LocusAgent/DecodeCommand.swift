@@ -1,0 +1,114 @@
+import LocusCore
+import LocusDevices
+
+/// `locus decode nmea [FILE|-]`: one gpsd-style TPV JSON object per completed fix epoch on
+/// standard output, then a one-line JSON summary on standard error.
+enum DecodeCommand {
+    static let usage = "usage: locus decode nmea [--allow-missing-checksum] [FILE|-]"
+
+    static func run(_ arguments: [String]) -> Int32 {
+        guard let kind = arguments.first else {
+            return CommandLineInterface.usageError("decode needs a kind (nmea)", hint: usage)
+        }
+        switch kind {
+        case "nmea": return nmea(Array(arguments.dropFirst()))
+        default:
+            return CommandLineInterface.usageError("decode: unknown kind '\(kind)'", hint: usage)
+        }
+    }
+
+    static func nmea(_ arguments: [String]) -> Int32 {
+        var allowMissingChecksum = false
+        var path: String? = nil
+        for argument in arguments {
+            if argument == "--allow-missing-checksum" {
+                allowMissingChecksum = true
+            } else if argument.hasPrefix("-") && argument != "-" {
+                return CommandLineInterface.usageError("decode nmea: unknown option '\(argument)'", hint: usage)
+            } else if path == nil {
+                path = argument
+            } else {
+                return CommandLineInterface.usageError("decode nmea takes one FILE", hint: usage)
+            }
+        }
+        let input = path ?? "-"
+        var decoder = NMEADecoder(allowMissingChecksum: allowMissingChecksum)
+        // The decoder's hot path must not allocate, so its callback only stores fixes; they are
+        // formatted after each chunk. A sentence is at least 6 bytes, which bounds the count.
+        let chunkSize = 4096
+        let fixes = UnsafeMutableBufferPointer<Fix>.allocate(capacity: chunkSize / 6 + 2)
+        defer { fixes.deallocate() }
+        var count = 0
+        func flush() {
+            for index in 0..<count { Console.out(TPV.json(fixes[index]) + "\n") }
+            count = 0
+        }
+        do {
+            try Files.stream(input, chunkSize: chunkSize) { chunk in
+                decoder.consume(chunk) { fix in
+                    fixes[count] = fix
+                    count += 1
+                }
+                flush()
+            }
+        } catch {
+            return CommandLineInterface.failure("decode nmea", "cannot read \(input == "-" ? "standard input" : input): \(error)")
+        }
+        decoder.finish { fix in
+            fixes[count] = fix
+            count += 1
+        }
+        flush()
+        Console.error(summary(decoder.statistics) + "\n")
+        return 0
+    }
+
+    static func summary(_ statistics: NMEAStatistics) -> String {
+        var json = JSONText()
+        json.string("class", "SUMMARY")
+        json.integer("sentences", statistics.read)
+        json.integer("parsed", statistics.parsed)
+        json.integer("ignored", statistics.ignored)
+        var rejected = JSONText()
+        rejected.integer("checksum", statistics.badChecksum)
+        rejected.integer("no_checksum", statistics.missingChecksum)
+        rejected.integer("malformed_checksum", statistics.malformedChecksum)
+        rejected.integer("spliced", statistics.spliced)
+        rejected.integer("garbled", statistics.garbled)
+        rejected.integer("overlong", statistics.overlong)
+        rejected.integer("bad_fields", statistics.invalidFields)
+        json.raw("rejected", rejected.closed)
+        json.integer("junk", statistics.junkRuns)
+        json.integer("doubled_dollar", statistics.doubledDollars)
+        json.integer("epochs", statistics.epochs)
+        json.integer("fixes", statistics.fixes)
+        return json.closed
+    }
+}
+
+/// gpsd's TPV report, with gpsd's field names and precision.
+enum TPV {
+    static func json(_ fix: Fix) -> String {
+        var json = JSONText()
+        json.string("class", "TPV")
+        json.integer("mode", fix.mode.rawValue)
+        if let time = fix.time { json.string("time", time.iso8601) }
+        if fix.hasPosition, let latitude = fix.latitude, let longitude = fix.longitude {
+            json.number("lat", latitude, decimals: 9)
+            json.number("lon", longitude, decimals: 9)
+            if fix.mode == .threeDimensional, let altitude = fix.altitudeMSLM {
+                json.number("altMSL", altitude, decimals: 4)
+                if let separation = fix.geoidSeparationM {
+                    json.number("altHAE", altitude + separation, decimals: 4)
+                    json.number("geoidSep", separation, decimals: 3)
+                }
+            }
+            if let speed = fix.speedMps { json.number("speed", speed, decimals: 3) }
+            if let track = fix.trackDeg { json.number("track", track, decimals: 4) }
+            if let accuracy = fix.horizontalAccuracyM { json.number("eph", accuracy, decimals: 3) }
+            if let quality = fix.quality { json.integer("status", quality.rawValue) }
+            if let satellites = fix.satellitesUsed { json.integer("satellites_used", satellites) }
+        }
+        return json.closed
+    }
+}
