@@ -69,6 +69,7 @@ enum DecodeCommand {
         json.integer("sentences", statistics.read)
         json.integer("parsed", statistics.parsed)
         json.integer("ignored", statistics.ignored)
+        json.integer("empty", statistics.empty)
         var rejected = JSONText()
         rejected.integer("checksum", statistics.badChecksum)
         rejected.integer("no_checksum", statistics.missingChecksum)

@@ -158,12 +158,12 @@ private func cycles(_ count: Int, talker: String = "GP", start: Int = 120000, la
         #expect(result.fixes.allSatisfy { !$0.hasPosition && $0.mode == .noFix && $0.latitude == nil })
     }
 
-    @Test func navigationalStatusVVetoesTheCycle() {
-        // NMEA 4.1: RMC's last field 'V' = "not valid for navigation", even with status A.
+    @Test func zeroSatellitesVetoTheCycle() {
+        // GGA from zero satellites while RMC still says 'A': a coasting solution, not a fix.
         var text = ""
         for index in 0..<4 {
             text += sentence("$GNRMC,12021\(index).000,A,5957.0062,N,01100.6429,E,0.00,0.00,310722,,,D,V")
-            text += sentence("$GNGGA,12021\(index).000,5957.0062,N,01100.6429,E,2,11,1.3,168.9,M,39.5,M,,")
+            text += sentence("$GNGGA,12021\(index).000,5957.0062,N,01100.6429,E,2,00,1.3,168.9,M,39.5,M,,")
         }
         #expect(fixes(text).fixes.allSatisfy { !$0.hasPosition })
     }

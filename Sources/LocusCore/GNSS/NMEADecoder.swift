@@ -8,6 +8,8 @@ public struct NMEAStatistics: Equatable, Sendable {
     public var ignored = 0
     /// Decodable types whose fields made no sense (bad time, missing fix type, ...).
     public var invalidFields = 0
+    /// Decodable types sent before the receiver had a time (all fields empty): not errors.
+    public var empty = 0
     public var spliced = 0
     public var garbled = 0
     public var overlong = 0
@@ -104,6 +106,10 @@ public struct NMEADecoder {
             statistics.invalidFields += 1
             return
         }
+        if report.empty {
+            statistics.empty += 1
+            return
+        }
         statistics.parsed += 1
         merge(report, emit)
     }
@@ -198,7 +204,7 @@ public struct NMEADecoder {
                 if let longitude = report.longitude { fix.longitude = longitude }
             }
         }
-        if report.navigationNotValid { epochVetoed = true }
+        if report.vetoed { epochVetoed = true }
         if let mode = report.gsaMode {
             fix.mode = mode
             epochSawGSA = true

@@ -49,6 +49,12 @@ struct NMEAFields {
         return start..<min(index, bytes.count)
     }
 
+    /// True when the next field exists and is empty (receivers send all-empty sentences until
+    /// they have a time).
+    func nextIsEmpty() -> Bool {
+        !exhausted && (position >= bytes.count || bytes[position] == ASCII.comma)
+    }
+
     mutating func skip(_ count: Int) {
         for _ in 0..<count { _ = next() }
     }

@@ -13,9 +13,11 @@ struct NMEAReport {
     var longitude: Double? = nil
     /// Status of the position: true valid, false the receiver says invalid, nil not stated.
     var positionValid: Bool? = nil
-    /// NMEA 4.1 navigational status 'V' (RMC, GNS): the receiver says its solution must not be
-    /// used for navigation. It vetoes the whole cycle.
-    var navigationNotValid = false
+    /// GGA or GNS computed from zero satellites: a stale or coasting solution that other
+    /// sentences of the same cycle repeat as valid. It vetoes the whole cycle (gpsd agrees).
+    var vetoed = false
+    /// The sentence carried no data yet (an empty time field: the receiver has no time).
+    var empty = false
     var quality: Fix.Quality? = nil
     var gsaMode: Fix.Mode? = nil
     var satellitesUsed: Int? = nil
@@ -72,6 +74,7 @@ enum NMEASentences {
     // $GPGGA,123519,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,*47
     private static func gga(_ fields: inout NMEAFields) -> NMEAReport? {
         var report = NMEAReport(type: .gga)
+        if fields.nextIsEmpty() { report.empty = true; return report }
         guard let time = fields.timeOfDay() else { return nil }
         report.timeOfDayNs = time
         report.latitude = fields.coordinate(maximumDegrees: 90)
@@ -81,8 +84,7 @@ enum NMEASentences {
             report.positionValid = quality > 0 && quality != 7 && quality != 8
         }
         report.satellitesUsed = fields.integer()
-        // A solution from zero satellites is a stale or coasting one, not a fix (gpsd agrees).
-        if report.satellitesUsed == 0 { report.positionValid = false }
+        if report.satellitesUsed == 0 { report.vetoed = true }
         report.hdop = fields.double()
         report.altitudeMSLM = fields.double()
         _ = fields.character()
@@ -93,6 +95,7 @@ enum NMEASentences {
     // $GPRMC,123519,A,4807.038,N,01131.000,E,022.4,084.4,230394,003.1,W*6A  (NMEA 2.3+ adds a mode)
     private static func rmc(_ fields: inout NMEAFields) -> NMEAReport? {
         var report = NMEAReport(type: .rmc)
+        if fields.nextIsEmpty() { report.empty = true; return report }
         guard let time = fields.timeOfDay() else { return nil }
         report.timeOfDayNs = time
         let status = fields.character()
@@ -104,13 +107,13 @@ enum NMEASentences {
         fields.skip(2)
         let mode = fields.character()
         report.positionValid = status == UInt8(ascii: "A") && mode != UInt8(ascii: "N")
-        report.navigationNotValid = fields.character() == UInt8(ascii: "V")
         return report
     }
 
     // $GNGNS,014035.00,4332.69262,S,17235.48549,E,RR,13,0.9,25.63,11.24,,*70
     private static func gns(_ fields: inout NMEAFields) -> NMEAReport? {
         var report = NMEAReport(type: .gns)
+        if fields.nextIsEmpty() { report.empty = true; return report }
         guard let time = fields.timeOfDay() else { return nil }
         report.timeOfDayNs = time
         report.latitude = fields.coordinate(maximumDegrees: 90)
@@ -127,12 +130,10 @@ enum NMEASentences {
             report.positionValid = best != .invalid
         }
         report.satellitesUsed = fields.integer()
-        if report.satellitesUsed == 0 { report.positionValid = false }
+        if report.satellitesUsed == 0 { report.vetoed = true }
         report.hdop = fields.double()
         report.altitudeMSLM = fields.double()
         report.geoidSeparationM = fields.double()
-        fields.skip(2)
-        report.navigationNotValid = fields.character() == UInt8(ascii: "V")
         return report
     }
 
@@ -171,6 +172,7 @@ enum NMEASentences {
         var report = NMEAReport(type: .gll)
         report.latitude = fields.coordinate(maximumDegrees: 90)
         report.longitude = fields.coordinate(maximumDegrees: 180)
+        if fields.nextIsEmpty() { report.empty = true; return report }
         guard let time = fields.timeOfDay() else { return nil }
         report.timeOfDayNs = time
         let status = fields.character()
@@ -202,6 +204,7 @@ enum NMEASentences {
     // $GPZDA,201530.00,04,07,2002,00,00*60
     private static func zda(_ fields: inout NMEAFields) -> NMEAReport? {
         var report = NMEAReport(type: .zda)
+        if fields.nextIsEmpty() { report.empty = true; return report }
         guard let time = fields.timeOfDay() else { return nil }
         report.timeOfDayNs = time
         if let day = fields.integer(), let month = fields.integer(), let year = fields.integer() {
@@ -214,6 +217,7 @@ enum NMEASentences {
     // $GPGST,024603.00,3.2,6.6,4.7,47.3,5.8,5.6,22.0*58
     private static func gst(_ fields: inout NMEAFields) -> NMEAReport? {
         var report = NMEAReport(type: .gst)
+        if fields.nextIsEmpty() { report.empty = true; return report }
         guard let time = fields.timeOfDay() else { return nil }
         report.timeOfDayNs = time
         fields.skip(4)
