@@ -34,13 +34,8 @@ public struct NMEAStatistics: Equatable, Sendable {
 /// when the next one starts. Sentences without a time (GSA, VTG) join the current cycle.
 public struct NMEADecoder {
     private var framer: NMEAFramer
-    private var epoch: Fix? = nil
-    private var epochEmitted = false
-    private var epochLastType: NMEASentenceType? = nil
+    private var epoch: Epoch? = nil
     private var cycleEnder: NMEASentenceType? = nil
-    private var epochSawGSA = false
-    private var epochValid: Bool? = nil
-    private var epochVetoed = false
     /// The first cycle after start is usually partial (reading began mid-cycle): it teaches the
     /// cycle ender but is not reported, as gpsd does.
     private var completedBoundary = false
@@ -62,9 +57,13 @@ public struct NMEADecoder {
     /// Feeds bytes; `emit` receives each completed epoch (with or without a position).
     @_noAllocation
     public mutating func consume(_ bytes: UnsafeRawBufferPointer, _ emit: (Fix) -> Void) {
-        for byte in bytes {
-            switch framer.push(byte) {
-            case .none: continue
+        var index = 0
+        // Bounded: every call to advance consumes at least one byte or returns at the end.
+        while index < bytes.count {
+            let (step, next) = framer.advance(bytes, from: index)
+            index = next
+            switch step {
+            case .needMoreBytes: break
             case .sentence: handleSentence(emit)
             case .rejected(let reason): count(reason)
             }
@@ -116,49 +115,39 @@ public struct NMEADecoder {
 
     private mutating func merge(_ report: NMEAReport, _ emit: (Fix) -> Void) {
         if let time = report.timeOfDayNs {
-            if let current = epoch, abs(current.timeOfDayNs - time) <= NMEADecoder.sameCycleToleranceNs {
+            if let current = epoch?.fix.timeOfDayNs, abs(current - time) <= NMEADecoder.sameCycleToleranceNs {
                 // Same cycle, printed with different precision (GLL 200620.303, GGA 200620.30):
                 // the epoch takes the time of its latest sentence.
-                epoch?.timeOfDayNs = time
-            } else if let current = epoch {
+                epoch?.fix.timeOfDayNs = time
+            } else if let current = epoch?.fix.timeOfDayNs {
                 // Time going backwards across midnight starts a new UTC day; going backwards at
                 // any other hour is a receiver restart or a replayed log, not a new day.
-                if time < current.timeOfDayNs && report.date == nil
-                    && current.timeOfDayNs >= 23 * 3_600_000_000_000 && time < 3_600_000_000_000 {
+                if time < current && report.date == nil && current >= 23 * 3_600_000_000_000 && time < 3_600_000_000_000 {
                     calendar.noteMidnight()
                 }
                 closeEpoch(emit)
             }
-            if epoch == nil { startEpoch(time) }
+            if epoch == nil { epoch = Epoch(timeOfDayNs: time) }
         }
         guard epoch != nil else { return } // untimed sentences before the first timed one
         if let date = report.date { calendar.note(date) }
-        apply(report)
-        epochLastType = report.type
-        if !epochEmitted, completedBoundary, report.type == cycleEnder { deliver(emit) }
-    }
-
-    private mutating func startEpoch(_ time: Int64) {
-        epoch = Fix(timeOfDayNs: time)
-        epochEmitted = false
-        epochSawGSA = false
-        epochValid = nil
-        epochVetoed = false
-        epochLastType = nil
+        epoch?.apply(report)
+        if epoch?.emitted == false, completedBoundary, report.type == cycleEnder { deliver(emit) }
     }
 
     private mutating func closeEpoch(_ emit: (Fix) -> Void) {
-        guard epoch != nil else { return }
-        if !epochEmitted && completedBoundary { deliver(emit) }
+        guard let finished = epoch else { return }
+        if !finished.emitted && completedBoundary { deliver(emit) }
         completedBoundary = true
-        cycleEnder = epochLastType
+        cycleEnder = finished.lastType
         epoch = nil
     }
 
     private mutating func deliver(_ emit: (Fix) -> Void) {
-        guard var fix = epoch else { return }
-        epochEmitted = true
-        fix.mode = mode(of: fix)
+        guard let current = epoch else { return }
+        epoch?.emitted = true
+        var fix = current.fix
+        fix.mode = current.mode
         if !fix.hasPosition {
             fix.latitude = nil
             fix.longitude = nil
@@ -182,32 +171,47 @@ public struct NMEADecoder {
         if fix.hasPosition { statistics.fixes += 1 }
         emit(fix)
     }
+}
 
-    /// A position counts only when a positional sentence said it is valid; GSA's fix type then
-    /// says 2D or 3D, else the presence of an altitude does.
-    private func mode(of fix: Fix) -> Fix.Mode {
-        guard epochValid == true, !epochVetoed, fix.latitude != nil, fix.longitude != nil else {
-            return epochValid == false ? .noFix : (epochSawGSA && fix.mode == .noFix ? .noFix : .unknown)
+/// One receiver cycle being merged: the fix so far and what the cycle's sentences said about it.
+struct Epoch {
+    var fix: Fix
+    /// Whether a positional sentence vouched for the position (nil: none said either way).
+    var valid: Bool? = nil
+    var vetoed = false
+    var sawGSA = false
+    var emitted = false
+    var lastType: NMEASentenceType? = nil
+
+    init(timeOfDayNs: Int64) {
+        fix = Fix(timeOfDayNs: timeOfDayNs)
+    }
+
+    /// A position counts only when a positional sentence said it is valid and no sentence vetoed
+    /// the cycle; GSA's fix type then says 2D or 3D, else the presence of an altitude does.
+    var mode: Fix.Mode {
+        guard valid == true, !vetoed, fix.latitude != nil, fix.longitude != nil else {
+            return valid == false || vetoed ? .noFix : (sawGSA && fix.mode == .noFix ? .noFix : .unknown)
         }
-        if epochSawGSA, fix.mode == .twoDimensional || fix.mode == .threeDimensional { return fix.mode }
+        if sawGSA, fix.mode == .twoDimensional || fix.mode == .threeDimensional { return fix.mode }
         return fix.altitudeMSLM != nil ? .threeDimensional : .twoDimensional
     }
 
-    private mutating func apply(_ report: NMEAReport) {
-        guard var fix = epoch else { return }
-        if let valid = report.positionValid {
+    mutating func apply(_ report: NMEAReport) {
+        lastType = report.type
+        if let isValid = report.positionValid {
             // One sentence saying "invalid" does not cancel another's valid position in the same
             // cycle, but a valid position needs at least one sentence that vouches for it.
-            epochValid = (epochValid ?? false) || valid
-            if valid {
+            valid = (valid ?? false) || isValid
+            if isValid {
                 if let latitude = report.latitude { fix.latitude = latitude }
                 if let longitude = report.longitude { fix.longitude = longitude }
             }
         }
-        if report.vetoed { epochVetoed = true }
+        if report.vetoed { vetoed = true }
         if let mode = report.gsaMode {
             fix.mode = mode
-            epochSawGSA = true
+            sawGSA = true
         }
         if let value = report.quality { fix.quality = value }
         if let value = report.satellitesUsed { fix.satellitesUsed = value }
@@ -223,7 +227,6 @@ public struct NMEADecoder {
         if let value = report.latitudeSigmaM { fix.latitudeSigmaM = value }
         if let value = report.longitudeSigmaM { fix.longitudeSigmaM = value }
         if let value = report.altitudeSigmaM { fix.altitudeSigmaM = value }
-        epoch = fix
     }
 }
 
