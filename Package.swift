@@ -43,8 +43,15 @@ let package = Package(
             swiftSettings: hotPathChecks
         ),
         .testTarget(
+            name: "LocusDevicesTests",
+            dependencies: ["LocusDevices", "LocusCore"],
+            swiftSettings: hotPathChecks,
+            linkerSettings: [.linkedLibrary("util")]
+        ),
+        .testTarget(
             name: "LocusAgentTests",
-            dependencies: ["locus", "LocusAgent", "LocusDevices", "LocusCore"]
+            dependencies: ["locus", "LocusAgent", "LocusDevices", "LocusCore"],
+            swiftSettings: hotPathChecks
         ),
     ]
 )

@@ -277,7 +277,9 @@ int locus_uart_open(const char *path, int baud) {
     cfmakeraw(&tio);
     tio.c_cflag &= ~(CSTOPB | PARENB | CRTSCTS | CSIZE);
     tio.c_cflag |= CS8 | CLOCAL | CREAD;
-    tio.c_cc[VMIN] = 0;
+    // VMIN 1 with O_NONBLOCK: no data reads as EAGAIN, so a read of 0 bytes means hang-up.
+    // (VMIN 0 would make an idle port read 0 bytes, indistinguishable from an unplugged one.)
+    tio.c_cc[VMIN] = 1;
     tio.c_cc[VTIME] = 0;
     cfsetispeed(&tio, speed);
     cfsetospeed(&tio, speed);

@@ -17,6 +17,9 @@ public struct BoardConfig {
         public var device: String
         public var baud: Int
         public var receiver: Receiver
+        /// Accept NMEA sentences without a `*hh` checksum (a few old receivers omit it). Off by
+        /// default: without a checksum line noise cannot be told from data.
+        public var allowMissingChecksum: Bool
     }
 
     public enum BluetoothSource: Equatable {
@@ -109,9 +112,10 @@ public struct BoardConfig {
             _ = section.integer("baud", in: 1...4_000_000)
         }
         let receiver = section.choice("receiver", [("ublox", Receiver.ublox), ("mediatek", .mediatek), ("generic-nmea", .genericNMEA)]) ?? .genericNMEA
+        let allowMissingChecksum = section.boolean("allow_missing_checksum") ?? false
         guard let device else { return nil }
         if device.isEmpty { section.report.fail(at: section.offset(of: "device"), "'gnss.device' must not be empty") }
-        return GNSS(device: device, baud: baud, receiver: receiver)
+        return GNSS(device: device, baud: baud, receiver: receiver, allowMissingChecksum: allowMissingChecksum)
     }
 
     private static func readBluetooth(_ section: inout TableReader) -> BluetoothSource? {
