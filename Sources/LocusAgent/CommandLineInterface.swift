@@ -26,13 +26,20 @@ public enum CommandLineInterface {
             run: CheckConfigCommand.run),
         Command(
             name: "decode", summary: "decode recorded receiver data to JSON lines",
-            usage: "locus decode nmea [--allow-missing-checksum] [FILE|-]",
+            usage: "locus decode nmea [--allow-missing-checksum] [FILE|-]\n       locus decode adv --hex HEX\n       locus decode hci (--hex HEX | FILE)",
             details: """
             nmea: reads NMEA 0183 (a file, or standard input for '-' or no FILE) and writes one
             gpsd-style TPV object per receiver cycle ("class", "mode", "time", "lat", "lon", "altMSL",
             "speed" in m/s, "track" in degrees, "eph" in metres), then one summary object on standard
             error: sentences read, parsed, ignored, and rejected by reason. Sentences without a
             checksum are rejected unless --allow-missing-checksum is given.
+            adv: decodes advertising data (AD structures) given as hex: flags, name, TX power,
+            services, service data, manufacturer data, and the beacon frame (iBeacon, AltBeacon,
+            Eddystone UID/URL/TLM/eTLM/EID, UriBeacon).
+            hci: decodes HCI LE Advertising Report events (legacy and extended; the H4 type byte
+            0x04 is optional) given as hex, or read from FILE: a btsnoop capture (`btmon -w`) or
+            lines of hex, one event per line. One JSON object per advertising report; a malformed
+            item gives {"error": ...}. Exit 0 if any item decoded, 1 if none did.
             """,
             run: DecodeCommand.run),
         Command(

@@ -4,7 +4,7 @@ import LocusDevices
 /// `locus decode nmea [FILE|-]`: one gpsd-style TPV JSON object per completed fix epoch on
 /// standard output, then a one-line JSON summary on standard error.
 enum DecodeCommand {
-    static let usage = "usage: locus decode nmea [--allow-missing-checksum] [FILE|-]"
+    static let usage = "usage: locus decode nmea [--allow-missing-checksum] [FILE|-] | decode adv --hex HEX | decode hci (--hex HEX | FILE)"
 
     static func run(_ arguments: [String]) -> Int32 {
         guard let kind = arguments.first else {
@@ -12,6 +12,8 @@ enum DecodeCommand {
         }
         switch kind {
         case "nmea": return nmea(Array(arguments.dropFirst()))
+        case "adv": return BLEDecodeCommand.advertisingData(Array(arguments.dropFirst()))
+        case "hci": return BLEDecodeCommand.hci(Array(arguments.dropFirst()))
         default:
             return CommandLineInterface.usageError("decode: unknown kind '\(kind)'", hint: usage)
         }

@@ -1,0 +1,51 @@
+// libFuzzer entry points, one per binary (Scripts/fuzz compiles this file with LocusCore's sources
+// and -D FUZZ_HCI, FUZZ_AD or FUZZ_NMEA, under -sanitize=fuzzer,address). Each target parses the
+// input and cross-checks what came out, so a parser that read past its input or returned
+// inconsistent values trips ASan or a precondition.
+
+#if FUZZ_HCI
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzHCIEvent(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    let bytes = UnsafeRawBufferPointer(start: data, count: size)
+    var total = 0
+    let result = HCIEvents.forEachReport(in: HCIEvents.withoutPacketType(bytes)) { report in
+        total += report.data.count
+        precondition(report.data.baseAddress! >= bytes.baseAddress! && report.data.baseAddress! + report.data.count <= bytes.baseAddress! + size)
+        _ = BeaconDecoder.decode(report.data)
+    }
+    if case .success(let count) = result { precondition(count >= 1 && total < size) }
+    return 0
+}
+#endif
+
+#if FUZZ_AD
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzAdvertisingData(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    let bytes = UnsafeRawBufferPointer(start: data, count: size)
+    var seen = 0
+    let walk = AdvertisingData.forEachStructure(bytes) { _, payload in seen += payload.count + 2 }
+    precondition(seen <= size && walk.structures <= size / 2)
+    switch BeaconDecoder.decode(bytes) {
+    case .eddystoneURL(_, let url)?, .uriBeacon(_, let url)?:
+        precondition(url.count <= EddystoneURL.capacity)
+        _ = url.expanded
+    default:
+        break
+    }
+    _ = AdvertisementJSON.describe(bytes)
+    return 0
+}
+#endif
+
+#if FUZZ_NMEA
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzNMEA(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    var decoder = NMEADecoder()
+    decoder.consume(UnsafeRawBufferPointer(start: data, count: size)) { fix in
+        if let latitude = fix.latitude { precondition(latitude >= -90 && latitude <= 90) }
+        if let longitude = fix.longitude { precondition(longitude >= -180 && longitude <= 180) }
+    }
+    precondition(decoder.statistics.parsed + decoder.statistics.rejected + decoder.statistics.ignored + decoder.statistics.empty == decoder.statistics.read)
+    return 0
+}
+#endif
