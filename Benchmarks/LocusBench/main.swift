@@ -33,6 +33,28 @@ func nmea(_ inputs: [[UInt8]], decode: Bool, repeats: Int) {
     }
 }
 
+/// The iBeacon report of the shared corpus (v065: an LE Advertising Report event, H4 byte
+/// dropped), parsed `repeats` times: HCI event walk, AD walk, iBeacon decode.
+func ble(decode: Bool, repeats: Int) {
+    let event: [UInt8] = [0x3E, 0x2A, 0x02, 0x01, 0x00, 0x01, 0x43, 0x3E, 0xA2, 0xC9, 0x6B, 0x6A, 0x1E, 0x02, 0x01, 0x1A,
+                          0x1A, 0xFF, 0x4C, 0x00, 0x02, 0x15, 0xE2, 0xC5, 0x6D, 0xB5, 0xDF, 0xFB, 0x48, 0xD2, 0xB0, 0x60,
+                          0xD0, 0xF5, 0xA7, 0x10, 0x96, 0xE0, 0x00, 0x64, 0x00, 0x00, 0xC5, 0xB3]
+    var majors = 0
+    var reports = 0
+    let counted = event.withUnsafeBytes { raw in
+        allocations {
+            for _ in 0..<repeats {
+                guard decode else { majors &+= Int(raw[5]); continue }
+                _ = HCIEvents.forEachReport(in: raw) { report in
+                    reports += 1
+                    if case .iBeacon(_, let major, _, _)? = BeaconDecoder.decode(report.data) { majors &+= Int(major) }
+                }
+            }
+        }
+    }
+    if decode { print("reports \(reports) majors \(majors) allocations \(counted)") }
+}
+
 let arguments = CommandLine.arguments.dropFirst()
 guard let workload = arguments.first else {
     print("usage: locus-bench nmea (--decode|--load-only) [--repeat N] FILE...")
@@ -45,6 +67,7 @@ var repeats = 1
 if rest.first == "--repeat" { repeats = Int(rest[1]) ?? 1; rest.removeFirst(2) }
 switch workload {
 case "nmea": nmea(load(rest), decode: decode, repeats: repeats)
+case "ble": ble(decode: decode, repeats: repeats)
 default:
     print("unknown workload \(workload)")
     exit(2)

@@ -282,3 +282,54 @@ private func uuidText(_ uuid: BeaconUUID) -> String { uuid.description.lowercase
         #expect(extended == 6)
     }
 }
+
+import AllocCounter
+
+@Suite struct BLEAllocationTests {
+    @Test func parsingAndDecodingEveryCorpusEventAllocatesNothing() throws {
+        let events = try readTSV("hci_events.tsv").compactMap { HexText.bytes($0["hex"]) }
+        try #require(events.count >= 140)
+        var reports = 0
+        var beacons = 0
+        var counts: [Int] = []
+        for _ in 0..<2 {
+            // The first pass warms up: first use of each type instantiates its metadata.
+            var count = 0
+            for event in events {
+                count += event.withUnsafeBytes { raw in
+                    allocations {
+                        _ = HCIEvents.forEachReport(in: HCIEvents.withoutPacketType(raw)) { report in
+                            reports += 1
+                            if BeaconDecoder.decode(report.data) != nil { beacons += 1 }
+                        }
+                    }
+                }
+            }
+            counts.append(count)
+        }
+        #expect(counts[1] == 0, "first pass \(counts[0]), second \(counts[1])")
+        #expect(reports == 2 * events.count)
+        #expect(beacons > 0)
+    }
+
+    @Test func hostileEventsAreRejectedWithoutReadingPastTheEnd() {
+        let good: [UInt8] = [0x3E, 0x0C, 0x02, 0x01, 0x00, 0x00, 1, 2, 3, 4, 5, 6, 0x00, 0xC5]
+        let cases: [([UInt8], HCIEventError)] = [
+            ([], .truncated),
+            ([0x0E, 0x04, 0x01, 0x0B, 0x20, 0x00], .notAdvertising),          // Command Complete
+            ([0x3E, 0x0D] + Array(good[2...]), .lengthMismatch),
+            ([0x3E, 0x0C, 0x02, 0x00] + Array(good[4...]), .badReportCount),    // zero reports
+            ([0x3E, 0x0C, 0x02, 0x19] + Array(good[4...]), .badReportCount),    // 25 reports in 10 bytes
+            ([0x3E, 0x0C, 0x02, 0x01, 0x00, 0x00, 1, 2, 3, 4, 5, 6, 0x05, 0xC5], .reportOverrun),
+            ([0x3E, 0x0D, 0x02, 0x01, 0x00, 0x00, 1, 2, 3, 4, 5, 6, 0x00, 0xC5, 0xFF], .trailingBytes),
+            ([0x3E, 0x02, 0x0D, 0x01], .badReportCount),
+        ]
+        #expect(good.withUnsafeBytes { HCIEvents.forEachReport(in: $0) { _ in } } == .success(1))
+        for (bytes, error) in cases {
+            var delivered = 0
+            let result = bytes.withUnsafeBytes { HCIEvents.forEachReport(in: $0) { _ in delivered += 1 } }
+            #expect(result == .failure(error), "\(bytes)")
+            #expect(delivered == 0)
+        }
+    }
+}
