@@ -397,6 +397,8 @@ int locus_hci_set_le_filter(int fd, void *saved, size_t saved_size) {
     hci_filter_set_event(EVT_LE_META_EVENT, &filter);
     hci_filter_set_event(EVT_CMD_COMPLETE, &filter);
     hci_filter_set_event(EVT_CMD_STATUS, &filter);
+    // The kernel's own "device down" notification, so an adapter going down is seen at once.
+    hci_filter_set_event(EVT_STACK_INTERNAL, &filter);
     return setsockopt(fd, SOL_HCI, HCI_FILTER, &filter, sizeof filter) == 0 ? 0 : -errno;
 }
 

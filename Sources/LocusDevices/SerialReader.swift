@@ -118,3 +118,17 @@ public struct SerialReader: ~Copyable {
         descriptor = -1
     }
 }
+
+/// Sleeping without a busy wait (replay at a chosen speed).
+public enum Clock {
+    public static func sleep(nanoseconds: Int64) {
+        guard nanoseconds > 0 else { return }
+        var remaining = nanoseconds
+        // poll(2) with no descriptors is a millisecond sleep; bounded by the requested time.
+        while remaining > 0 {
+            let step = min(remaining, 1_000_000_000)
+            _ = locus_poll(nil, nil, nil, 0, Int32(max(1, step / 1_000_000)))
+            remaining -= step
+        }
+    }
+}
