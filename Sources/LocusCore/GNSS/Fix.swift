@@ -57,7 +57,7 @@ public struct Fix: Equatable, Sendable {
     /// them (their root-sum-square, the DRMS), else HDOP × `assumedUEREM`. nil without either.
     public var horizontalAccuracyM: Double? {
         if let latitudeSigmaM, let longitudeSigmaM {
-            return (latitudeSigmaM * latitudeSigmaM + longitudeSigmaM * longitudeSigmaM).squareRoot()
+            return LibM.sqrt(latitudeSigmaM * latitudeSigmaM + longitudeSigmaM * longitudeSigmaM)
         }
         if let hdop { return hdop * Fix.assumedUEREM }
         return nil

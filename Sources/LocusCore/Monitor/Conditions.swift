@@ -1,0 +1,192 @@
+/// CLMonitor's `CircularGeographicCondition`: a circle on the WGS84 ellipsoid.
+public struct CircularGeographicCondition: Equatable, Sendable {
+    public var latitude: Double
+    public var longitude: Double
+    public var radiusM: Double
+
+    public init(latitude: Double, longitude: Double, radiusM: Double) {
+        self.latitude = latitude
+        self.longitude = longitude
+        self.radiusM = radiusM
+    }
+}
+
+/// CLMonitor's `BeaconIdentityCondition`: a UUID, optionally narrowed by major, then minor.
+public struct BeaconIdentityCondition: Hashable, Sendable {
+    public var uuid: BeaconUUID
+    public var major: UInt16?
+    public var minor: UInt16?
+
+    public init(uuid: BeaconUUID, major: UInt16? = nil, minor: UInt16? = nil) {
+        precondition(minor == nil || major != nil, "a minor needs a major")
+        self.uuid = uuid
+        self.major = major
+        self.minor = minor
+    }
+
+    /// True when the condition leaves major or minor open (its satisfied events carry a refinement).
+    public var isWildcard: Bool { minor == nil }
+
+    public func matches(_ identity: BeaconIdentity) -> Bool {
+        identity.uuid == uuid && (major == nil || major == identity.major) && (minor == nil || minor == identity.minor)
+    }
+}
+
+/// A concrete beacon identity as seen on the air.
+public struct BeaconIdentity: Hashable, Sendable {
+    public var uuid: BeaconUUID
+    public var major: UInt16
+    public var minor: UInt16
+
+    public init(uuid: BeaconUUID, major: UInt16, minor: UInt16) {
+        self.uuid = uuid
+        self.major = major
+        self.minor = minor
+    }
+}
+
+public enum Condition: Equatable, Sendable {
+    case circle(CircularGeographicCondition)
+    case beacon(BeaconIdentityCondition)
+}
+
+/// Per-condition decision settings (Locus beyond CLMonitor). Defaults documented in the README.
+public struct ConditionSettings: Equatable, Sendable {
+    /// Geofences: the fix must be this far inside the edge to enter, this far outside to exit.
+    public var enterMarginM: Double = 0
+    public var exitMarginM: Double = 15
+    /// Minimum time the new state must hold before it is reported.
+    public var dwellMs: Int64 = 0
+    /// Hold the state while the fix's accuracy circle straddles the edge.
+    public var accuracyGate = true
+    /// Report a satisfied/unsatisfied pair when the path between two outside fixes crosses the circle.
+    public var transit = false
+    /// Beacons: unsatisfied after this long without a sighting (nil: the engine's default).
+    public var exitTimeoutMs: Int64? = nil
+    /// Beacons: satisfied only while the filtered proximity is at least this close.
+    public var proximity: ProximityRequirement? = nil
+
+    public init() {}
+
+    /// "inside iff distance <= radius", no hysteresis, no dwell, no accuracy gate.
+    public static var raw: ConditionSettings {
+        var settings = ConditionSettings()
+        settings.exitMarginM = 0
+        settings.accuracyGate = false
+        return settings
+    }
+}
+
+/// One beacon reception handed to the engine (from an iBeacon or AltBeacon frame).
+public struct Sighting: Equatable, Sendable {
+    public var identity: BeaconIdentity
+    public var rssi: Int8?
+    /// Measured power at 1 m (the frame's TX power byte), dBm.
+    public var measuredPower: Int8
+    public var address: BLEAddress
+    public var time: UTCTime
+
+    public init(identity: BeaconIdentity, rssi: Int8?, measuredPower: Int8, address: BLEAddress, time: UTCTime) {
+        self.identity = identity
+        self.rssi = rssi
+        self.measuredPower = measuredPower
+        self.address = address
+        self.time = time
+    }
+
+    /// The sighting in an advertising report, if it carries an iBeacon or AltBeacon frame.
+    @_noAllocation
+    public static func from(_ report: AdvertisingReport, time: UTCTime) -> Sighting? {
+        switch BeaconDecoder.decode(report.data) {
+        case .iBeacon(let uuid, let major, let minor, let power)?:
+            return Sighting(identity: BeaconIdentity(uuid: uuid, major: major, minor: minor), rssi: report.rssi,
+                            measuredPower: power, address: report.address, time: time)
+        case .altBeacon(_, let id1, let id2, let id3, let reference, _)?:
+            return Sighting(identity: BeaconIdentity(uuid: id1, major: id2, minor: id3), rssi: report.rssi,
+                            measuredPower: reference, address: report.address, time: time)
+        default:
+            return nil
+        }
+    }
+}
+
+/// iOS 18's `CLMonitor.Event` diagnostics.
+public struct EventDiagnostics: OptionSet, Hashable, Sendable {
+    public var rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    /// The fix was too coarse to decide this condition.
+    public static let accuracyLimited = EventDiagnostics(rawValue: 1)
+    /// The condition could not be added: capacity is full.
+    public static let conditionLimitExceeded = EventDiagnostics(rawValue: 2)
+    /// The gateway cannot monitor this kind of condition (a beacon condition without Bluetooth).
+    public static let conditionUnsupported = EventDiagnostics(rawValue: 4)
+    /// The state directory is not writable: monitoring works in memory only.
+    public static let persistenceUnavailable = EventDiagnostics(rawValue: 8)
+
+    public var names: [String] {
+        var result: [String] = []
+        if contains(.accuracyLimited) { result.append("accuracyLimited") }
+        if contains(.conditionLimitExceeded) { result.append("conditionLimitExceeded") }
+        if contains(.conditionUnsupported) { result.append("conditionUnsupported") }
+        if contains(.persistenceUnavailable) { result.append("persistenceUnavailable") }
+        return result
+    }
+}
+
+/// Why an event happened: the observation that decided it, for technicians reading the log.
+public struct Explanation: Equatable, Sendable {
+    public enum Source: UInt8, Equatable, Sendable {
+        case fix = 1, sighting = 2, timeout = 3, transit = 4, assumption = 5
+    }
+    public var source: Source
+    /// Geofences: the fix, its horizontal accuracy and the distance to the edge (negative inside).
+    public var latitude: Double = 0
+    public var longitude: Double = 0
+    public var accuracyM: Double = 0
+    public var edgeDistanceM: Double = 0
+    /// How long the new state had held when it was reported.
+    public var dwellMs: Int64 = 0
+    /// Beacons: filtered RSSI, its window's minimum and maximum, sample count, and distance.
+    public var rssiFiltered: Double = 0
+    public var rssiMinimum: Int8 = 0
+    public var rssiMaximum: Int8 = 0
+    public var rssiSamples: Int = 0
+    public var distanceM: Double = 0
+
+    public init(source: Source) { self.source = source }
+}
+
+/// CLMonitor's `MonitoringRecord.lastEvent` / `CLMonitor.Event`.
+public struct MonitorEvent: Equatable, Sendable {
+    public var monitor: FixedName
+    public var identifier: FixedName
+    public var state: ConditionState
+    public var date: UTCTime
+    /// Wildcard beacon conditions: the concrete identity that satisfied them.
+    public var refinement: BeaconIdentity?
+    public var diagnostics: EventDiagnostics
+    public var explanation: Explanation
+
+    public init(monitor: FixedName, identifier: FixedName, state: ConditionState, date: UTCTime,
+                refinement: BeaconIdentity?, diagnostics: EventDiagnostics, explanation: Explanation) {
+        self.monitor = monitor
+        self.identifier = identifier
+        self.state = state
+        self.date = date
+        self.refinement = refinement
+        self.diagnostics = diagnostics
+        self.explanation = explanation
+    }
+}
+
+extension BeaconProximity {
+    /// The category a configured `proximity = "..."` requirement names.
+    public init(_ requirement: ProximityRequirement) {
+        switch requirement {
+        case .immediate: self = .immediate
+        case .near: self = .near
+        case .far: self = .far
+        }
+    }
+}

@@ -1,0 +1,63 @@
+/// A monitor name or condition identifier stored inline (at most 32 ASCII bytes), so conditions
+/// live in fixed-size slots and compare without touching the heap.
+public struct FixedName: Hashable, Sendable, CustomStringConvertible, Comparable {
+    public static let capacity = Identifier.maximumLength
+    private var storage: InlineArray<32, UInt8>
+    public private(set) var count: Int
+
+    /// nil unless `text` is a valid identifier (see `Identifier.isValid`).
+    public init?(_ text: String) {
+        guard Identifier.isValid(text) else { return nil }
+        storage = InlineArray(repeating: 0)
+        count = 0
+        for byte in text.utf8 {
+            storage[count] = byte
+            count += 1
+        }
+    }
+
+    public init?(bytes: UnsafeRawBufferPointer) {
+        guard bytes.count >= 1, bytes.count <= FixedName.capacity else { return nil }
+        storage = InlineArray(repeating: 0)
+        count = 0
+        for byte in bytes {
+            guard isDigit(byte) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A) || byte == 0x5F || byte == 0x2D else { return nil }
+            storage[count] = byte
+            count += 1
+        }
+    }
+
+    public subscript(index: Int) -> UInt8 { storage[index] }
+
+    public static func == (a: FixedName, b: FixedName) -> Bool {
+        guard a.count == b.count else { return false }
+        for index in 0..<a.count where a.storage[index] != b.storage[index] { return false }
+        return true
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(count)
+        for index in 0..<count { hasher.combine(storage[index]) }
+    }
+
+    public static func < (a: FixedName, b: FixedName) -> Bool {
+        for index in 0..<min(a.count, b.count) where a.storage[index] != b.storage[index] {
+            return a.storage[index] < b.storage[index]
+        }
+        return a.count < b.count
+    }
+
+    public var description: String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(count)
+        for index in 0..<count { bytes.append(storage[index]) }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Writes the name's bytes (for log records).
+    public func withBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+        var copy = storage
+        let length = count
+        return withUnsafeBytes(of: &copy) { raw in body(UnsafeRawBufferPointer(rebasing: raw[0..<length])) }
+    }
+}

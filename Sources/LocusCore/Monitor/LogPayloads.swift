@@ -1,0 +1,256 @@
+/// Little-endian writing into a caller's fixed buffer; running past its end sets `overflow`
+/// instead of writing (the caller checks once at the end).
+public struct ByteWriter {
+    public let buffer: UnsafeMutableRawBufferPointer
+    public private(set) var count = 0
+    public private(set) var overflow = false
+
+    public init(_ buffer: UnsafeMutableRawBufferPointer) { self.buffer = buffer }
+
+    public var written: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: buffer[0..<count]) }
+
+    @inline(__always)
+    public mutating func put(_ value: UInt8) {
+        guard count < buffer.count else { overflow = true; return }
+        buffer[count] = value
+        count += 1
+    }
+
+    public mutating func put(_ value: UInt16) { put(UInt8(truncatingIfNeeded: value)); put(UInt8(truncatingIfNeeded: value >> 8)) }
+    public mutating func put(_ value: UInt32) { put(UInt16(truncatingIfNeeded: value)); put(UInt16(truncatingIfNeeded: value >> 16)) }
+    public mutating func put(_ value: UInt64) { put(UInt32(truncatingIfNeeded: value)); put(UInt32(truncatingIfNeeded: value >> 32)) }
+    public mutating func put(_ value: Int64) { put(UInt64(bitPattern: value)) }
+    public mutating func put(_ value: Double) { put(value.bitPattern) }
+    public mutating func put(_ value: Bool) { put(UInt8(value ? 1 : 0)) }
+
+    public mutating func put(_ name: FixedName) {
+        put(UInt8(name.count))
+        for index in 0..<name.count { put(name[index]) }
+    }
+}
+
+/// Little-endian reading; a short or malformed payload sets `failed` and yields zeros.
+public struct ByteReader {
+    public let bytes: UnsafeRawBufferPointer
+    public private(set) var offset = 0
+    public private(set) var failed = false
+
+    public init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
+    public var isAtEnd: Bool { offset == bytes.count }
+
+    @inline(__always)
+    public mutating func uint8() -> UInt8 {
+        guard offset < bytes.count else { failed = true; return 0 }
+        offset += 1
+        return bytes[offset - 1]
+    }
+
+    public mutating func uint16() -> UInt16 { UInt16(uint8()) | UInt16(uint8()) << 8 }
+    public mutating func uint32() -> UInt32 { UInt32(uint16()) | UInt32(uint16()) << 16 }
+    public mutating func uint64() -> UInt64 { UInt64(uint32()) | UInt64(uint32()) << 32 }
+    public mutating func int64() -> Int64 { Int64(bitPattern: uint64()) }
+    public mutating func double() -> Double { Double(bitPattern: uint64()) }
+    public mutating func bool() -> Bool { uint8() != 0 }
+
+    public mutating func name() -> FixedName? {
+        let count = Int(uint8())
+        guard !failed, offset + count <= bytes.count else { failed = true; return nil }
+        let name = FixedName(bytes: UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + count)]))
+        offset += count
+        if name == nil { failed = true }
+        return name
+    }
+}
+
+/// The engine's log payloads (what `LogRecordType.conditionAdded`, `.conditionRemoved`,
+/// `.event` and `.checkpoint` records carry). Format version 1, little-endian:
+///
+///   condition   monitor name, identifier, kind (1 circle: lat, lon, radius as Double;
+///               2 beacon: uuid high, low, major+1 (0 = any), minor+1 (0 = any) as UInt32),
+///               settings (enter, exit margins, dwell ms, gate, transit, exit timeout ms (-1 none),
+///               proximity (0 none, 1 immediate, 2 near, 3 far)), assumed state, from-site-file flag
+///   removal     monitor name, identifier
+///   event       monitor name, identifier, state, date ns, refinement flag (+ uuid, major, minor),
+///               diagnostics, explanation (source, lat, lon, accuracy, edge distance, dwell ms,
+///               RSSI filtered, min, max, samples, distance)
+///   checkpoint  one entry per record: condition, then event (its lastEvent)
+public enum LogPayload {
+    public static let maximumConditionSize = 160
+    public static let maximumEventSize = 200
+
+    public struct ConditionEntry: Equatable, Sendable {
+        public var monitor: FixedName
+        public var identifier: FixedName
+        public var condition: Condition
+        public var settings: ConditionSettings
+        public var assuming: ConditionState
+        /// Declared in the site file (the file stays authoritative for these) or added at run
+        /// time through `locus monitor ... add` (kept until removed).
+        public var fromSiteFile: Bool
+
+        public init(monitor: FixedName, identifier: FixedName, condition: Condition, settings: ConditionSettings,
+                    assuming: ConditionState, fromSiteFile: Bool) {
+            self.monitor = monitor
+            self.identifier = identifier
+            self.condition = condition
+            self.settings = settings
+            self.assuming = assuming
+            self.fromSiteFile = fromSiteFile
+        }
+    }
+
+    static func stateCode(_ state: ConditionState) -> UInt8 {
+        switch state {
+        case .unknown: return 0
+        case .satisfied: return 1
+        case .unsatisfied: return 2
+        }
+    }
+
+    static func state(_ code: UInt8) -> ConditionState? {
+        switch code {
+        case 0: return .unknown
+        case 1: return .satisfied
+        case 2: return .unsatisfied
+        default: return nil
+        }
+    }
+
+    public static func write(_ entry: ConditionEntry, _ writer: inout ByteWriter) {
+        writer.put(entry.monitor)
+        writer.put(entry.identifier)
+        switch entry.condition {
+        case .circle(let circle):
+            writer.put(UInt8(1))
+            writer.put(circle.latitude)
+            writer.put(circle.longitude)
+            writer.put(circle.radiusM)
+        case .beacon(let beacon):
+            writer.put(UInt8(2))
+            writer.put(beacon.uuid.high)
+            writer.put(beacon.uuid.low)
+            writer.put(beacon.major.map { UInt32($0) + 1 } ?? 0)
+            writer.put(beacon.minor.map { UInt32($0) + 1 } ?? 0)
+        }
+        let settings = entry.settings
+        writer.put(settings.enterMarginM)
+        writer.put(settings.exitMarginM)
+        writer.put(settings.dwellMs)
+        writer.put(settings.accuracyGate)
+        writer.put(settings.transit)
+        writer.put(settings.exitTimeoutMs ?? -1)
+        switch settings.proximity {
+        case nil: writer.put(UInt8(0))
+        case .immediate?: writer.put(UInt8(1))
+        case .near?: writer.put(UInt8(2))
+        case .far?: writer.put(UInt8(3))
+        }
+        writer.put(stateCode(entry.assuming))
+        writer.put(entry.fromSiteFile)
+    }
+
+    public static func readCondition(_ reader: inout ByteReader) -> ConditionEntry? {
+        guard let monitor = reader.name(), let identifier = reader.name() else { return nil }
+        let condition: Condition
+        switch reader.uint8() {
+        case 1:
+            let latitude = reader.double(), longitude = reader.double(), radius = reader.double()
+            guard latitude.isFinite, longitude.isFinite, radius.isFinite, radius > 0 else { return nil }
+            condition = .circle(CircularGeographicCondition(latitude: latitude, longitude: longitude, radiusM: radius))
+        case 2:
+            let uuid = BeaconUUID(high: reader.uint64(), low: reader.uint64())
+            let major = reader.uint32(), minor = reader.uint32()
+            guard major <= 0x1_0000, minor <= 0x1_0000, minor == 0 || major != 0 else { return nil }
+            condition = .beacon(BeaconIdentityCondition(uuid: uuid, major: major == 0 ? nil : UInt16(major - 1),
+                                                        minor: minor == 0 ? nil : UInt16(minor - 1)))
+        default:
+            return nil
+        }
+        var settings = ConditionSettings()
+        settings.enterMarginM = reader.double()
+        settings.exitMarginM = reader.double()
+        settings.dwellMs = reader.int64()
+        settings.accuracyGate = reader.bool()
+        settings.transit = reader.bool()
+        let timeout = reader.int64()
+        settings.exitTimeoutMs = timeout < 0 ? nil : timeout
+        switch reader.uint8() {
+        case 0: settings.proximity = nil
+        case 1: settings.proximity = .immediate
+        case 2: settings.proximity = .near
+        case 3: settings.proximity = .far
+        default: return nil
+        }
+        guard let assuming = state(reader.uint8()) else { return nil }
+        let fromSiteFile = reader.bool()
+        guard !reader.failed else { return nil }
+        return ConditionEntry(monitor: monitor, identifier: identifier, condition: condition, settings: settings,
+                              assuming: assuming, fromSiteFile: fromSiteFile)
+    }
+
+    public static func writeRemoval(monitor: FixedName, identifier: FixedName, _ writer: inout ByteWriter) {
+        writer.put(monitor)
+        writer.put(identifier)
+    }
+
+    public static func readRemoval(_ reader: inout ByteReader) -> (FixedName, FixedName)? {
+        guard let monitor = reader.name(), let identifier = reader.name(), !reader.failed else { return nil }
+        return (monitor, identifier)
+    }
+
+    @_noAllocation
+    public static func write(_ event: MonitorEvent, _ writer: inout ByteWriter) {
+        writer.put(event.monitor)
+        writer.put(event.identifier)
+        writer.put(stateCode(event.state))
+        writer.put(event.date.totalNanoseconds)
+        if let refinement = event.refinement {
+            writer.put(UInt8(1))
+            writer.put(refinement.uuid.high)
+            writer.put(refinement.uuid.low)
+            writer.put(refinement.major)
+            writer.put(refinement.minor)
+        } else {
+            writer.put(UInt8(0))
+        }
+        writer.put(event.diagnostics.rawValue)
+        let explanation = event.explanation
+        writer.put(explanation.source.rawValue)
+        writer.put(explanation.latitude)
+        writer.put(explanation.longitude)
+        writer.put(explanation.accuracyM)
+        writer.put(explanation.edgeDistanceM)
+        writer.put(explanation.dwellMs)
+        writer.put(explanation.rssiFiltered)
+        writer.put(UInt8(bitPattern: explanation.rssiMinimum))
+        writer.put(UInt8(bitPattern: explanation.rssiMaximum))
+        writer.put(UInt32(clamping: explanation.rssiSamples))
+        writer.put(explanation.distanceM)
+    }
+
+    public static func readEvent(_ reader: inout ByteReader) -> MonitorEvent? {
+        guard let monitor = reader.name(), let identifier = reader.name(), let state = state(reader.uint8()) else { return nil }
+        let date = UTCTime(nanoseconds: reader.int64())
+        var refinement: BeaconIdentity? = nil
+        if reader.uint8() == 1 {
+            refinement = BeaconIdentity(uuid: BeaconUUID(high: reader.uint64(), low: reader.uint64()), major: reader.uint16(), minor: reader.uint16())
+        }
+        let diagnostics = EventDiagnostics(rawValue: reader.uint8())
+        guard let source = Explanation.Source(rawValue: reader.uint8()) else { return nil }
+        var explanation = Explanation(source: source)
+        explanation.latitude = reader.double()
+        explanation.longitude = reader.double()
+        explanation.accuracyM = reader.double()
+        explanation.edgeDistanceM = reader.double()
+        explanation.dwellMs = reader.int64()
+        explanation.rssiFiltered = reader.double()
+        explanation.rssiMinimum = Int8(bitPattern: reader.uint8())
+        explanation.rssiMaximum = Int8(bitPattern: reader.uint8())
+        explanation.rssiSamples = Int(reader.uint32())
+        explanation.distanceM = reader.double()
+        guard !reader.failed else { return nil }
+        return MonitorEvent(monitor: monitor, identifier: identifier, state: state, date: date, refinement: refinement,
+                            diagnostics: diagnostics, explanation: explanation)
+    }
+}

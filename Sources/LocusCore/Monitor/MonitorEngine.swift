@@ -1,0 +1,631 @@
+/// The monitor engine: CLMonitor's semantics over fixed-capacity storage.
+///
+/// Every capacity (conditions, monitors, pending events) is fixed at init; after that, observing
+/// fixes, sightings and ticks allocates nothing. Conditions live in slots; an index finds the
+/// slots a fix or sighting can concern, and an "attention" set holds the few slots that must be
+/// looked at on every observation (undetermined, satisfied, or waiting out a dwell), so a fix
+/// costs the nearby circles plus the attention set, not all 10,000 conditions.
+///
+/// Events follow CLMonitor's rule: one is produced only when the observed state differs from the
+/// record's `lastEvent`, it waits in a fixed ring until every sink has handled it, and only
+/// `acknowledgeOldest()` makes it the record's `lastEvent`. A full ring defers detection (the
+/// condition is decided again on the next observation) instead of dropping anything.
+public final class MonitorEngine {
+    public struct Capacity: Sendable {
+        public var conditions: Int
+        public var events: Int
+        public var monitors: Int
+        /// Spatial index cell size; `CircleIndex.suggestedCellSizeM` for the typical radius.
+        public var circleCellSizeM: Double
+
+        public init(conditions: Int, events: Int, monitors: Int = 64, circleCellSizeM: Double = 1_000) {
+            self.conditions = conditions
+            self.events = events
+            self.monitors = monitors
+            self.circleCellSizeM = circleCellSizeM
+        }
+    }
+
+    public enum AddResult: Equatable, Sendable {
+        case added, replaced
+        case limitExceeded
+        case monitorLimitExceeded
+    }
+
+    /// Beacon conditions without a configured exit timeout become unsatisfied after this long
+    /// without a sighting: iOS's region exit takes about 30 s for the same reason (a few missed
+    /// advertisements must not end a visit).
+    public static let defaultBeaconExitTimeoutMs: Int64 = 30_000
+    /// The accuracy assumed for a fix that carries none (no GST, no HDOP).
+    public static let unknownAccuracyM = 1_000.0
+
+    struct Slot {
+        var inUse = false
+        var generation: UInt32 = 0
+        var monitor: Int16 = 0
+        var identifier: FixedName
+        var condition: Condition
+        /// Circles: the centre with its Earth-centred coordinates precomputed.
+        var center: GeoPoint = GeoPoint(latitude: 0, longitude: 0)
+        var settings: ConditionSettings
+        var lastEvent: MonitorEvent
+        /// Events of this slot waiting in the ring.
+        var pendingEvents: Int16 = 0
+        /// The state the pending events lead to (valid while `pendingEvents > 0`).
+        var pendingState: ConditionState = .unknown
+        /// An observed state different from the current one, and since when (UTC ns).
+        var candidate: ConditionState = .unknown
+        var candidateSinceNs: Int64 = 0
+        var lastSeenNs: Int64 = 0
+        var accuracyLimited = false
+        /// Declared in the site file (as opposed to added at run time).
+        var fromSiteFile = true
+        /// The state the condition was added with (logged with it).
+        var assumed: ConditionState = .unknown
+        /// Position in the attention set, or -1.
+        var attentionIndex: Int32 = -1
+        var lastSighting: BeaconIdentity? = nil
+
+        /// The state the record is in once pending events are handled.
+        var effectiveState: ConditionState { pendingEvents > 0 ? pendingState : lastEvent.state }
+    }
+
+    struct NameKey: Hashable {
+        var monitor: Int16
+        var identifier: FixedName
+    }
+
+    struct PendingEvent {
+        var slot: Int32
+        var generation: UInt32
+        var event: MonitorEvent
+    }
+
+    private let capacity: Capacity
+    private let slots: UnsafeMutableBufferPointer<Slot>
+    private var freeSlots: UnsafeMutableBufferPointer<Int32>
+    private var freeCount: Int
+    /// RSSI filters, one per slot, used by beacon slots only. Allocated uninitialized: the pages of
+    /// slots that never hold a beacon condition are never touched, so they cost no memory.
+    private let filters: UnsafeMutableBufferPointer<RSSIFilter>
+    /// (monitor, identifier) -> slot. Reserved to capacity at init, so inserts never grow it.
+    private var slotsByName: [NameKey: Int32] = [:]
+    private let attention: UnsafeMutableBufferPointer<Int32>
+    private var attentionCount = 0
+    private let ring: UnsafeMutableBufferPointer<PendingEvent>
+    private var ringHead = 0
+    private var ringCount = 0
+    private var monitors: [FixedName] = []
+    private let circleIndex: CircleIndex
+    /// The same index, accessed without reference counting in the hot path (`circleIndex` owns it
+    /// for the engine's whole life).
+    private let circles: Unmanaged<CircleIndex>
+    /// Scratch space for the slots one observation concerns: gathered first, processed after, so
+    /// no index callback ever runs engine code.
+    private let scratch: UnsafeMutableBufferPointer<Int32>
+    private var beacons: BeaconIndex
+    private var previousFix: (latitude: Double, longitude: Double, timeNs: Int64)? = nil
+    private var startedNs: Int64? = nil
+    /// Whether a Bluetooth source exists; beacon conditions are `conditionUnsupported` without one.
+    public var beaconsSupported: Bool
+    /// Detections postponed because the event ring was full (they are decided again later).
+    public private(set) var deferredDetections = 0
+    public private(set) var conditionCount = 0
+
+    public init(capacity: Capacity, beaconsSupported: Bool = true) {
+        precondition(capacity.conditions >= 1 && capacity.events >= 2 && capacity.monitors >= 1)
+        self.capacity = capacity
+        self.beaconsSupported = beaconsSupported
+        let blank = Slot(identifier: FixedName("x")!, condition: .circle(CircularGeographicCondition(latitude: 0, longitude: 0, radiusM: 1)),
+                         settings: ConditionSettings(),
+                         lastEvent: MonitorEvent(monitor: FixedName("x")!, identifier: FixedName("x")!, state: .unknown,
+                                                 date: UTCTime(seconds: 0), refinement: nil, diagnostics: [],
+                                                 explanation: Explanation(source: .assumption)))
+        slots = .allocate(capacity: capacity.conditions)
+        slots.initialize(repeating: blank)
+        freeSlots = .allocate(capacity: capacity.conditions)
+        for index in 0..<capacity.conditions { freeSlots[index] = Int32(capacity.conditions - 1 - index) }
+        freeCount = capacity.conditions
+        filters = .allocate(capacity: capacity.conditions)
+        slotsByName.reserveCapacity(capacity.conditions)
+        attention = .allocate(capacity: capacity.conditions)
+        attention.initialize(repeating: -1)
+        ring = .allocate(capacity: capacity.events)
+        ring.initialize(repeating: PendingEvent(slot: -1, generation: 0, event: blank.lastEvent))
+        monitors.reserveCapacity(capacity.monitors)
+        circleIndex = CircleIndex(capacity: capacity.conditions, cellSizeM: capacity.circleCellSizeM)
+        circles = Unmanaged.passUnretained(circleIndex)
+        scratch = .allocate(capacity: capacity.conditions)
+        beacons = BeaconIndex(slots: capacity.conditions)
+    }
+
+    deinit {
+        _ = slots.deinitialize()
+        slots.deallocate()
+        freeSlots.deallocate()
+        filters.deallocate()
+        scratch.deallocate()
+        attention.deallocate()
+        _ = ring.deinitialize()
+        ring.deallocate()
+    }
+
+    // MARK: conditions (CLMonitor add/remove/records)
+
+    /// `add(_:identifier:assuming:)`: an existing identifier is replaced and its record starts
+    /// over (at `assuming`, or unknown).
+    @discardableResult
+    public func add(monitor: FixedName, identifier: FixedName, condition: Condition, settings: ConditionSettings = ConditionSettings(),
+                    assuming: ConditionState? = nil, fromSiteFile: Bool = true, now: UTCTime) -> AddResult {
+        guard let monitorIndex = monitorIndex(monitor, create: true) else { return .monitorLimitExceeded }
+        var result = AddResult.added
+        if let existing = slotIndex(monitor: monitorIndex, identifier: identifier) {
+            release(existing)
+            result = .replaced
+        }
+        guard freeCount > 0 else { return .limitExceeded }
+        freeCount -= 1
+        let index = freeSlots[freeCount]
+        var diagnostics: EventDiagnostics = []
+        if case .beacon = condition, !beaconsSupported { diagnostics.insert(.conditionUnsupported) }
+        var slot = slots[Int(index)]
+        slot.inUse = true
+        slot.generation &+= 1
+        slot.monitor = Int16(monitorIndex)
+        slot.identifier = identifier
+        slot.condition = condition
+        slot.settings = settings
+        slot.lastEvent = MonitorEvent(monitor: monitor, identifier: identifier, state: assuming ?? .unknown, date: now,
+                                      refinement: nil, diagnostics: diagnostics, explanation: Explanation(source: .assumption))
+        slot.pendingEvents = 0
+        slot.candidate = slot.lastEvent.state
+        slot.candidateSinceNs = now.totalNanoseconds
+        slot.lastSeenNs = now.totalNanoseconds
+        slot.accuracyLimited = false
+        slot.fromSiteFile = fromSiteFile
+        slot.assumed = assuming ?? .unknown
+        slot.attentionIndex = -1
+        slot.lastSighting = nil
+        slots[Int(index)] = slot
+        slotsByName[NameKey(monitor: Int16(monitorIndex), identifier: identifier)] = index
+        switch condition {
+        case .circle(let circle):
+            slots[Int(index)].center = GeoPoint(latitude: circle.latitude, longitude: circle.longitude)
+            do {
+                try circleIndex.insert(id: index, latitude: circle.latitude, longitude: circle.longitude,
+                                   radiusM: circle.radiusM, maxMarginM: max(settings.enterMarginM, settings.exitMarginM))
+            } catch {
+                slotsByName[NameKey(monitor: Int16(monitorIndex), identifier: identifier)] = nil
+                slots[Int(index)].inUse = false
+                freeSlots[freeCount] = index
+                freeCount += 1
+                return .limitExceeded
+            }
+        case .beacon(let beacon):
+            (filters.baseAddress! + Int(index)).initialize(to: RSSIFilter())
+            beacons.insert(slot: index, condition: beacon)
+        }
+        conditionCount += 1
+        updateAttention(index)
+        return result
+    }
+
+    /// `remove(_:)`: deletes the record. Events of it still in the ring are discarded when reached.
+    @discardableResult
+    public func remove(monitor: FixedName, identifier: FixedName) -> Bool {
+        guard let monitorIndex = monitorIndex(monitor, create: false),
+              let index = slotIndex(monitor: monitorIndex, identifier: identifier) else { return false }
+        release(index)
+        return true
+    }
+
+    private func release(_ index: Int32) {
+        let slot = slots[Int(index)]
+        precondition(slot.inUse)
+        switch slot.condition {
+        case .circle: _ = circleIndex.remove(id: index)
+        case .beacon(let beacon): beacons.remove(slot: index, condition: beacon)
+        }
+        removeAttention(index)
+        slotsByName[NameKey(monitor: slot.monitor, identifier: slot.identifier)] = nil
+        slots[Int(index)].inUse = false
+        slots[Int(index)].generation &+= 1
+        slots[Int(index)].pendingEvents = 0
+        freeSlots[freeCount] = index
+        freeCount += 1
+        conditionCount -= 1
+    }
+
+    /// One record: the condition, its settings and its last handled event.
+    public struct Record: Equatable, Sendable {
+        public var condition: Condition
+        public var settings: ConditionSettings
+        public var lastEvent: MonitorEvent
+        public var accuracyLimited: Bool
+        public var fromSiteFile: Bool
+        public var assumed: ConditionState
+    }
+
+    public func record(monitor: FixedName, identifier: FixedName) -> Record? {
+        guard let monitorIndex = monitorIndex(monitor, create: false),
+              let index = slotIndex(monitor: monitorIndex, identifier: identifier) else { return nil }
+        let slot = slots[Int(index)]
+        return Record(condition: slot.condition, settings: slot.settings, lastEvent: slot.lastEvent, accuracyLimited: slot.accuracyLimited,
+                      fromSiteFile: slot.fromSiteFile, assumed: slot.assumed)
+    }
+
+    /// The identifiers of a monitor's records, sorted.
+    public func identifiers(monitor: FixedName) -> [FixedName] {
+        guard let monitorIndex = monitorIndex(monitor, create: false) else { return [] }
+        var result: [FixedName] = []
+        for index in 0..<capacity.conditions where slots[index].inUse && Int(slots[index].monitor) == monitorIndex {
+            result.append(slots[index].identifier)
+        }
+        return result.sorted()
+    }
+
+    public var monitorNames: [FixedName] { monitors }
+
+    /// Every record, for checkpoints.
+    public func forEachRecord(_ body: (FixedName, FixedName, Record) -> Void) {
+        for index in 0..<capacity.conditions where slots[index].inUse {
+            let slot = slots[index]
+            body(monitors[Int(slot.monitor)], slot.identifier,
+                 Record(condition: slot.condition, settings: slot.settings, lastEvent: slot.lastEvent, accuracyLimited: slot.accuracyLimited,
+                        fromSiteFile: slot.fromSiteFile, assumed: slot.assumed))
+        }
+    }
+
+    /// Restores a record's last event from the log (start-up), without producing an event.
+    public func restore(_ event: MonitorEvent) {
+        guard let monitorIndex = monitorIndex(event.monitor, create: false),
+              let index = slotIndex(monitor: monitorIndex, identifier: event.identifier) else { return }
+        slots[Int(index)].lastEvent = event
+        slots[Int(index)].candidate = event.state
+        slots[Int(index)].candidateSinceNs = event.date.totalNanoseconds
+        slots[Int(index)].lastSeenNs = event.date.totalNanoseconds
+        if let refinement = event.refinement { slots[Int(index)].lastSighting = refinement }
+        updateAttention(index)
+    }
+
+    private func monitorIndex(_ name: FixedName, create: Bool) -> Int? {
+        for (index, existing) in monitors.enumerated() where existing == name { return index }
+        guard create, monitors.count < capacity.monitors else { return nil }
+        monitors.append(name)
+        return monitors.count - 1
+    }
+
+    private func slotIndex(monitor: Int, identifier: FixedName) -> Int32? {
+        slotsByName[NameKey(monitor: Int16(monitor), identifier: identifier)]
+    }
+
+    // MARK: the event ring
+
+    public var pendingEventCount: Int { ringCount }
+    public var eventCapacity: Int { capacity.events }
+
+    /// The oldest event not yet handled by every sink.
+    public func oldestPendingEvent() -> MonitorEvent? {
+        dropStale()
+        return ringCount > 0 ? ring[ringHead].event : nil
+    }
+
+    /// Every sink has handled the oldest event: it becomes its record's `lastEvent`.
+    public func acknowledgeOldest() {
+        dropStale()
+        guard ringCount > 0 else { return }
+        let pending = ring[ringHead]
+        ringHead = (ringHead + 1) % capacity.events
+        ringCount -= 1
+        let index = Int(pending.slot)
+        slots[index].lastEvent = pending.event
+        slots[index].pendingEvents -= 1
+        updateAttention(pending.slot)
+    }
+
+    /// Events of removed or replaced conditions are skipped, never delivered.
+    private func dropStale() {
+        while ringCount > 0 {
+            let pending = ring[ringHead]
+            let slot = slots[Int(pending.slot)]
+            if slot.inUse && slot.generation == pending.generation { return }
+            ringHead = (ringHead + 1) % capacity.events
+            ringCount -= 1
+        }
+    }
+
+    private func emit(_ index: Int32, _ event: MonitorEvent) {
+        let full = ringCount >= capacity.events
+        precondition(!full, "event ring overflow")
+        ring[(ringHead + ringCount) % capacity.events] = PendingEvent(slot: index, generation: slots[Int(index)].generation, event: event)
+        ringCount += 1
+        slots[Int(index)].pendingEvents += 1
+        slots[Int(index)].pendingState = event.state
+        updateAttention(index)
+    }
+
+    private func hasRoom(_ count: Int) -> Bool {
+        if capacity.events - ringCount >= count { return true }
+        deferredDetections += 1
+        return false
+    }
+
+    // MARK: attention set
+
+    /// A slot needs a look on every observation unless it is settled: its state (after pending
+    /// events) is unsatisfied and nothing is in flight. Undetermined, satisfied and dwelling
+    /// conditions stay in the set.
+    private func needsAttention(_ slot: Slot) -> Bool {
+        slot.inUse && (slot.effectiveState != .unsatisfied || slot.candidate != slot.effectiveState)
+    }
+
+    private func updateAttention(_ index: Int32) {
+        let slot = slots[Int(index)]
+        if needsAttention(slot) {
+            if slot.attentionIndex < 0 {
+                attention[attentionCount] = index
+                slots[Int(index)].attentionIndex = Int32(attentionCount)
+                attentionCount += 1
+            }
+        } else {
+            removeAttention(index)
+        }
+    }
+
+    private func removeAttention(_ index: Int32) {
+        let position = Int(slots[Int(index)].attentionIndex)
+        guard position >= 0 else { return }
+        attentionCount -= 1
+        let moved = attention[attentionCount]
+        attention[position] = moved
+        slots[Int(moved)].attentionIndex = Int32(position)
+        slots[Int(index)].attentionIndex = -1
+    }
+
+    // MARK: observations
+
+    /// A fix: nearby circles and the attention set's circles are decided.
+    @_noAllocation
+    public func observe(_ fix: Fix) {
+        guard fix.hasPosition, let latitude = fix.latitude, let longitude = fix.longitude, let time = fix.time else { return }
+        let nowNs = time.totalNanoseconds
+        if startedNs == nil { startedNs = nowNs }
+        // A fix without an accuracy estimate is treated as 1 km: it can still settle far-away
+        // conditions but never flips one at an edge.
+        let accuracy = fix.horizontalAccuracyM ?? MonitorEngine.unknownAccuracyM
+        let point = GeoPoint(latitude: latitude, longitude: longitude)
+        let found = gatherCircles(near: point, accuracyM: accuracy)
+        for position in 0..<found { evaluateCircle(scratch[position], point: point, accuracyM: accuracy, time: time) }
+        var position = 0
+        // The attention set can shrink while it is walked (a settled slot leaves it), so walk by
+        // position and re-read the count.
+        while position < attentionCount {
+            let index = attention[position]
+            if case .circle = slots[Int(index)].condition {
+                evaluateCircle(index, point: point, accuracyM: accuracy, time: time)
+            }
+            if position < attentionCount {
+                if attention[position] == index { position += 1 }
+            }
+        }
+        if let previous = previousFix { detectTransits(from: previous, toLatitude: latitude, longitude: longitude, timeNs: nowNs) }
+        previousFix = (latitude, longitude, nowNs)
+    }
+
+    /// The geofence decision for one circle and one fix (see README "Geofence decisions").
+    ///
+    /// With the accuracy gate, the fix must be inside `radius - enterMargin` or outside
+    /// `radius + exitMargin` by its whole accuracy to change the state; in between, the state
+    /// holds. Without the gate, the margins are pure hysteresis: entering needs
+    /// `distance <= radius - enterMargin`, leaving needs `distance > radius + exitMargin`, and a
+    /// first decision is `distance <= radius`. The exact geodesic distance is computed only when
+    /// the cheap chord bound cannot classify the fix.
+    private func evaluateCircle(_ index: Int32, point: GeoPoint, accuracyM: Double, time: UTCTime) {
+        let slot = slots[Int(index)]
+        guard slot.inUse, case .circle(let circle) = slot.condition else { return }
+        let settings = slot.settings
+        let current = slot.effectiveState
+        let spread = settings.accuracyGate ? accuracyM : 0
+        let low = circle.radiusM - settings.enterMarginM - spread
+        let high = circle.radiusM + settings.exitMarginM + spread
+        var observed: ConditionState
+        switch Geodesy.compare(point, center: slot.center, radiusM: (low + high) / 2, marginM: (high - low) / 2) {
+        case .inside:
+            observed = .satisfied
+        case .outside:
+            observed = .unsatisfied
+        case .near(let distance):
+            if distance <= low { observed = .satisfied }
+            else if distance > high { observed = .unsatisfied }
+            else if settings.accuracyGate { observed = current }
+            else if current == .unknown { observed = distance <= circle.radiusM ? .satisfied : .unsatisfied }
+            else { observed = current }
+        }
+        let limited = settings.accuracyGate && spread > circle.radiusM
+        if slot.accuracyLimited != limited { slots[Int(index)].accuracyLimited = limited }
+        guard observed != current || slot.candidate != current else { return }
+        var explanation = Explanation(source: .fix)
+        explanation.latitude = point.latitude
+        explanation.longitude = point.longitude
+        explanation.accuracyM = accuracyM.isFinite ? accuracyM : -1
+        explanation.edgeDistanceM = Geodesy.distanceM(point, slot.center) - circle.radiusM
+        decide(index, observed: observed, time: time, explanation: explanation, refinement: nil)
+    }
+
+    /// Dwell, then the event: the observed state must hold `dwell` before it is reported.
+    private func decide(_ index: Int32, observed: ConditionState, time: UTCTime, explanation: Explanation, refinement: BeaconIdentity?) {
+        var slot = slots[Int(index)]
+        let nowNs = time.totalNanoseconds
+        if observed == slot.effectiveState || observed == .unknown {
+            if slot.candidate != slot.effectiveState {
+                slots[Int(index)].candidate = slot.effectiveState
+                updateAttention(index)
+            }
+            return
+        }
+        if slot.candidate != observed {
+            slot.candidate = observed
+            slot.candidateSinceNs = nowNs
+            slots[Int(index)] = slot
+            updateAttention(index)
+        }
+        let heldMs = (nowNs - slot.candidateSinceNs) / 1_000_000
+        guard heldMs >= slot.settings.dwellMs, hasRoom(1) else { return }
+        var reason = explanation
+        reason.dwellMs = heldMs
+        var diagnostics: EventDiagnostics = slot.lastEvent.diagnostics.intersection(.conditionUnsupported)
+        if slots[Int(index)].accuracyLimited { diagnostics.insert(.accuracyLimited) }
+        emit(index, MonitorEvent(monitor: monitors[Int(slot.monitor)], identifier: slot.identifier, state: observed, date: time,
+                                 refinement: observed == .satisfied ? refinement : nil, diagnostics: diagnostics, explanation: reason))
+    }
+
+    /// Transit: two fixes outside a circle whose straight path crosses it. The crossing is
+    /// computed on a local tangent plane at the circle's centre (segments between fixes are short
+    /// against the Earth's radius), times interpolated along the segment.
+    private func detectTransits(from previous: (latitude: Double, longitude: Double, timeNs: Int64), toLatitude latitude: Double, longitude: Double, timeNs: Int64) {
+        let length = Geodesy.distanceM(previous.latitude, previous.longitude, latitude, longitude)
+        guard length > 1 else { return }
+        let middle = GeoPoint(latitude: (previous.latitude + latitude) / 2,
+                              longitude: previous.longitude + Transit.longitudeDelta(longitude, previous.longitude) / 2)
+        let found = gatherCircles(near: middle, accuracyM: length / 2)
+        for position in 0..<found {
+            let index = scratch[position]
+            let slot = slots[Int(index)]
+            guard slot.inUse, slot.settings.transit, slot.effectiveState == .unsatisfied, slot.candidate == .unsatisfied,
+                  case .circle(let circle) = slot.condition else { continue }
+            guard let crossing = Transit.crossing(center: circle, fromLatitude: previous.latitude, fromLongitude: previous.longitude,
+                                                  toLatitude: latitude, toLongitude: longitude),
+                  hasRoom(2) else { continue }
+            let span = Double(timeNs - previous.timeNs)
+            let entered = UTCTime(nanoseconds: previous.timeNs + Int64(span * crossing.entry))
+            let left = UTCTime(nanoseconds: previous.timeNs + Int64(span * crossing.exit))
+            var explanation = Explanation(source: .transit)
+            explanation.latitude = latitude
+            explanation.longitude = longitude
+            explanation.edgeDistanceM = -crossing.depthM
+            let monitor = monitors[Int(slot.monitor)]
+            emit(index, MonitorEvent(monitor: monitor, identifier: slot.identifier, state: .satisfied, date: entered,
+                                     refinement: nil, diagnostics: EventDiagnostics(), explanation: explanation))
+            emit(index, MonitorEvent(monitor: monitor, identifier: slot.identifier, state: .unsatisfied, date: left,
+                                     refinement: nil, diagnostics: EventDiagnostics(), explanation: explanation))
+        }
+    }
+
+    /// The circles near `point` into `scratch`; returns how many.
+    private func gatherCircles(near point: GeoPoint, accuracyM: Double) -> Int {
+        let buffer = scratch
+        var count = 0
+        circles._withUnsafeGuaranteedRef { index in
+            index.forEachCandidate(near: point, accuracyM: accuracyM) { id in
+                buffer[count] = id
+                count += 1
+            }
+        }
+        return count
+    }
+
+    /// A beacon sighting: matching conditions are satisfied (refined to the concrete identity
+    /// for wildcards), subject to their proximity requirement.
+    @_noAllocation
+    public func observe(_ sighting: Sighting) {
+        let nowNs = sighting.time.totalNanoseconds
+        if startedNs == nil { startedNs = nowNs }
+        let nowMs = nowNs / 1_000_000
+        let buffer = scratch
+        var found = 0
+        beacons.forEachMatch(sighting.identity) { index in
+            buffer[found] = index
+            found += 1
+        }
+        for position in 0..<found {
+            let index = scratch[position]
+            var slot = slots[Int(index)]
+            guard slot.inUse, case .beacon(let condition) = slot.condition else { continue }
+            if let rssi = sighting.rssi { filters[Int(index)].add(rssi: rssi, atMs: nowMs) }
+            var explanation = Explanation(source: .sighting)
+            if let statistics = filters[Int(index)].statistics(nowMs: nowMs) {
+                explanation.rssiFiltered = statistics.filtered
+                explanation.rssiMinimum = statistics.minimum
+                explanation.rssiMaximum = statistics.maximum
+                explanation.rssiSamples = statistics.count
+                explanation.distanceM = DistanceModel.freeSpace.distance(rssi: statistics.filtered,
+                                                                          measuredPower: MeasuredPower(atOneMeter: sighting.measuredPower)) ?? -1
+            }
+            if let required = slot.settings.proximity {
+                let category = BeaconProximity.category(distance: explanation.distanceM >= 0 ? explanation.distanceM : nil)
+                guard category.isWithin(BeaconProximity(required)) else {
+                    slots[Int(index)] = slot
+                    continue
+                }
+            }
+            slot.lastSeenNs = nowNs
+            if slot.effectiveState != .satisfied { slot.lastSighting = sighting.identity }
+            slots[Int(index)] = slot
+            decide(index, observed: .satisfied, time: sighting.time, explanation: explanation,
+                   refinement: condition.isWildcard ? sighting.identity : nil)
+        }
+    }
+
+    /// Timers: beacon exits after their timeout, dwell completions between fixes, and beacon
+    /// conditions never seen since start becoming unsatisfied.
+    @_noAllocation
+    public func tick(now: UTCTime) {
+        let nowNs = now.totalNanoseconds
+        if startedNs == nil { startedNs = nowNs }
+        let supported = beaconsSupported
+        var position = 0
+        while position < attentionCount {
+            let index = attention[position]
+            let slot = slots[Int(index)]
+            switch slot.condition {
+            case .beacon:
+                let timeoutNs = (slot.settings.exitTimeoutMs ?? MonitorEngine.defaultBeaconExitTimeoutMs) * 1_000_000
+                if supported, slot.effectiveState != .unsatisfied, nowNs - slot.lastSeenNs >= timeoutNs {
+                    var explanation = Explanation(source: .timeout)
+                    explanation.dwellMs = (nowNs - slot.lastSeenNs) / 1_000_000
+                    let date = UTCTime(nanoseconds: slot.lastSeenNs + timeoutNs)
+                    decide(index, observed: .unsatisfied, time: date, explanation: explanation, refinement: nil)
+                }
+            case .circle:
+                // A dwell that completed between fixes is reported at its completion time.
+                if slot.candidate != slot.effectiveState && slot.candidate != .unknown,
+                   nowNs - slot.candidateSinceNs >= slot.settings.dwellMs * 1_000_000 {
+                    var explanation = slot.lastEvent.explanation
+                    explanation.source = .fix
+                    decide(index, observed: slot.candidate, time: UTCTime(nanoseconds: slot.candidateSinceNs + slot.settings.dwellMs * 1_000_000),
+                           explanation: explanation, refinement: nil)
+                }
+            }
+            if position < attentionCount {
+                if attention[position] == index { position += 1 }
+            }
+        }
+    }
+
+    /// The earliest time `tick` has something to do (a beacon exit or a dwell completing), for
+    /// the poll loop's timer.
+    public func nextDeadline() -> UTCTime? {
+        var earliest = Int64.max
+        for position in 0..<attentionCount {
+            let slot = slots[Int(attention[position])]
+            switch slot.condition {
+            case .beacon:
+                if slot.effectiveState != .unsatisfied && beaconsSupported {
+                    earliest = min(earliest, slot.lastSeenNs + (slot.settings.exitTimeoutMs ?? MonitorEngine.defaultBeaconExitTimeoutMs) * 1_000_000)
+                }
+            case .circle:
+                if slot.candidate != slot.effectiveState && slot.candidate != .unknown {
+                    earliest = min(earliest, slot.candidateSinceNs + slot.settings.dwellMs * 1_000_000)
+                }
+            }
+        }
+        return earliest == Int64.max ? nil : UTCTime(nanoseconds: earliest)
+    }
+}
+
+extension UTCTime {
+    public init(nanoseconds: Int64) {
+        let seconds = floorDivide(nanoseconds, 1_000_000_000)
+        self.init(seconds: seconds, nanoseconds: Int32(nanoseconds - seconds * 1_000_000_000))
+    }
+}
