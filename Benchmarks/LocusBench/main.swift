@@ -55,12 +55,136 @@ func ble(decode: Bool, repeats: Int) {
     if decode { print("reports \(reports) majors \(majors) allocations \(counted)") }
 }
 
+/// 10,000 circular geofences (radius 50–500 m, exit margin 15 m) over a 60 km square around San
+/// Jose, and 1,000 fixes with 10 m accuracy: a third within metres of some circle's edge (where
+/// the exact ellipsoidal distance is needed), a third inside a circle, a third anywhere. Both
+/// modes build the index (start-up); --decode adds, per fix, the ECEF conversion, the index
+/// query and the inside/outside/near decision for every candidate.
+func geo(decide: Bool, repeats: Int) {
+    var state: UInt64 = 0x5EED
+    func unit() -> Double { // SplitMix64: the same circles and fixes on every run
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return Double((z ^ (z >> 31)) >> 11) / 9_007_199_254_740_992.0
+    }
+    let circleCount = 10_000, fixCount = 1_000, margin = 15.0, accuracy = 10.0
+    let metresPerDegreeLat = 111_000.0, metresPerDegreeLon = 111_000.0 * 0.7944 // cos 37.3°
+    var centers: [GeoPoint] = []
+    var radii: [Double] = []
+    let index = CircleIndex(capacity: circleCount, cellSizeM: CircleIndex.suggestedCellSizeM(typicalReachM: 290))
+    for id in 0..<circleCount {
+        let center = GeoPoint(latitude: 37.3 + (unit() - 0.5) * 60_000 / metresPerDegreeLat,
+                              longitude: -121.9 + (unit() - 0.5) * 60_000 / metresPerDegreeLon)
+        let radius = 50 + 450 * unit()
+        centers.append(center)
+        radii.append(radius)
+        try! index.insert(id: Int32(id), latitude: center.latitude, longitude: center.longitude, radiusM: radius, maxMarginM: margin)
+    }
+    var fixes: [(Double, Double)] = []
+    for number in 0..<fixCount {
+        let circle = Int(unit() * Double(circleCount))
+        let bearing = unit() * 2 * Double.pi
+        let distance: Double
+        switch number % 3 {
+        case 0: distance = radii[circle] + (unit() - 0.5) * 40
+        case 1: distance = radii[circle] * unit()
+        default: distance = -1
+        }
+        if distance < 0 {
+            fixes.append((37.3 + (unit() - 0.5) * 60_000 / metresPerDegreeLat, -121.9 + (unit() - 0.5) * 60_000 / metresPerDegreeLon))
+        } else {
+            fixes.append((centers[circle].latitude + distance * cos(bearing) / metresPerDegreeLat,
+                          centers[circle].longitude + distance * sin(bearing) / metresPerDegreeLon))
+        }
+    }
+    var candidates = 0, inside = 0, near = 0, outside = 0
+    var counted = 0
+    let start = DispatchTime.now().uptimeNanoseconds
+    if decide {
+        centers.withUnsafeBufferPointer { centers in
+            radii.withUnsafeBufferPointer { radii in
+                fixes.withUnsafeBufferPointer { fixes in
+                    counted = allocations {
+                        for _ in 0..<repeats {
+                            for number in 0..<fixes.count {
+                                let point = GeoPoint(latitude: fixes[number].0, longitude: fixes[number].1)
+                                index.forEachCandidate(near: point, accuracyM: accuracy) { id in
+                                    candidates += 1
+                                    switch Geodesy.compare(point, center: centers[Int(id)], radiusM: radii[Int(id)], marginM: margin) {
+                                    case .inside: inside += 1
+                                    case .outside: outside += 1
+                                    case .near: near += 1
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    if decide {
+        print("fixes \(fixCount * repeats) candidates \(candidates) allocations \(counted) seconds \(elapsed) fixes_per_second \(Int(Double(fixCount * repeats) / max(elapsed, 1e-9))) inside \(inside) near \(near) outside \(outside) overflow \(index.overflowCount) entries \(index.entriesInUse) bytes \(index.allocatedBytes)")
+    }
+}
+
+/// Writes a log of `megabytes` MiB into `directory` in LogStore's format: 8 MiB segments named by
+/// their first sequence number, each opening with a 4 KiB checkpoint record, then 128-byte event
+/// records (96-byte payloads). `locus log verify` then scans it as LogStore.open does (the store is
+/// in LocusDevices, which this benchmark does not link). Prints "records N bytes B".
+func logBuild(_ arguments: [String]) {
+    guard arguments.count == 2, let megabytes = Int(arguments[1]) else {
+        print("usage: locus-bench log-build DIR MIB")
+        exit(2)
+    }
+    let directory = arguments[0]
+    try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    let segmentSize = 8 << 20
+    let total = megabytes << 20
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: LogRecord.maximumRecordSize, alignment: 16)
+    defer { buffer.deallocate() }
+    var sequence: UInt64 = 1
+    var records = 0
+    var written = 0
+    var event = [UInt8](repeating: 0x5A, count: 96)
+    let checkpoint = [UInt8](repeating: 0xC4, count: 4096)
+    while written < total {
+        let first = sequence
+        var segment = Data(capacity: segmentSize)
+        func add(_ type: LogRecordType, _ payload: [UInt8]) {
+            let header = LogRecordHeader(type: type, payloadLength: payload.count, sequence: sequence,
+                                         time: 1_711_195_200_000_000_000 + Int64(sequence) * 1_000_000)
+            let size = payload.withUnsafeBytes { try! LogRecord.encode(header, payload: $0, into: buffer) }
+            segment.append(buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), count: size)
+            sequence += 1
+            records += 1
+        }
+        add(.checkpoint, checkpoint)
+        while segment.count + 128 <= segmentSize && written + segment.count + 128 <= total {
+            for index in 0..<8 { event[index] = UInt8(truncatingIfNeeded: sequence >> UInt64(8 * index)) }
+            add(.event, event)
+        }
+        let digits = "\(first)"
+        let name = String(repeating: "0", count: 20 - digits.count) + digits + ".log"
+        FileManager.default.createFile(atPath: directory + "/" + name, contents: segment, attributes: [.posixPermissions: 0o640])
+        written += segment.count
+    }
+    print("records \(records) bytes \(written)")
+}
+
 let arguments = CommandLine.arguments.dropFirst()
 guard let workload = arguments.first else {
     print("usage: locus-bench nmea (--decode|--load-only) [--repeat N] FILE...")
     exit(2)
 }
 var rest = Array(arguments.dropFirst())
+if workload == "log-build" {
+    logBuild(rest)
+    exit(0)
+}
 let decode = rest.first == "--decode"
 rest.removeFirst()
 var repeats = 1
@@ -68,6 +192,7 @@ if rest.first == "--repeat" { repeats = Int(rest[1]) ?? 1; rest.removeFirst(2) }
 switch workload {
 case "nmea": nmea(load(rest), decode: decode, repeats: repeats)
 case "ble": ble(decode: decode, repeats: repeats)
+case "geo": geo(decide: decode, repeats: repeats)
 default:
     print("unknown workload \(workload)")
     exit(2)

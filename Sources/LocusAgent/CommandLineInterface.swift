@@ -43,6 +43,40 @@ public enum CommandLineInterface {
             """,
             run: DecodeCommand.run),
         Command(
+            name: "log", summary: "verify the event log, or show what it holds",
+            usage: "locus log verify [--state DIR]\n       locus log stat [--state DIR]",
+            details: """
+            Reads the log segments in the state directory (default /var/lib/locus) and checks every
+            record's checksums and sequence numbers, without changing anything (safe while the agent
+            runs; the record it is writing at that instant may show as torn).
+            verify: prints one summary line and exits 0, or prints one line per bad region (segment
+            file, byte offset, length, reason) on standard error and exits 1.
+            stat: segments, bytes, records per type, first and last sequence number and time, and the
+            newest complete checkpoint.
+            """,
+            run: LogCommand.run),
+        Command(
+            name: "geo", summary: "geodesy on the WGS84 ellipsoid",
+            usage: "locus geo distance LAT1,LON1 LAT2,LON2",
+            details: """
+            distance: prints the geodesic (shortest path) distance in metres between two points given
+            in decimal degrees, with 4 decimals: the s12 that GeographicLib's 'GeodSolve -i' prints,
+            to within a few nanometres. Latitudes must be within -90...90; longitudes may be any
+            value (370 is 10). Example: locus geo distance 37.33467,-122.00898 37.3349,-122.0090
+            """,
+            run: GeoCommand.run),
+        Command(
+            name: "replay", summary: "run the monitor engine on NMEA and BLE recordings",
+            usage: "locus replay --config SITE.toml [--nmea FILE] [--hci FILE] [--speed max|N]",
+            details: """
+            Runs the site's monitors on recordings with a virtual clock: fixes take their time from
+            the NMEA (RMC/ZDA dates), sightings from the capture (btsnoop timestamps, or lines of
+            "UNIX_SECONDS HEX" with one HCI event each); both are merged by time. Events are written
+            as JSON lines: monitor, identifier, state, date, seq, refinement, diagnostics, explain.
+            --speed N replays N times faster than recorded (default: as fast as possible).
+            """,
+            run: ReplayCommand.run),
+        Command(
             name: "help", summary: "show the commands, or the details of one",
             usage: "locus help [COMMAND]", details: "", run: { arguments in help(arguments) }),
     ]

@@ -5,13 +5,14 @@ import LocusDevices
 /// recordings with a virtual clock. Fixes take their time from NMEA, sightings from the capture's
 /// timestamps; both are merged by time. Events are written as JSON lines.
 enum ReplayCommand {
-    static let usage = "usage: locus replay --config SITE.toml [--nmea FILE] [--hci FILE] [--speed max|N]"
+    static let usage = "usage: locus replay --config SITE.toml [--nmea FILE] [--hci FILE] [--state DIR] [--speed max|N]"
 
     struct Options {
         var config: String? = nil
         var nmea: String? = nil
         var hci: String? = nil
         var speed: Double? = nil
+        var state: String? = nil
     }
 
     /// One observation in time order.
@@ -34,12 +35,13 @@ enum ReplayCommand {
             let argument = arguments[index]
             let value = index + 1 < arguments.count ? arguments[index + 1] : nil
             switch argument {
-            case "--config", "--nmea", "--hci", "--speed":
+            case "--config", "--nmea", "--hci", "--speed", "--state":
                 guard let value else { return CommandLineInterface.usageError("replay: \(argument) needs a value", hint: usage) }
                 switch argument {
                 case "--config": options.config = value
                 case "--nmea": options.nmea = value
                 case "--hci": options.hci = value
+                case "--state": options.state = value
                 default:
                     if value == "max" { options.speed = nil }
                     else if let speed = Double(value), speed > 0 { options.speed = speed }
@@ -76,11 +78,20 @@ enum ReplayCommand {
         }
         let engine = EngineSetup.engine(for: loaded.site, board: loaded.board)
         let start = UTCTime(nanoseconds: first.timeNs)
-        for (name, result) in EngineSetup.addConfigured(loaded.site, to: engine, now: start) {
-            Console.error("locus: replay: condition \(name) not added: \(result == .limitExceeded ? "capacity.conditions is full" : "too many monitors")\n")
+        var session: StateSession? = nil
+        if let directory = options.state {
+            switch StateSession.open(directory: directory, loaded: loaded, engine: engine, now: start) {
+            case .success(let opened): session = opened
+            case .failure(let status): return status.code
+            }
+        } else {
+            for (name, result) in EngineSetup.addConfigured(loaded.site, to: engine, now: start) {
+                Console.error("locus: replay: condition \(name) not added: \(result == .limitExceeded ? "capacity.conditions is full" : "too many monitors")\n")
+            }
         }
-        var sequence: Int64 = 0
+        var counter: Int64 = 0
         var previousNs = first.timeNs
+        var status: Int32 = 0
         for observation in observations {
             let nowNs = observation.timeNs
             if let speed = options.speed, nowNs > previousNs {
@@ -88,28 +99,43 @@ enum ReplayCommand {
             }
             previousNs = nowNs
             engine.tick(now: UTCTime(nanoseconds: nowNs))
-            drain(engine, &sequence)
+            if !drain(engine, session, &counter) { status = 1; break }
             switch observation {
             case .fix(let fix): engine.observe(fix)
             case .sighting(let sighting): engine.observe(sighting)
             }
-            drain(engine, &sequence)
+            if !drain(engine, session, &counter) { status = 1; break }
         }
         // Let timeouts that fall after the last observation play out (beacons leaving).
-        if let deadline = engine.nextDeadline() {
+        if status == 0, let deadline = engine.nextDeadline() {
             engine.tick(now: deadline)
-            drain(engine, &sequence)
+            if !drain(engine, session, &counter) { status = 1 }
         }
-        return 0
+        if let session { session.close(time: UTCTime(nanoseconds: previousNs)) }
+        return status
     }
 
-    /// Every pending event goes to standard output, then is acknowledged (the replay's only sink).
-    static func drain(_ engine: MonitorEngine, _ sequence: inout Int64) {
+    /// Every pending event goes to the log first (when persisting), then to standard output,
+    /// and only then is it acknowledged. A log that cannot be written stops the replay: an event
+    /// that cannot be made durable is not reported as handled.
+    static func drain(_ engine: MonitorEngine, _ session: StateSession?, _ counter: inout Int64) -> Bool {
         while let event = engine.oldestPendingEvent() {
-            sequence += 1
+            var sequence: Int64
+            if let session {
+                do {
+                    sequence = Int64(try session.persistence.event(event))
+                } catch {
+                    Console.error("locus: replay: cannot append to the log: \(error)\n")
+                    return false
+                }
+            } else {
+                counter += 1
+                sequence = counter
+            }
             Console.out(EventJSON.line(event, sequence: sequence) + "\n")
             engine.acknowledgeOldest()
         }
+        return true
     }
 
     static func readFixes(_ path: String, allowMissingChecksum: Bool) -> [Fix]? {

@@ -47,3 +47,13 @@ extension Files {
         }
     }
 }
+
+extension Files {
+    /// Creates `path` (one level) with `mode` unless it is already a directory; nil on success.
+    public static func makeDirectory(_ path: String, mode: Int32) -> SystemError? {
+        let made = locus_mkdir(path, mode)
+        if made == 0 { return nil }
+        if locus_is_directory(path) == 1 { return nil }
+        return SystemError(code: -made)
+    }
+}

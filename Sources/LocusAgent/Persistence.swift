@@ -1,0 +1,168 @@
+import LocusCore
+import LocusDevices
+
+/// The engine's records in the log: rebuilt at start, appended as they change, and checkpointed
+/// at the head of every segment so old segments can be deleted without losing state.
+///
+/// Rebuild: the newest complete checkpoint restores every record (condition + last handled
+/// event); records after it are applied in order (condition added, removed, event). Every event in
+/// the log was appended before any other sink saw it, and the GPIO state is restored from the
+/// same events at start, so an event in the log counts as handled.
+final class Persistence {
+    private var store: LogStore
+    private let engine: MonitorEngine
+    private let buffer: UnsafeMutableRawBufferPointer
+
+    struct Summary {
+        var records = 0
+        var conditions = 0
+        var events = 0
+        var fromCheckpoint: UInt64? = nil
+        var recovery: [LogCorruption] = []
+        var skipped: [LogCorruption] = []
+        var undecodable = 0
+    }
+
+    init(directory: String, log: SiteConfig.Log, engine: MonitorEngine) throws(LogStoreError) {
+        let sync: LogSyncPolicy
+        switch log.sync {
+        case .everyEvent: sync = .everyRecord
+        case .interval(let milliseconds): sync = .interval(milliseconds: milliseconds)
+        }
+        store = try LogStore.open(directory: directory, segmentSizeBytes: log.segmentSizeBytes, retainBytes: log.retainBytes, sync: sync)
+        self.engine = engine
+        buffer = .allocate(byteCount: LogRecord.maximumPayloadSize, alignment: 8)
+    }
+
+    deinit { buffer.deallocate() }
+
+    var nextSequence: UInt64 { store.nextSequence }
+
+    /// Restores the engine from the log. Conditions come back with their last handled events.
+    func rebuild() -> Summary {
+        var summary = Summary()
+        summary.recovery = store.recovery
+        let start = store.checkpoints.lastComplete
+        summary.fromCheckpoint = start
+        let engine = self.engine
+        var inCheckpoint = false
+        do {
+            summary.skipped = try store.forEachRecord(afterSequence: (start ?? 1) - 1) { header, payload in
+                summary.records += 1
+                guard let type = LogRecordType(rawValue: header.typeCode) else { return }
+                var reader = ByteReader(payload)
+                switch type {
+                case .checkpoint:
+                    // Only the checkpoint we started from is applied; later ones repeat what the
+                    // records between them already said.
+                    if !header.flags.contains(.continuation) { inCheckpoint = header.sequence == start }
+                    guard inCheckpoint else { return }
+                    let count = Int(reader.uint16())
+                    for _ in 0..<count {
+                        guard let entry = LogPayload.readCondition(&reader), let event = LogPayload.readEvent(&reader) else {
+                            summary.undecodable += 1
+                            return
+                        }
+                        Persistence.add(entry, to: engine, now: event.date)
+                        engine.restore(event)
+                        summary.conditions += 1
+                    }
+                case .conditionAdded:
+                    guard let entry = LogPayload.readCondition(&reader) else { summary.undecodable += 1; return }
+                    Persistence.add(entry, to: engine, now: UTCTime(nanoseconds: header.time))
+                    summary.conditions += 1
+                case .conditionRemoved:
+                    guard let (monitor, identifier) = LogPayload.readRemoval(&reader) else { summary.undecodable += 1; return }
+                    engine.remove(monitor: monitor, identifier: identifier)
+                case .event:
+                    guard let event = LogPayload.readEvent(&reader) else { summary.undecodable += 1; return }
+                    engine.restore(event)
+                    summary.events += 1
+                default:
+                    break
+                }
+            }
+        } catch {
+            summary.undecodable += 1
+        }
+        return summary
+    }
+
+    static func add(_ entry: LogPayload.ConditionEntry, to engine: MonitorEngine, now: UTCTime) {
+        engine.add(monitor: entry.monitor, identifier: entry.identifier, condition: entry.condition, settings: entry.settings,
+                   assuming: entry.assuming == .unknown ? nil : entry.assuming, fromSiteFile: entry.fromSiteFile, now: now)
+    }
+
+    // MARK: appending
+
+    func append(_ type: LogRecordType, time: Int64, _ write: (inout ByteWriter) -> Void) throws(LogStoreError) -> UInt64 {
+        var writer = ByteWriter(buffer)
+        write(&writer)
+        precondition(!writer.overflow, "log payload larger than a record")
+        let engine = self.engine
+        let payload = writer.written
+        return try store.append(type: type, time: time, payload: payload) { (store: inout LogStore) throws(LogStoreError) in
+            try Persistence.writeCheckpoint(engine, into: &store, time: time)
+        }
+    }
+
+    func conditionAdded(_ entry: LogPayload.ConditionEntry, time: UTCTime) throws(LogStoreError) {
+        _ = try append(.conditionAdded, time: time.totalNanoseconds) { LogPayload.write(entry, &$0) }
+    }
+
+    func conditionRemoved(monitor: FixedName, identifier: FixedName, time: UTCTime) throws(LogStoreError) {
+        _ = try append(.conditionRemoved, time: time.totalNanoseconds) { LogPayload.writeRemoval(monitor: monitor, identifier: identifier, &$0) }
+    }
+
+    /// Appends (and syncs, per policy) an event; returns its sequence number.
+    func event(_ event: MonitorEvent) throws(LogStoreError) -> UInt64 {
+        try append(.event, time: event.date.totalNanoseconds) { LogPayload.write(event, &$0) }
+    }
+
+    func marker(_ type: LogRecordType, time: UTCTime, text: String) throws(LogStoreError) {
+        _ = try append(type, time: time.totalNanoseconds) { writer in
+            for byte in text.utf8 { writer.put(byte) }
+        }
+    }
+
+    func syncIfDue(now: Int64) throws(LogStoreError) { _ = try store.syncIfDue(now: now) }
+
+    func sync() throws(LogStoreError) { try store.sync() }
+
+    /// Writes a checkpoint group now (e.g. after start-up, so the next start reads little).
+    func checkpoint(time: UTCTime) throws(LogStoreError) {
+        try Persistence.writeCheckpoint(engine, into: &store, time: time.totalNanoseconds)
+    }
+
+    /// Every record of every monitor as checkpoint records: as many (condition, lastEvent)
+    /// entries per record as fit, the group marked with `.moreFollow` / `.continuation`.
+    static func writeCheckpoint(_ engine: MonitorEngine, into store: inout LogStore, time: Int64) throws(LogStoreError) {
+        var entries: [(LogPayload.ConditionEntry, MonitorEvent)] = []
+        engine.forEachRecord { monitor, identifier, record in
+            entries.append((LogPayload.ConditionEntry(monitor: monitor, identifier: identifier, condition: record.condition,
+                                                      settings: record.settings, assuming: record.assumed, fromSiteFile: record.fromSiteFile),
+                            record.lastEvent))
+        }
+        let perRecord = (LogRecord.maximumPayloadSize - 2) / (LogPayload.maximumConditionSize + LogPayload.maximumEventSize)
+        let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: LogRecord.maximumPayloadSize, alignment: 8)
+        defer { bytes.deallocate() }
+        var start = 0
+        var first = true
+        repeat {
+            let end = min(entries.count, start + perRecord)
+            var flags = LogRecordFlags()
+            if !first { flags.insert(.continuation) }
+            if end < entries.count { flags.insert(.moreFollow) }
+            var writer = ByteWriter(bytes)
+            writer.put(UInt16(end - start))
+            for index in start..<end {
+                LogPayload.write(entries[index].0, &writer)
+                LogPayload.write(entries[index].1, &writer)
+            }
+            precondition(!writer.overflow)
+            _ = try store.append(type: .checkpoint, time: time, payload: writer.written, flags: flags)
+            start = end
+            first = false
+        } while start < entries.count
+    }
+}

@@ -1,0 +1,77 @@
+import CLocus
+
+/// One open instance per monitor name across processes (CLMonitor's rule): an exclusive flock on
+/// `STATE/NAME.lock`, which holds the holder's pid for the error message. The kernel releases the
+/// lock when the process ends, however it ends, so a crash never leaves a stale lock.
+public final class MonitorLock {
+    public enum Failure: Error, Equatable, CustomStringConvertible {
+        /// Another process has the monitor open.
+        case held(name: String, pid: Int32?, path: String)
+        case system(SystemError, path: String)
+
+        public var description: String {
+            switch self {
+            case .held(let name, let pid, let path):
+                let holder = pid.map { "process \($0)" } ?? "another process"
+                return "monitor '\(name)' is already open in \(holder) (lock \(path)); stop it first or use another monitor name"
+            case .system(let error, let path):
+                return "cannot lock \(path): \(error)"
+            }
+        }
+    }
+
+    public let path: String
+    private let descriptor: Int32
+
+    public init(directory: String, name: String) throws(Failure) {
+        let path = Paths.join(directory, name + ".lock")
+        let fd = locus_open(path, Int32(LOCUS_O_READ | LOCUS_O_WRITE | LOCUS_O_CREATE), 0o640)
+        guard fd >= 0 else { throw .system(SystemError(code: -fd), path: path) }
+        let locked = locus_lock_exclusive(fd)
+        if locked < 0 {
+            var bytes = [UInt8](repeating: 0, count: 32)
+            let count = bytes.withUnsafeMutableBytes { locus_pread(fd, $0.baseAddress, $0.count, 0) }
+            _ = locus_close(fd)
+            var pid: Int32? = nil
+            if count > 0 {
+                var value: Int32 = 0
+                var digits = 0
+                for byte in bytes[0..<Int(count)] where byte >= 0x30 && byte <= 0x39 && digits < 9 {
+                    value = value * 10 + Int32(byte - 0x30)
+                    digits += 1
+                }
+                if digits > 0 { pid = value }
+            }
+            if locked == -11 { throw .held(name: name, pid: pid, path: path) }
+            throw .system(SystemError(code: -locked), path: path)
+        }
+        _ = locus_ftruncate(fd, 0)
+        var text = "\(locus_getpid())\n"
+        text.withUTF8 { _ = locus_write(fd, $0.baseAddress, $0.count) }
+        self.path = path
+        descriptor = fd
+    }
+
+    deinit { _ = locus_close(descriptor) }
+}
+
+/// Path arithmetic on '/'-separated strings.
+public enum Paths {
+    public static func join(_ directory: String, _ name: String) -> String {
+        directory.utf8.last == UInt8(ascii: "/") ? directory + name : directory + "/" + name
+    }
+
+    /// The directory part of `path` ("." when it has none).
+    public static func directory(of path: String) -> String {
+        let bytes = Array(path.utf8)
+        guard let slash = bytes.lastIndex(of: UInt8(ascii: "/")) else { return "." }
+        if slash == 0 { return "/" }
+        return String(decoding: bytes[0..<slash], as: UTF8.self)
+    }
+
+    /// `path` if absolute, else `base/path`.
+    public static func resolve(_ path: String, relativeTo base: String) -> String {
+        if path.utf8.first == UInt8(ascii: "/") || base == "." { return path }
+        return join(base, path)
+    }
+}
