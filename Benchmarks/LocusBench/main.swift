@@ -175,6 +175,93 @@ func logBuild(_ arguments: [String]) {
     print("records \(records) bytes \(written)")
 }
 
+/// The monitor engine in steady state: 10,000 conditions already decided (unsatisfied, or
+/// satisfied where the observations are), then `repeats` observations. `--load-only` builds the
+/// same engine and observations without observing, so the difference is the observation cost.
+func engineWorkload(kind: String, observe: Bool, repeats: Int) {
+    let count = 10_000
+    let engine = MonitorEngine(capacity: MonitorEngine.Capacity(conditions: count, events: 256,
+                                                                circleCellSizeM: CircleIndex.suggestedCellSizeM(typicalReachM: 300)))
+    let monitor = FixedName("bench")!
+    let start = UTCTime(seconds: 1_700_000_000)
+    var random = SplitMix(state: 7)
+    // Every third condition shares a UUID with the two before it: a sighting concerns a few
+    // conditions among 10,000, as on a site with thousands of different tags.
+    let uuids = (0..<(count / 3 + 1)).map { BeaconUUID(high: 0xE2C5_6DB5_DFFB_48D2 &+ UInt64($0), low: 0xB060_D0F5_A710_96E0) }
+    for index in 0..<count {
+        let identifier = FixedName("c\(index)")!
+        if kind == "fix" {
+            let latitude = 37.2 + random.unit() * 0.54   // a 60 km square around San Jose
+            let longitude = -122.2 + random.unit() * 0.68
+            engine.add(monitor: monitor, identifier: identifier,
+                       condition: .circle(CircularGeographicCondition(latitude: latitude, longitude: longitude, radiusM: 50 + random.unit() * 450)),
+                       assuming: .unsatisfied, now: start)
+        } else {
+            // Mixed wildcards: a third exact, a third UUID+major, a third UUID only.
+            let uuid = uuids[index / 3]
+            let major = UInt16(index % 500)
+            let condition: BeaconIdentityCondition
+            switch index % 3 {
+            case 0: condition = BeaconIdentityCondition(uuid: uuid, major: major, minor: UInt16(index))
+            case 1: condition = BeaconIdentityCondition(uuid: uuid, major: major)
+            default: condition = BeaconIdentityCondition(uuid: uuid)
+            }
+            engine.add(monitor: monitor, identifier: identifier, condition: .beacon(condition), assuming: .unsatisfied, now: start)
+        }
+    }
+    var fixes: [Fix] = []
+    var sightings: [Sighting] = []
+    for index in 0..<1_000 {
+        var fix = Fix(timeOfDayNs: 0)
+        fix.time = UTCTime(seconds: start.seconds + Int64(index))
+        fix.mode = .threeDimensional
+        // A vehicle crossing the area at 15 m/s: consecutive fixes 15 m apart, as on the road.
+        fix.latitude = 37.25 + Double(index) * 15 * 0.7071 / 111_000
+        fix.longitude = -122.15 + Double(index) * 15 * 0.7071 / 88_000
+        fix.latitudeSigmaM = 7
+        fix.longitudeSigmaM = 7
+        fixes.append(fix)
+        let tag = Int(random.next() % UInt64(count))
+        sightings.append(Sighting(identity: BeaconIdentity(uuid: uuids[tag / 3], major: UInt16(tag % 500), minor: UInt16(tag)),
+                                  rssi: -60, measuredPower: -59, address: BLEAddress(value: UInt64(index)),
+                                  time: UTCTime(seconds: start.seconds + Int64(index))))
+    }
+    // Settle: decide every condition once, handle the events.
+    for index in 0..<fixes.count {
+        if kind == "fix" { engine.observe(fixes[index]) } else { engine.observe(sightings[index]) }
+        while engine.oldestPendingEvent() != nil { engine.acknowledgeOldest() }
+    }
+    guard observe else { return }
+    var events = 0
+    let isFix = kind == "fix"
+    let counted = allocations {
+        for _ in 0..<repeats {
+            for index in 0..<fixes.count {
+                if isFix { engine.observe(fixes[index]) } else { engine.observe(sightings[index]) }
+                if engine.pendingEventCount > 0 {
+                    while engine.oldestPendingEvent() != nil {
+                        events += 1
+                        engine.acknowledgeOldest()
+                    }
+                }
+            }
+        }
+    }
+    print("observations \(repeats * fixes.count) events \(events) allocations \(counted)")
+}
+
+struct SplitMix {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
+}
+
 let arguments = CommandLine.arguments.dropFirst()
 guard let workload = arguments.first else {
     print("usage: locus-bench nmea (--decode|--load-only) [--repeat N] FILE...")
@@ -193,6 +280,8 @@ switch workload {
 case "nmea": nmea(load(rest), decode: decode, repeats: repeats)
 case "ble": ble(decode: decode, repeats: repeats)
 case "geo": geo(decide: decode, repeats: repeats)
+case "engine-fix": engineWorkload(kind: "fix", observe: decode, repeats: repeats)
+case "engine-sighting": engineWorkload(kind: "sighting", observe: decode, repeats: repeats)
 default:
     print("unknown workload \(workload)")
     exit(2)

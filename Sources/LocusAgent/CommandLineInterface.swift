@@ -77,6 +77,26 @@ public enum CommandLineInterface {
             """,
             run: ReplayCommand.run),
         Command(
+            name: "monitor", summary: "add, remove and read a monitor's conditions and records",
+            usage: "locus monitor NAME [--state DIR] (add ID (--circle LAT,LON,RADIUS | --beacon UUID[,MAJOR[,MINOR]]) [--assuming satisfied|unsatisfied] | remove ID | records | record ID | identifiers)",
+            details: """
+            CLMonitor's calls on the monitor NAME, applied to the state directory (default
+            /var/lib/locus) under the monitor's lock: add (an existing ID is replaced and its record
+            starts over), remove, records (one JSON object per record with its condition and
+            lastEvent), record ID, identifiers. Changes go to the log like the agent's own. While an
+            agent has the monitor open, the lock names its process.
+            """,
+            run: MonitorCommand.run),
+        Command(
+            name: "events", summary: "the events in the log, as JSON lines",
+            usage: "locus events [--state DIR] [--monitor NAME] [--after-seq N] [--follow]",
+            details: """
+            Every event the log holds (all monitors, or one), with its log sequence number, in the
+            replay's format. --after-seq N starts after a sequence number; --follow keeps printing
+            new events as they are appended (until interrupted).
+            """,
+            run: EventsCommand.run),
+        Command(
             name: "help", summary: "show the commands, or the details of one",
             usage: "locus help [COMMAND]", details: "", run: { arguments in help(arguments) }),
     ]

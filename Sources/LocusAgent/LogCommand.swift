@@ -5,14 +5,15 @@ import LocusDevices
 /// change nothing, so they are safe beside a running agent (whose record being written at that
 /// instant may show as a torn tail).
 enum LogCommand {
-    static let usage = "usage: locus log verify [--state DIR] | log stat [--state DIR]"
+    static let usage = "usage: locus log verify [--state DIR] | log stat [--state DIR] | log export [--state DIR] [--after-seq N] [--format jsonl|csv] [--follow]"
     static let defaultStateDirectory = "/var/lib/locus"
 
     static func run(_ arguments: [String]) -> Int32 {
         guard let subcommand = arguments.first else {
-            return CommandLineInterface.usageError("log needs a subcommand (verify, stat)", hint: usage)
+            return CommandLineInterface.usageError("log needs a subcommand (verify, stat, export)", hint: usage)
         }
-        let subcommands = ["verify", "stat"]
+        if subcommand == "export" { return LogExport.run(Array(arguments.dropFirst())) }
+        let subcommands = ["verify", "stat", "export"]
         guard subcommands.contains(subcommand) else {
             var hint = usage
             if let suggestion = Spelling.closest(to: subcommand, among: subcommands) { hint = "did you mean 'locus log \(suggestion)'?" }

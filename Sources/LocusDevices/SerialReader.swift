@@ -119,8 +119,11 @@ public struct SerialReader: ~Copyable {
     }
 }
 
-/// Sleeping without a busy wait (replay at a chosen speed).
+/// Wall-clock time and sleeping without a busy wait (replay at a chosen speed).
 public enum Clock {
+    /// CLOCK_REALTIME, nanoseconds since 1970 (the time stamped on records).
+    public static func realtimeNs() -> Int64 { locus_realtime_ns() }
+
     public static func sleep(nanoseconds: Int64) {
         guard nanoseconds > 0 else { return }
         var remaining = nanoseconds

@@ -112,7 +112,7 @@ private func flipByte(_ path: String, at offset: Int) throws {
     @Test func usageErrorsExitTwo() throws {
         let none = try locus(["log"])
         #expect(none.status == 2)
-        #expect(none.error.hasPrefix("locus: log needs a subcommand (verify, stat); "))
+        #expect(none.error.hasPrefix("locus: log needs a subcommand (verify, stat, export); "))
         let typo = try locus(["log", "verfy"])
         #expect(typo.status == 2)
         #expect(typo.error == "locus: log: unknown subcommand 'verfy'; did you mean 'locus log verify'?\n")

@@ -333,3 +333,34 @@ import AllocCounter
         }
     }
 }
+
+@Suite struct BTSnoopTests {
+    /// A btsnoop file as btmon -w (datalink 2001) or an H4 capture (1002) writes it.
+    static func capture(datalink: UInt32, records: [(flags: UInt32, timeUs: Int64, packet: [UInt8])]) -> [UInt8] {
+        func be32(_ value: UInt32) -> [UInt8] { [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)] }
+        var bytes = Array("btsnoop".utf8) + [0] + be32(1) + be32(datalink)
+        for record in records {
+            let stamp = UInt64(record.timeUs + BTSnoop.unixEpochOffsetUs)
+            bytes += be32(UInt32(record.packet.count)) + be32(UInt32(record.packet.count)) + be32(record.flags) + be32(0)
+            bytes += be32(UInt32(stamp >> 32)) + be32(UInt32(stamp & 0xFFFF_FFFF)) + record.packet
+        }
+        return bytes
+    }
+
+    @Test func eventsComeOutOfBothCaptureKindsWithTheirTimes() throws {
+        let event = try #require(HexText.bytes("3e2a02010001433ea2c96b6a1e02011a1aff4c000215e2c56db5dffb48d2b060d0f5a71096e000640000c5b3"))
+        let command: [UInt8] = [0x0B, 0x20, 0x07, 0, 0x10, 0, 0x10, 0, 0, 0]
+        let monitor = Self.capture(datalink: 2001, records: [(2, 1_700_000_000_000_000, command), (3, 1_700_000_000_250_000, event)])
+        let h4 = Self.capture(datalink: 1002, records: [(0, 1_700_000_000_000_000, [0x01] + command), (1, 1_700_000_000_250_000, [0x04] + event)])
+        for bytes in [monitor, h4] {
+            var found: [(Int64, [UInt8])] = []
+            let result = bytes.withUnsafeBytes { BTSnoop.forEachEvent($0) { time, packet in found.append((time, Array(packet))) } }
+            #expect(result == .success(1))
+            #expect(found.count == 1 && found[0].0 == 1_700_000_000_250_000 && found[0].1 == event)
+        }
+        var cut = monitor
+        cut.removeLast(5)
+        #expect(cut.withUnsafeBytes { BTSnoop.forEachEvent($0) { _, _ in } } == .failure(.truncatedRecord(offset: 16 + 24 + 10)))
+        #expect([UInt8](repeating: 0, count: 20).withUnsafeBytes { BTSnoop.forEachEvent($0) { _, _ in } } == .failure(.notBTSnoop))
+    }
+}

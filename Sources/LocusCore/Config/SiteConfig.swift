@@ -97,6 +97,7 @@ public struct SiteConfig {
         public var segmentSizeBytes: Int64 = 8 << 20
         public var retainBytes: Int64 = 512 << 20
         public var sync: SyncPolicy = .everyEvent
+        public init() {}
     }
 
     public struct Updates {

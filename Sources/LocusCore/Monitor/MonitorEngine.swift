@@ -10,6 +10,9 @@
 /// record's `lastEvent`, it waits in a fixed ring until every sink has handled it, and only
 /// `acknowledgeOldest()` makes it the record's `lastEvent`. A full ring defers detection (the
 /// condition is decided again on the next observation) instead of dropping anything.
+///
+/// Single-threaded by design (the agent's poll loop owns it), so its stored properties opt out of
+/// dynamic exclusivity checks, which would otherwise cost more than the work on a fix.
 public final class MonitorEngine {
     public struct Capacity: Sendable {
         public var conditions: Int
@@ -83,18 +86,25 @@ public final class MonitorEngine {
 
     private let capacity: Capacity
     private let slots: UnsafeMutableBufferPointer<Slot>
+    @exclusivity(unchecked)
     private var freeSlots: UnsafeMutableBufferPointer<Int32>
+    @exclusivity(unchecked)
     private var freeCount: Int
     /// RSSI filters, one per slot, used by beacon slots only. Allocated uninitialized: the pages of
     /// slots that never hold a beacon condition are never touched, so they cost no memory.
     private let filters: UnsafeMutableBufferPointer<RSSIFilter>
     /// (monitor, identifier) -> slot. Reserved to capacity at init, so inserts never grow it.
+    @exclusivity(unchecked)
     private var slotsByName: [NameKey: Int32] = [:]
     private let attention: UnsafeMutableBufferPointer<Int32>
+    @exclusivity(unchecked)
     private var attentionCount = 0
     private let ring: UnsafeMutableBufferPointer<PendingEvent>
+    @exclusivity(unchecked)
     private var ringHead = 0
+    @exclusivity(unchecked)
     private var ringCount = 0
+    @exclusivity(unchecked)
     private var monitors: [FixedName] = []
     private let circleIndex: CircleIndex
     /// The same index, accessed without reference counting in the hot path (`circleIndex` owns it
@@ -103,14 +113,26 @@ public final class MonitorEngine {
     /// Scratch space for the slots one observation concerns: gathered first, processed after, so
     /// no index callback ever runs engine code.
     private let scratch: UnsafeMutableBufferPointer<Int32>
+    @exclusivity(unchecked)
     private var beacons: BeaconIndex
+    @exclusivity(unchecked)
     private var previousFix: (latitude: Double, longitude: Double, timeNs: Int64)? = nil
+    @exclusivity(unchecked)
     private var startedNs: Int64? = nil
     /// Whether a Bluetooth source exists; beacon conditions are `conditionUnsupported` without one.
+    @exclusivity(unchecked)
     public var beaconsSupported: Bool
     /// Detections postponed because the event ring was full (they are decided again later).
+    @exclusivity(unchecked)
     public private(set) var deferredDetections = 0
+    @exclusivity(unchecked)
     public private(set) var conditionCount = 0
+    /// Circles with `transit` on: no transit search at all while there are none.
+    @exclusivity(unchecked)
+    private var transitCount = 0
+    /// Consecutive fixes farther apart than this are a jump (an outage, a receiver reset), not a
+    /// path: no transit is inferred across them.
+    public static let maximumTransitSegmentM = 10_000.0
 
     public init(capacity: Capacity, beaconsSupported: Bool = true) {
         precondition(capacity.conditions >= 1 && capacity.events >= 2 && capacity.monitors >= 1)
@@ -194,6 +216,7 @@ public final class MonitorEngine {
             do {
                 try circleIndex.insert(id: index, latitude: circle.latitude, longitude: circle.longitude,
                                    radiusM: circle.radiusM, maxMarginM: max(settings.enterMarginM, settings.exitMarginM))
+                if settings.transit { transitCount += 1 }
             } catch {
                 slotsByName[NameKey(monitor: Int16(monitorIndex), identifier: identifier)] = nil
                 slots[Int(index)].inUse = false
@@ -223,7 +246,9 @@ public final class MonitorEngine {
         let slot = slots[Int(index)]
         precondition(slot.inUse)
         switch slot.condition {
-        case .circle: _ = circleIndex.remove(id: index)
+        case .circle:
+            _ = circleIndex.remove(id: index)
+            if slot.settings.transit { transitCount -= 1 }
         case .beacon(let beacon): beacons.remove(slot: index, condition: beacon)
         }
         removeAttention(index)
@@ -327,8 +352,8 @@ public final class MonitorEngine {
     private func dropStale() {
         while ringCount > 0 {
             let pending = ring[ringHead]
-            let slot = slots[Int(pending.slot)]
-            if slot.inUse && slot.generation == pending.generation { return }
+            let slot = slot(pending.slot)
+            if slot.pointee.inUse && slot.pointee.generation == pending.generation { return }
             ringHead = (ringHead + 1) % capacity.events
             ringCount -= 1
         }
@@ -350,21 +375,26 @@ public final class MonitorEngine {
         return false
     }
 
+    /// A slot in place: reading a field through it copies that field, not the whole slot.
+    @inline(__always)
+    private func slot(_ index: Int32) -> UnsafeMutablePointer<Slot> { slots.baseAddress! + Int(index) }
+
     // MARK: attention set
 
     /// A slot needs a look on every observation unless it is settled: its state (after pending
     /// events) is unsatisfied and nothing is in flight. Undetermined, satisfied and dwelling
     /// conditions stay in the set.
-    private func needsAttention(_ slot: Slot) -> Bool {
-        slot.inUse && (slot.effectiveState != .unsatisfied || slot.candidate != slot.effectiveState)
+    private func needsAttention(_ slot: UnsafeMutablePointer<Slot>) -> Bool {
+        let effective = slot.pointee.effectiveState
+        return slot.pointee.inUse && (effective != .unsatisfied || slot.pointee.candidate != effective)
     }
 
     private func updateAttention(_ index: Int32) {
-        let slot = slots[Int(index)]
+        let slot = slot(index)
         if needsAttention(slot) {
-            if slot.attentionIndex < 0 {
+            if slot.pointee.attentionIndex < 0 {
                 attention[attentionCount] = index
-                slots[Int(index)].attentionIndex = Int32(attentionCount)
+                slot.pointee.attentionIndex = Int32(attentionCount)
                 attentionCount += 1
             }
         } else {
@@ -408,7 +438,9 @@ public final class MonitorEngine {
                 if attention[position] == index { position += 1 }
             }
         }
-        if let previous = previousFix { detectTransits(from: previous, toLatitude: latitude, longitude: longitude, timeNs: nowNs) }
+        if transitCount > 0, let previous = previousFix {
+            detectTransits(from: previous, toLatitude: latitude, longitude: longitude, timeNs: nowNs)
+        }
         previousFix = (latitude, longitude, nowNs)
     }
 
@@ -421,20 +453,22 @@ public final class MonitorEngine {
     /// first decision is `distance <= radius`. The exact geodesic distance is computed only when
     /// the cheap chord bound cannot classify the fix.
     private func evaluateCircle(_ index: Int32, point: GeoPoint, accuracyM: Double, time: UTCTime) {
-        let slot = slots[Int(index)]
-        guard slot.inUse, case .circle(let circle) = slot.condition else { return }
-        let settings = slot.settings
-        let current = slot.effectiveState
+        let slot = slot(index)
+        guard slot.pointee.inUse, case .circle(let circle) = slot.pointee.condition else { return }
+        let settings = slot.pointee.settings
+        let current = slot.pointee.effectiveState
         let spread = settings.accuracyGate ? accuracyM : 0
         let low = circle.radiusM - settings.enterMarginM - spread
         let high = circle.radiusM + settings.exitMarginM + spread
         var observed: ConditionState
-        switch Geodesy.compare(point, center: slot.center, radiusM: (low + high) / 2, marginM: (high - low) / 2) {
+        var exact: Double? = nil
+        switch Geodesy.compare(point, center: slot.pointee.center, radiusM: (low + high) / 2, marginM: (high - low) / 2) {
         case .inside:
             observed = .satisfied
         case .outside:
             observed = .unsatisfied
         case .near(let distance):
+            exact = distance
             if distance <= low { observed = .satisfied }
             else if distance > high { observed = .unsatisfied }
             else if settings.accuracyGate { observed = current }
@@ -442,40 +476,43 @@ public final class MonitorEngine {
             else { observed = current }
         }
         let limited = settings.accuracyGate && spread > circle.radiusM
-        if slot.accuracyLimited != limited { slots[Int(index)].accuracyLimited = limited }
-        guard observed != current || slot.candidate != current else { return }
+        if slot.pointee.accuracyLimited != limited { slot.pointee.accuracyLimited = limited }
+        guard observed != current || slot.pointee.candidate != current else { return }
         var explanation = Explanation(source: .fix)
         explanation.latitude = point.latitude
         explanation.longitude = point.longitude
         explanation.accuracyM = accuracyM.isFinite ? accuracyM : -1
-        explanation.edgeDistanceM = Geodesy.distanceM(point, slot.center) - circle.radiusM
+        // The chord is within a micrometre of the geodesic for fences and fixes a few kilometres
+        // apart, and within metres for far ones: good enough to explain, and the exact distance is
+        // used when it was computed to decide.
+        explanation.edgeDistanceM = (exact ?? Geodesy.chordM(point, slot.pointee.center)) - circle.radiusM
         decide(index, observed: observed, time: time, explanation: explanation, refinement: nil)
     }
 
     /// Dwell, then the event: the observed state must hold `dwell` before it is reported.
     private func decide(_ index: Int32, observed: ConditionState, time: UTCTime, explanation: Explanation, refinement: BeaconIdentity?) {
-        var slot = slots[Int(index)]
+        let slot = slot(index)
         let nowNs = time.totalNanoseconds
-        if observed == slot.effectiveState || observed == .unknown {
-            if slot.candidate != slot.effectiveState {
-                slots[Int(index)].candidate = slot.effectiveState
+        let effective = slot.pointee.effectiveState
+        if observed == effective || observed == .unknown {
+            if slot.pointee.candidate != effective {
+                slot.pointee.candidate = effective
                 updateAttention(index)
             }
             return
         }
-        if slot.candidate != observed {
-            slot.candidate = observed
-            slot.candidateSinceNs = nowNs
-            slots[Int(index)] = slot
+        if slot.pointee.candidate != observed {
+            slot.pointee.candidate = observed
+            slot.pointee.candidateSinceNs = nowNs
             updateAttention(index)
         }
-        let heldMs = (nowNs - slot.candidateSinceNs) / 1_000_000
-        guard heldMs >= slot.settings.dwellMs, hasRoom(1) else { return }
+        let heldMs = (nowNs - slot.pointee.candidateSinceNs) / 1_000_000
+        guard heldMs >= slot.pointee.settings.dwellMs, hasRoom(1) else { return }
         var reason = explanation
         reason.dwellMs = heldMs
-        var diagnostics: EventDiagnostics = slot.lastEvent.diagnostics.intersection(.conditionUnsupported)
-        if slots[Int(index)].accuracyLimited { diagnostics.insert(.accuracyLimited) }
-        emit(index, MonitorEvent(monitor: monitors[Int(slot.monitor)], identifier: slot.identifier, state: observed, date: time,
+        var diagnostics: EventDiagnostics = slot.pointee.lastEvent.diagnostics.intersection(.conditionUnsupported)
+        if slot.pointee.accuracyLimited { diagnostics.insert(.accuracyLimited) }
+        emit(index, MonitorEvent(monitor: monitors[Int(slot.pointee.monitor)], identifier: slot.pointee.identifier, state: observed, date: time,
                                  refinement: observed == .satisfied ? refinement : nil, diagnostics: diagnostics, explanation: reason))
     }
 
@@ -484,7 +521,7 @@ public final class MonitorEngine {
     /// against the Earth's radius), times interpolated along the segment.
     private func detectTransits(from previous: (latitude: Double, longitude: Double, timeNs: Int64), toLatitude latitude: Double, longitude: Double, timeNs: Int64) {
         let length = Geodesy.distanceM(previous.latitude, previous.longitude, latitude, longitude)
-        guard length > 1 else { return }
+        guard length > 1, length <= MonitorEngine.maximumTransitSegmentM else { return }
         let middle = GeoPoint(latitude: (previous.latitude + latitude) / 2,
                               longitude: previous.longitude + Transit.longitudeDelta(longitude, previous.longitude) / 2)
         let found = gatherCircles(near: middle, accuracyM: length / 2)
@@ -539,11 +576,20 @@ public final class MonitorEngine {
         }
         for position in 0..<found {
             let index = scratch[position]
-            var slot = slots[Int(index)]
-            guard slot.inUse, case .beacon(let condition) = slot.condition else { continue }
+            let slot = slot(index)
+            guard slot.pointee.inUse, case .beacon(let condition) = slot.pointee.condition else { continue }
             if let rssi = sighting.rssi { filters[Int(index)].add(rssi: rssi, atMs: nowMs) }
+            // The RSSI statistics cost a sort of the window: computed only when they decide
+            // something (a proximity requirement) or explain something (a state change).
+            let changing = slot.pointee.effectiveState != .satisfied
+            let proximity = slot.pointee.settings.proximity
+            if !changing && proximity == nil && slot.pointee.candidate == .satisfied {
+                // The common case: a beacon that is already satisfied was seen again.
+                slot.pointee.lastSeenNs = nowNs
+                continue
+            }
             var explanation = Explanation(source: .sighting)
-            if let statistics = filters[Int(index)].statistics(nowMs: nowMs) {
+            if changing || proximity != nil, let statistics = filters[Int(index)].statistics(nowMs: nowMs) {
                 explanation.rssiFiltered = statistics.filtered
                 explanation.rssiMinimum = statistics.minimum
                 explanation.rssiMaximum = statistics.maximum
@@ -551,16 +597,13 @@ public final class MonitorEngine {
                 explanation.distanceM = DistanceModel.freeSpace.distance(rssi: statistics.filtered,
                                                                           measuredPower: MeasuredPower(atOneMeter: sighting.measuredPower)) ?? -1
             }
-            if let required = slot.settings.proximity {
+            if let required = proximity {
                 let category = BeaconProximity.category(distance: explanation.distanceM >= 0 ? explanation.distanceM : nil)
-                guard category.isWithin(BeaconProximity(required)) else {
-                    slots[Int(index)] = slot
-                    continue
-                }
+                guard category.isWithin(BeaconProximity(required)) else { continue }
             }
-            slot.lastSeenNs = nowNs
-            if slot.effectiveState != .satisfied { slot.lastSighting = sighting.identity }
-            slots[Int(index)] = slot
+            slot.pointee.lastSeenNs = nowNs
+            guard changing || slot.pointee.candidate != .satisfied else { continue }
+            if changing { slot.pointee.lastSighting = sighting.identity }
             decide(index, observed: .satisfied, time: sighting.time, explanation: explanation,
                    refinement: condition.isWildcard ? sighting.identity : nil)
         }

@@ -1,0 +1,240 @@
+import LocusCore
+import LocusDevices
+
+/// `locus log export [--state DIR] [--after-seq N] [--format jsonl|csv] [--follow]`: the log as
+/// JSON lines (or CSV), incremental by sequence number, so a technician's fetch asks only for
+/// what it has not seen. Read-only and lock-free: safe beside a running agent.
+enum LogExport {
+    static let usage = "usage: locus log export [--state DIR] [--after-seq N] [--format jsonl|csv] [--follow]"
+
+    enum Format { case jsonl, csv }
+
+    struct Options {
+        var directory = LogCommand.defaultStateDirectory
+        var afterSequence: UInt64 = 0
+        var format = Format.jsonl
+        var follow = false
+    }
+
+    static func parse(_ arguments: [String]) -> Result<Options, ExitStatus> {
+        var options = Options()
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            let value = index + 1 < arguments.count ? arguments[index + 1] : nil
+            switch argument {
+            case "--follow":
+                options.follow = true
+                index += 1
+                continue
+            case "--state", "--after-seq", "--format":
+                guard let value else {
+                    return .failure(ExitStatus(code: CommandLineInterface.usageError("log export: \(argument) needs a value", hint: usage)))
+                }
+                switch argument {
+                case "--state": options.directory = value
+                case "--after-seq":
+                    guard let number = UInt64(value) else {
+                        return .failure(ExitStatus(code: CommandLineInterface.usageError("log export: --after-seq takes a sequence number, not '\(value)'", hint: usage)))
+                    }
+                    options.afterSequence = number
+                default:
+                    switch value {
+                    case "jsonl", "json": options.format = .jsonl
+                    case "csv": options.format = .csv
+                    default:
+                        return .failure(ExitStatus(code: CommandLineInterface.usageError("log export: --format is jsonl or csv, not '\(value)'", hint: usage)))
+                    }
+                }
+                index += 2
+            default:
+                return .failure(ExitStatus(code: CommandLineInterface.usageError("log export: unexpected argument '\(argument)'", hint: usage)))
+            }
+        }
+        return .success(options)
+    }
+
+    static func run(_ arguments: [String]) -> Int32 {
+        let options: Options
+        switch parse(arguments) {
+        case .success(let parsed): options = parsed
+        case .failure(let status): return status.code
+        }
+        var next = options.afterSequence
+        var header = options.format == .csv
+        // --follow: poll twice a second until interrupted (the technician's ^C or the SSH
+        // session ending); without it, one pass.
+        while true {
+            var failure: LogStoreError? = nil
+            var corrupt = 0
+            do {
+                let scan = try LogStore.scan(directory: options.directory) { record, payload in
+                    guard record.sequence > next else { return }
+                    if header {
+                        Console.out("seq,time,type,monitor,identifier,state,date,refinement_uuid,refinement_major,refinement_minor,diagnostics\n")
+                        header = false
+                    }
+                    next = record.sequence
+                    Console.out(line(record, payload, options.format) + "\n")
+                }
+                corrupt = scan.corruptions.filter { !$0.truncated }.count
+            } catch {
+                failure = error
+            }
+            if let failure { return CommandLineInterface.failure("log export", "\(options.directory): \(failure)") }
+            if corrupt > 0 && !options.follow {
+                Console.error("locus: log export: \(corrupt) corrupt region(s) skipped; run 'locus log verify' for offsets\n")
+            }
+            guard options.follow else { return 0 }
+            Clock.sleep(nanoseconds: 500_000_000)
+        }
+    }
+
+    static func line(_ header: LogRecordHeader, _ payload: UnsafeRawBufferPointer, _ format: Format) -> String {
+        let type = LogRecordType(rawValue: header.typeCode)
+        let time = UTCTime(nanoseconds: header.time).iso8601
+        var reader = ByteReader(payload)
+        if format == .csv {
+            var fields = ["\(header.sequence)", time, type?.description ?? "type-\(header.typeCode)", "", "", "", "", "", "", "", ""]
+            if type == .event, let event = LogPayload.readEvent(&reader) {
+                fields[3] = event.monitor.description
+                fields[4] = event.identifier.description
+                fields[5] = event.state.description
+                fields[6] = event.date.iso8601
+                if let refinement = event.refinement {
+                    fields[7] = refinement.uuid.description
+                    fields[8] = "\(refinement.major)"
+                    fields[9] = "\(refinement.minor)"
+                }
+                var names = ""
+                for (index, name) in event.diagnostics.names.enumerated() { names += (index == 0 ? "" : ";") + name }
+                fields[10] = names
+            } else if type == .conditionAdded, let entry = LogPayload.readCondition(&reader) {
+                fields[3] = entry.monitor.description
+                fields[4] = entry.identifier.description
+            } else if type == .conditionRemoved, let (monitor, identifier) = LogPayload.readRemoval(&reader) {
+                fields[3] = monitor.description
+                fields[4] = identifier.description
+            }
+            var text = ""
+            for (index, field) in fields.enumerated() { text += (index == 0 ? "" : ",") + field }
+            return text
+        }
+        var json = JSONText()
+        json.integer("seq", Int(header.sequence))
+        json.string("time", time)
+        json.string("type", type?.description ?? "type-\(header.typeCode)")
+        switch type {
+        case .event?:
+            guard let event = LogPayload.readEvent(&reader) else { json.string("error", "undecodable event payload"); break }
+            let body = EventJSON.line(event, sequence: Int64(header.sequence))
+            // Merge the event's fields into this object (drop its braces and its own "seq").
+            json.raw("event", body)
+        case .conditionAdded?:
+            guard let entry = LogPayload.readCondition(&reader) else { json.string("error", "undecodable condition payload"); break }
+            json.string("monitor", entry.monitor.description)
+            json.string("identifier", entry.identifier.description)
+            json.raw("condition", ConditionJSON.condition(entry.condition))
+            json.raw("settings", ConditionJSON.settings(entry.settings))
+            json.string("assuming", entry.assuming.description)
+            json.boolean("site_file", entry.fromSiteFile)
+        case .conditionRemoved?:
+            guard let (monitor, identifier) = LogPayload.readRemoval(&reader) else { json.string("error", "undecodable removal payload"); break }
+            json.string("monitor", monitor.description)
+            json.string("identifier", identifier.description)
+        case .start?, .stop?, .diagnostic?:
+            json.string("text", String(decoding: payload, as: UTF8.self))
+        case .checkpoint?:
+            json.integer("records", Int(reader.uint16()))
+            if header.flags.contains(.moreFollow) { json.boolean("more_follow", true) }
+        default:
+            json.integer("bytes", payload.count)
+        }
+        return json.closed
+    }
+}
+
+/// Conditions and settings as JSON (export, `locus monitor ... records`).
+enum ConditionJSON {
+    static func condition(_ condition: Condition) -> String {
+        var json = JSONText()
+        switch condition {
+        case .circle(let circle):
+            json.number("lat", circle.latitude, decimals: 7)
+            json.number("lon", circle.longitude, decimals: 7)
+            json.number("radius", circle.radiusM, decimals: 2)
+        case .beacon(let beacon):
+            json.string("uuid", beacon.uuid.description)
+            if let major = beacon.major { json.integer("major", Int(major)) }
+            if let minor = beacon.minor { json.integer("minor", Int(minor)) }
+        }
+        return json.closed
+    }
+
+    static func settings(_ settings: ConditionSettings) -> String {
+        var json = JSONText()
+        json.number("enter_margin", settings.enterMarginM, decimals: 2)
+        json.number("exit_margin", settings.exitMarginM, decimals: 2)
+        json.integer("dwell_ms", Int(settings.dwellMs))
+        json.boolean("accuracy_gate", settings.accuracyGate)
+        json.boolean("transit", settings.transit)
+        if let timeout = settings.exitTimeoutMs { json.integer("exit_timeout_ms", Int(timeout)) }
+        if let proximity = settings.proximity {
+            switch proximity {
+            case .immediate: json.string("proximity", "immediate")
+            case .near: json.string("proximity", "near")
+            case .far: json.string("proximity", "far")
+            }
+        }
+        return json.closed
+    }
+}
+
+/// `locus events [--state DIR] [--monitor NAME] [--after-seq N] [--follow]`: the events of the
+/// log (all monitors, or one), as JSON lines with their log sequence numbers.
+enum EventsCommand {
+    static let usage = "usage: locus events [--state DIR] [--monitor NAME] [--after-seq N] [--follow]"
+
+    static func run(_ arguments: [String]) -> Int32 {
+        var rest: [String] = []
+        var monitor: FixedName? = nil
+        var index = 0
+        while index < arguments.count {
+            if arguments[index] == "--monitor" {
+                guard index + 1 < arguments.count, let name = FixedName(arguments[index + 1]) else {
+                    return CommandLineInterface.usageError("events: --monitor needs a monitor name", hint: usage)
+                }
+                monitor = name
+                index += 2
+            } else {
+                rest.append(arguments[index])
+                index += 1
+            }
+        }
+        let options: LogExport.Options
+        switch LogExport.parse(rest) {
+        case .success(let parsed): options = parsed
+        case .failure(let status): return status.code
+        }
+        var next = options.afterSequence
+        while true {
+            var failure: LogStoreError? = nil
+            do {
+                _ = try LogStore.scan(directory: options.directory) { header, payload in
+                    guard header.sequence > next else { return }
+                    next = header.sequence
+                    guard header.typeCode == LogRecordType.event.rawValue else { return }
+                    var reader = ByteReader(payload)
+                    guard let event = LogPayload.readEvent(&reader) else { return }
+                    if let monitor, event.monitor != monitor { return }
+                    Console.out(EventJSON.line(event, sequence: Int64(header.sequence)) + "\n")
+                }
+            } catch {
+                failure = error
+            }
+            if let failure { return CommandLineInterface.failure("events", "\(options.directory): \(failure)") }
+            guard options.follow else { return 0 }
+            Clock.sleep(nanoseconds: 500_000_000)
+        }
+    }
+}

@@ -1,0 +1,163 @@
+import LocusCore
+import LocusDevices
+
+/// `locus monitor NAME ...`: CLMonitor's calls on one named monitor, applied to the state
+/// directory under the monitor's lock (so not while an agent has the monitor open; it reports the
+/// holder's pid). Changes are appended to the log like the agent's own, so the next start (or
+/// replay with the same state) sees them.
+enum MonitorCommand {
+    static let usage = """
+    usage: locus monitor NAME [--state DIR] add ID (--circle LAT,LON,RADIUS | --beacon UUID[,MAJOR[,MINOR]]) [--assuming satisfied|unsatisfied]
+           locus monitor NAME [--state DIR] remove ID
+           locus monitor NAME [--state DIR] records | record ID | identifiers
+    """
+
+    static func run(_ arguments: [String]) -> Int32 {
+        var rest = arguments
+        guard let monitorText = rest.first, !monitorText.hasPrefix("-") else {
+            return CommandLineInterface.usageError("monitor needs a monitor NAME", hint: "run 'locus help monitor'")
+        }
+        rest.removeFirst()
+        guard let monitor = FixedName(monitorText) else {
+            return CommandLineInterface.failure("monitor", "'\(monitorText)' is not a monitor name (1...32 letters, digits, '-' or '_')")
+        }
+        var directory = LogCommand.defaultStateDirectory
+        if rest.first == "--state" {
+            guard rest.count >= 2 else { return CommandLineInterface.usageError("monitor: --state needs a directory", hint: "run 'locus help monitor'") }
+            directory = rest[1]
+            rest.removeFirst(2)
+        }
+        guard let verb = rest.first else { return CommandLineInterface.usageError("monitor \(monitorText) needs a subcommand", hint: "run 'locus help monitor'") }
+        rest.removeFirst()
+        let verbs = ["add", "remove", "records", "record", "identifiers"]
+        guard verbs.contains(verb) else {
+            var hint = "run 'locus help monitor'"
+            if let suggestion = Spelling.closest(to: verb, among: verbs) { hint = "did you mean 'locus monitor \(monitorText) \(suggestion)'?" }
+            return CommandLineInterface.usageError("monitor: unknown subcommand '\(verb)'", hint: hint)
+        }
+        if verb == "add" || verb == "remove", let error = Files.makeDirectory(directory, mode: 0o750) {
+            return CommandLineInterface.failure("monitor \(monitorText)", "cannot use the state directory \(directory): \(error)")
+        }
+        if !Files.isDirectory(directory) {
+            return CommandLineInterface.failure("monitor \(monitorText)", "no state directory \(directory) (nothing has been monitored there yet)")
+        }
+        let lock: MonitorLock
+        do {
+            lock = try MonitorLock(directory: directory, name: monitorText)
+        } catch {
+            return CommandLineInterface.failure("monitor \(monitorText)", error.description)
+        }
+        defer { withExtendedLifetime(lock) {} }
+        let scan: LogScan
+        do { scan = try LogStore.scan(directory: directory) } catch {
+            return CommandLineInterface.failure("monitor \(monitorText)", "\(directory): \(error)")
+        }
+        // Room for everything the log holds plus the change.
+        let engine = MonitorEngine(capacity: MonitorEngine.Capacity(conditions: scan.records + 64, events: 16))
+        let persistence: Persistence
+        do {
+            persistence = try Persistence(directory: directory, log: SiteConfig.Log(), engine: engine)
+        } catch {
+            return CommandLineInterface.failure("monitor \(monitorText)", "cannot open the log in \(directory): \(error)")
+        }
+        _ = persistence.rebuild()
+        let now = UTCTime(nanoseconds: Clock.realtimeNs())
+        switch verb {
+        case "add": return add(monitor, rest, engine, persistence, now)
+        case "remove":
+            guard rest.count == 1, let identifier = FixedName(rest[0]) else {
+                return CommandLineInterface.usageError("monitor remove needs one condition ID", hint: "usage: locus monitor NAME remove ID")
+            }
+            guard engine.remove(monitor: monitor, identifier: identifier) else {
+                return CommandLineInterface.failure("monitor \(monitorText) remove", "no condition '\(rest[0])' in monitor '\(monitorText)'")
+            }
+            do { try persistence.conditionRemoved(monitor: monitor, identifier: identifier, time: now); try persistence.sync() } catch {
+                return CommandLineInterface.failure("monitor \(monitorText) remove", "cannot append to the log: \(error)")
+            }
+            Console.out("removed \(monitorText)/\(rest[0])\n")
+            return 0
+        case "identifiers":
+            for identifier in engine.identifiers(monitor: monitor) { Console.out("\(identifier)\n") }
+            return 0
+        case "records":
+            for identifier in engine.identifiers(monitor: monitor) {
+                if let record = engine.record(monitor: monitor, identifier: identifier) { Console.out(recordLine(identifier, record) + "\n") }
+            }
+            return 0
+        default:
+            guard rest.count == 1, let identifier = FixedName(rest[0]), let record = engine.record(monitor: monitor, identifier: identifier) else {
+                return CommandLineInterface.failure("monitor \(monitorText) record", "no condition '\(rest.first ?? "")' in monitor '\(monitorText)'")
+            }
+            Console.out(recordLine(identifier, record) + "\n")
+            return 0
+        }
+    }
+
+    static func add(_ monitor: FixedName, _ arguments: [String], _ engine: MonitorEngine, _ persistence: Persistence, _ now: UTCTime) -> Int32 {
+        let hint = "usage: locus monitor NAME add ID (--circle LAT,LON,RADIUS | --beacon UUID[,MAJOR[,MINOR]]) [--assuming satisfied|unsatisfied]"
+        guard let idText = arguments.first, let identifier = FixedName(idText) else {
+            return CommandLineInterface.usageError("monitor add needs a condition ID (1...32 letters, digits, '-' or '_')", hint: hint)
+        }
+        var condition: Condition? = nil
+        var assuming: ConditionState = .unknown
+        var index = 1
+        while index < arguments.count {
+            guard index + 1 < arguments.count else { return CommandLineInterface.usageError("monitor add: \(arguments[index]) needs a value", hint: hint) }
+            let value = arguments[index + 1]
+            switch arguments[index] {
+            case "--circle":
+                let parts = value.split(separator: ",").map { Double(String($0)) }
+                guard parts.count == 3, let latitude = parts[0], let longitude = parts[1], let radius = parts[2],
+                      abs(latitude) <= 90, abs(longitude) <= 180, radius > 0, radius <= 10_000_000 else {
+                    return CommandLineInterface.usageError("monitor add: --circle takes LAT,LON,RADIUS (degrees, metres > 0), not '\(value)'", hint: hint)
+                }
+                condition = .circle(CircularGeographicCondition(latitude: latitude, longitude: longitude, radiusM: radius))
+            case "--beacon":
+                let parts = value.split(separator: ",").map(String.init)
+                guard (1...3).contains(parts.count), let uuid = BeaconUUID(parts[0]) else {
+                    return CommandLineInterface.usageError("monitor add: --beacon takes UUID[,MAJOR[,MINOR]], not '\(value)'", hint: hint)
+                }
+                let numbers = parts.dropFirst().map { UInt16($0) }
+                guard numbers.allSatisfy({ $0 != nil }) else {
+                    return CommandLineInterface.usageError("monitor add: major and minor are 0...65535", hint: hint)
+                }
+                condition = .beacon(BeaconIdentityCondition(uuid: uuid, major: numbers.first ?? nil, minor: numbers.count > 1 ? numbers[1] : nil))
+            case "--assuming":
+                switch value {
+                case "satisfied": assuming = .satisfied
+                case "unsatisfied": assuming = .unsatisfied
+                default: return CommandLineInterface.usageError("monitor add: --assuming is satisfied or unsatisfied, not '\(value)'", hint: hint)
+                }
+            default:
+                return CommandLineInterface.usageError("monitor add: unexpected argument '\(arguments[index])'", hint: hint)
+            }
+            index += 2
+        }
+        guard let condition else { return CommandLineInterface.usageError("monitor add needs --circle or --beacon", hint: hint) }
+        let result = engine.add(monitor: monitor, identifier: identifier, condition: condition, settings: ConditionSettings(),
+                                assuming: assuming == .unknown ? nil : assuming, fromSiteFile: false, now: now)
+        guard result == .added || result == .replaced else {
+            return CommandLineInterface.failure("monitor \(monitor) add", "conditionLimitExceeded: the capacity is full")
+        }
+        do {
+            try persistence.conditionAdded(LogPayload.ConditionEntry(monitor: monitor, identifier: identifier, condition: condition,
+                                                                     settings: ConditionSettings(), assuming: assuming, fromSiteFile: false), time: now)
+            try persistence.sync()
+        } catch {
+            return CommandLineInterface.failure("monitor \(monitor) add", "cannot append to the log: \(error)")
+        }
+        Console.out("\(result == .added ? "added" : "replaced") \(monitor)/\(identifier)\n")
+        return 0
+    }
+
+    static func recordLine(_ identifier: FixedName, _ record: MonitorEngine.Record) -> String {
+        var json = JSONText()
+        json.string("identifier", identifier.description)
+        json.raw("condition", ConditionJSON.condition(record.condition))
+        json.raw("settings", ConditionJSON.settings(record.settings))
+        json.raw("lastEvent", EventJSON.line(record.lastEvent, sequence: 0))
+        if record.accuracyLimited { json.boolean("accuracyLimited", true) }
+        json.boolean("site_file", record.fromSiteFile)
+        return json.closed
+    }
+}
