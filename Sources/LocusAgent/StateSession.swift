@@ -55,12 +55,14 @@ final class StateSession {
     /// replaced (its record starts over), a new one added, and one that was declared before but
     /// is gone from the file removed. Conditions added at run time are left alone.
     func reconcile(_ site: SiteConfig, engine: MonitorEngine, now: UTCTime) throws(LogStoreError) {
-        var declared: [(FixedName, FixedName)] = []
+        struct Key: Hashable { var monitor: FixedName; var identifier: FixedName }
+        var declared = Set<Key>()
+        declared.reserveCapacity(site.conditionCount)
         for monitor in site.monitors {
             guard let name = FixedName(monitor.name) else { continue }
             for entry in monitor.conditions {
                 guard let identifier = FixedName(entry.identifier) else { continue }
-                declared.append((name, identifier))
+                declared.insert(Key(monitor: name, identifier: identifier))
                 let condition = EngineSetup.condition(entry)
                 let settings = EngineSetup.settings(entry)
                 if let record = engine.record(monitor: name, identifier: identifier),
@@ -79,7 +81,7 @@ final class StateSession {
         }
         var stale: [(FixedName, FixedName)] = []
         engine.forEachRecord { monitor, identifier, record in
-            if record.fromSiteFile && !declared.contains(where: { $0.0 == monitor && $0.1 == identifier }) { stale.append((monitor, identifier)) }
+            if record.fromSiteFile && !declared.contains(Key(monitor: monitor, identifier: identifier)) { stale.append((monitor, identifier)) }
         }
         for (monitor, identifier) in stale {
             engine.remove(monitor: monitor, identifier: identifier)

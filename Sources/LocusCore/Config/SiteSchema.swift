@@ -90,11 +90,13 @@ enum SiteSchema {
                 reader.report.fail(at: offset, "monitor name '\(name)' must be 1...\(Identifier.maximumLength) letters, digits, '-' or '_'")
             }
             var conditions: [ConditionConfig] = []
+            var positions: [String: Int] = [:]
             for var entry in reader.tables("condition") {
                 if let condition = readCondition(&entry) {
-                    if let first = conditions.first(where: { $0.identifier == condition.identifier }) {
-                        reader.report.fail(at: entry.offset, "condition id '\(condition.identifier)' appears twice in monitor '\(name)' (first at line \(first.location.line))")
+                    if let first = positions[condition.identifier] {
+                        reader.report.fail(at: entry.offset, "condition id '\(condition.identifier)' appears twice in monitor '\(name)' (first at line \(conditions[first].location.line))")
                     } else {
+                        positions[condition.identifier] = conditions.count
                         conditions.append(condition)
                     }
                 }

@@ -132,14 +132,34 @@ public final class TOMLArray {
 public struct TOMLDocument {
     public let root: TOMLTable
     public let source: [UInt8]
+    /// Byte offset of the start of each line, for locating offsets without rescanning the file
+    /// (a site file with 10,000 conditions asks for 10,000 locations).
+    private let lineStarts: [Int]
 
     public init(root: TOMLTable, source: [UInt8]) {
         self.root = root
         self.source = source
+        var starts = [0]
+        for (index, byte) in source.enumerated() where byte == 0x0A { starts.append(index + 1) }
+        lineStarts = starts
     }
 
     public func location(of offset: SourceOffset) -> SourceLocation {
-        TOMLDocument.location(of: offset.byte, in: source)
+        let byte = min(max(offset.byte, 0), source.count)
+        // The last line start at or before `byte` (binary search).
+        var low = 0
+        var high = lineStarts.count - 1
+        while low < high {
+            let middle = (low + high + 1) / 2
+            if lineStarts[middle] <= byte { low = middle } else { high = middle - 1 }
+        }
+        var column = 1
+        var index = lineStarts[low]
+        while index < byte {
+            if source[index] & 0xC0 != 0x80 { column += 1 }
+            index += 1
+        }
+        return SourceLocation(line: low + 1, column: column)
     }
 
     static func location(of byte: Int, in source: [UInt8]) -> SourceLocation {
