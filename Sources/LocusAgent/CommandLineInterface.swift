@@ -67,13 +67,15 @@ public enum CommandLineInterface {
             run: GeoCommand.run),
         Command(
             name: "replay", summary: "run the monitor engine on NMEA and BLE recordings",
-            usage: "locus replay --config SITE.toml [--nmea FILE] [--hci FILE] [--speed max|N]",
+            usage: "locus replay --config SITE.toml [--nmea FILE] [--hci FILE] [--state DIR] [--speed max|N] [--format jsonl|text]",
             details: """
             Runs the site's monitors on recordings with a virtual clock: fixes take their time from
             the NMEA (RMC/ZDA dates), sightings from the capture (btsnoop timestamps, or lines of
             "UNIX_SECONDS HEX" with one HCI event each); both are merged by time. Events are written
             as JSON lines: monitor, identifier, state, date, seq, refinement, diagnostics, explain.
             --speed N replays N times faster than recorded (default: as fast as possible).
+            --format text prints aligned lines for people instead of JSON. --state DIR persists
+            as the agent does (log, locks), so a second replay continues from the saved records.
             """,
             run: ReplayCommand.run),
         Command(

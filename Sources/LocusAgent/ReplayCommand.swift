@@ -5,7 +5,7 @@ import LocusDevices
 /// recordings with a virtual clock. Fixes take their time from NMEA, sightings from the capture's
 /// timestamps; both are merged by time. Events are written as JSON lines.
 enum ReplayCommand {
-    static let usage = "usage: locus replay --config SITE.toml [--nmea FILE] [--hci FILE] [--state DIR] [--speed max|N]"
+    static let usage = "usage: locus replay --config SITE.toml [--nmea FILE] [--hci FILE] [--state DIR] [--speed max|N] [--format jsonl|text]"
 
     struct Options {
         var config: String? = nil
@@ -13,6 +13,7 @@ enum ReplayCommand {
         var hci: String? = nil
         var speed: Double? = nil
         var state: String? = nil
+        var text = false
     }
 
     /// One observation in time order.
@@ -35,13 +36,18 @@ enum ReplayCommand {
             let argument = arguments[index]
             let value = index + 1 < arguments.count ? arguments[index + 1] : nil
             switch argument {
-            case "--config", "--nmea", "--hci", "--speed", "--state":
+            case "--config", "--nmea", "--hci", "--speed", "--state", "--format":
                 guard let value else { return CommandLineInterface.usageError("replay: \(argument) needs a value", hint: usage) }
                 switch argument {
                 case "--config": options.config = value
                 case "--nmea": options.nmea = value
                 case "--hci": options.hci = value
                 case "--state": options.state = value
+                case "--format":
+                    guard value == "jsonl" || value == "text" else {
+                        return CommandLineInterface.usageError("replay: --format is jsonl or text, not '\(value)'", hint: usage)
+                    }
+                    options.text = value == "text"
                 default:
                     if value == "max" { options.speed = nil }
                     else if let speed = Double(value), speed > 0 { options.speed = speed }
@@ -99,17 +105,17 @@ enum ReplayCommand {
             }
             previousNs = nowNs
             engine.tick(now: UTCTime(nanoseconds: nowNs))
-            if !drain(engine, session, &counter) { status = 1; break }
+            if !drain(engine, session, &counter, text: options.text) { status = 1; break }
             switch observation {
             case .fix(let fix): engine.observe(fix)
             case .sighting(let sighting): engine.observe(sighting)
             }
-            if !drain(engine, session, &counter) { status = 1; break }
+            if !drain(engine, session, &counter, text: options.text) { status = 1; break }
         }
         // Let timeouts that fall after the last observation play out (beacons leaving).
         if status == 0, let deadline = engine.nextDeadline() {
             engine.tick(now: deadline)
-            if !drain(engine, session, &counter) { status = 1 }
+            if !drain(engine, session, &counter, text: options.text) { status = 1 }
         }
         if let session { session.close(time: UTCTime(nanoseconds: previousNs)) }
         return status
@@ -118,7 +124,7 @@ enum ReplayCommand {
     /// Every pending event goes to the log first (when persisting), then to standard output,
     /// and only then is it acknowledged. A log that cannot be written stops the replay: an event
     /// that cannot be made durable is not reported as handled.
-    static func drain(_ engine: MonitorEngine, _ session: StateSession?, _ counter: inout Int64) -> Bool {
+    static func drain(_ engine: MonitorEngine, _ session: StateSession?, _ counter: inout Int64, text: Bool) -> Bool {
         while let event = engine.oldestPendingEvent() {
             var sequence: Int64
             if let session {
@@ -132,10 +138,23 @@ enum ReplayCommand {
                 counter += 1
                 sequence = counter
             }
-            Console.out(EventJSON.line(event, sequence: sequence) + "\n")
+            Console.out((text ? EventText.line(event, sequence: sequence) : EventJSON.line(event, sequence: sequence)) + "\n")
             engine.acknowledgeOldest()
         }
         return true
+    }
+
+    /// "1534758460.25" as nanoseconds, exactly (no float rounding of the fraction).
+    static func unixNanoseconds(_ text: String) -> Int64? {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count <= 2, let seconds = Int64(String(parts[0])), seconds >= 0 else { return nil }
+        var nanoseconds: Int64 = 0
+        if parts.count == 2 {
+            let digits = Array(parts[1].utf8)
+            guard !digits.isEmpty, digits.count <= 9, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+            for index in 0..<9 { nanoseconds = nanoseconds * 10 + (index < digits.count ? Int64(digits[index] - 0x30) : 0) }
+        }
+        return seconds * 1_000_000_000 + nanoseconds
     }
 
     static func readFixes(_ path: String, allowMissingChecksum: Bool) -> [Fix]? {
@@ -190,11 +209,11 @@ enum ReplayCommand {
             let text = String(line).trimmingSpaces
             if text.isEmpty || text.hasPrefix("#") { continue }
             let parts = text.split(separator: " ", maxSplits: 1)
-            guard parts.count == 2, let seconds = Double(String(parts[0])), let bytes = HexText.bytes(String(parts[1])) else {
+            guard parts.count == 2, let timeNs = unixNanoseconds(String(parts[0])), let bytes = HexText.bytes(String(parts[1])) else {
                 Console.error("locus: replay: \(path):\(lineNumber): expected \"UNIX_SECONDS HEX\"\n")
                 return nil
             }
-            bytes.withUnsafeBytes { collect(HCIEvents.withoutPacketType($0), Int64(seconds * 1e9)) }
+            bytes.withUnsafeBytes { collect(HCIEvents.withoutPacketType($0), timeNs) }
         }
         return sightings
     }

@@ -59,6 +59,9 @@ public final class MonitorEngine {
         /// An observed state different from the current one, and since when (UTC ns).
         var candidate: ConditionState = .unknown
         var candidateSinceNs: Int64 = 0
+        /// The observation that started the candidate state: a dwell completed by the timer is
+        /// explained by it.
+        var candidateExplanation = Explanation(source: .fix)
         var lastSeenNs: Int64 = 0
         var accuracyLimited = false
         /// Declared in the site file (as opposed to added at run time).
@@ -504,12 +507,14 @@ public final class MonitorEngine {
         if slot.pointee.candidate != observed {
             slot.pointee.candidate = observed
             slot.pointee.candidateSinceNs = nowNs
+            slot.pointee.candidateExplanation = explanation
             updateAttention(index)
         }
         let heldMs = (nowNs - slot.pointee.candidateSinceNs) / 1_000_000
         guard heldMs >= slot.pointee.settings.dwellMs, hasRoom(1) else { return }
         var reason = explanation
-        reason.dwellMs = heldMs
+        // A timeout's explanation carries how long the beacon was unseen instead.
+        if reason.source != .timeout { reason.dwellMs = heldMs }
         var diagnostics: EventDiagnostics = slot.pointee.lastEvent.diagnostics.intersection(.conditionUnsupported)
         if slot.pointee.accuracyLimited { diagnostics.insert(.accuracyLimited) }
         emit(index, MonitorEvent(monitor: monitors[Int(slot.pointee.monitor)], identifier: slot.pointee.identifier, state: observed, date: time,
@@ -633,8 +638,7 @@ public final class MonitorEngine {
                 // A dwell that completed between fixes is reported at its completion time.
                 if slot.candidate != slot.effectiveState && slot.candidate != .unknown,
                    nowNs - slot.candidateSinceNs >= slot.settings.dwellMs * 1_000_000 {
-                    var explanation = slot.lastEvent.explanation
-                    explanation.source = .fix
+                    let explanation = slot.candidateExplanation
                     decide(index, observed: slot.candidate, time: UTCTime(nanoseconds: slot.candidateSinceNs + slot.settings.dwellMs * 1_000_000),
                            explanation: explanation, refinement: nil)
                 }
