@@ -233,6 +233,26 @@ private func circle(radius: Double = 100) -> Condition {
         #expect(exits.allSatisfy { $0.date == UTCTime(seconds: t0.seconds + 21) }) // last seen 11 + 10 s
     }
 
+    @Test func afterARestartASatisfiedBeaconGetsAWholeTimeoutToBeSeenAgain() throws {
+        let engine = MonitorEngine(capacity: .init(conditions: 4, events: 4))
+        var settings = ConditionSettings()
+        settings.exitTimeoutMs = 10_000
+        engine.add(monitor: gate, identifier: name("dock"), condition: .beacon(BeaconIdentityCondition(uuid: tagUUID)), settings: settings, now: t0)
+        // The log says it was satisfied an hour before this start.
+        let restored = MonitorEvent(monitor: gate, identifier: name("dock"), state: .satisfied, date: UTCTime(seconds: t0.seconds - 3600),
+                                    refinement: BeaconIdentity(uuid: tagUUID, major: 1, minor: 1), diagnostics: [],
+                                    explanation: Explanation(source: .sighting))
+        engine.restore(restored)
+        engine.tick(now: t0)
+        engine.tick(now: UTCTime(seconds: t0.seconds + 5))
+        #expect(engine.oldestPendingEvent() == nil)
+        engine.observe(sighting(major: 1, minor: 1, at: 8))
+        #expect(engine.oldestPendingEvent() == nil) // still satisfied: no flap across the restart
+        engine.tick(now: UTCTime(seconds: t0.seconds + 30))
+        let exit = try #require(drain(engine).first)
+        #expect(exit.state == .unsatisfied && exit.date == UTCTime(seconds: t0.seconds + 18))
+    }
+
     @Test func beaconConditionsWithoutBluetoothAreUnsupported() {
         let engine = MonitorEngine(capacity: .init(conditions: 4, events: 4), beaconsSupported: false)
         engine.add(monitor: gate, identifier: name("dock"), condition: .beacon(BeaconIdentityCondition(uuid: tagUUID)), now: t0)

@@ -628,10 +628,13 @@ public final class MonitorEngine {
             switch slot.condition {
             case .beacon:
                 let timeoutNs = (slot.settings.exitTimeoutMs ?? MonitorEngine.defaultBeaconExitTimeoutMs) * 1_000_000
-                if supported, slot.effectiveState != .unsatisfied, nowNs - slot.lastSeenNs >= timeoutNs {
+                // After a restart a beacon gets a whole timeout to be seen again, so a tag that
+                // never left does not flap unsatisfied/satisfied across the restart.
+                let seenNs = max(slot.lastSeenNs, startedNs ?? slot.lastSeenNs)
+                if supported, slot.effectiveState != .unsatisfied, nowNs - seenNs >= timeoutNs {
                     var explanation = Explanation(source: .timeout)
-                    explanation.dwellMs = (nowNs - slot.lastSeenNs) / 1_000_000
-                    let date = UTCTime(nanoseconds: slot.lastSeenNs + timeoutNs)
+                    explanation.dwellMs = (nowNs - seenNs) / 1_000_000
+                    let date = UTCTime(nanoseconds: seenNs + timeoutNs)
                     decide(index, observed: .unsatisfied, time: date, explanation: explanation, refinement: nil)
                 }
             case .circle:
@@ -658,7 +661,8 @@ public final class MonitorEngine {
             switch slot.condition {
             case .beacon:
                 if slot.effectiveState != .unsatisfied && beaconsSupported {
-                    earliest = min(earliest, slot.lastSeenNs + (slot.settings.exitTimeoutMs ?? MonitorEngine.defaultBeaconExitTimeoutMs) * 1_000_000)
+                    let seenNs = max(slot.lastSeenNs, startedNs ?? slot.lastSeenNs)
+                    earliest = min(earliest, seenNs + (slot.settings.exitTimeoutMs ?? MonitorEngine.defaultBeaconExitTimeoutMs) * 1_000_000)
                 }
             case .circle:
                 if slot.candidate != slot.effectiveState && slot.candidate != .unknown {
