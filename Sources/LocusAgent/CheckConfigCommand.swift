@@ -35,38 +35,17 @@ enum CheckConfigCommand {
     }
 
     private static func checkSite(_ source: [UInt8], path: String) -> Int32 {
-        let site: SiteConfig
-        do {
-            site = try SiteConfig.parse(source, file: path)
-        } catch {
-            return report(error.diagnostics)
+        switch LoadedConfig.check(source, path: path) {
+        case .failure(let status):
+            return status.code
+        case .success(let loaded):
+            Console.out("ok: \(path): \(ConfigFiles.summary(of: loaded.site)); board '\(loaded.board.name)' (\(loaded.boardPath))\n")
+            return 0
         }
-        let boardPath = Paths.resolve(site.board, relativeTo: Paths.directory(of: path))
-        let boardSource: [UInt8]
-        do {
-            boardSource = try Files.read(boardPath)
-        } catch {
-            return failureAt(path, "cannot read board file \(boardPath): \(error)")
-        }
-        let board: BoardConfig
-        do {
-            board = try BoardConfig.parse(boardSource, file: boardPath)
-        } catch {
-            return report(error.diagnostics)
-        }
-        let problems = site.problems(with: board, file: path)
-        if !problems.isEmpty { return report(problems) }
-        Console.out("ok: \(path): \(ConfigFiles.summary(of: site)); board '\(board.name)' (\(boardPath))\n")
-        return 0
     }
 
     private static func report(_ diagnostics: [ConfigDiagnostic]) -> Int32 {
         for diagnostic in diagnostics { Console.error("\(diagnostic)\n") }
-        return 1
-    }
-
-    private static func failureAt(_ path: String, _ message: String) -> Int32 {
-        Console.error("\(path):1:1: \(message)\n")
         return 1
     }
 }

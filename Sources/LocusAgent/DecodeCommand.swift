@@ -34,34 +34,15 @@ enum DecodeCommand {
             }
         }
         let input = path ?? "-"
-        var decoder = NMEADecoder(allowMissingChecksum: allowMissingChecksum)
-        // The decoder's hot path must not allocate, so its callback only stores fixes; they are
-        // formatted after each chunk. A sentence is at least 6 bytes, which bounds the count.
-        let chunkSize = 4096
-        let fixes = UnsafeMutableBufferPointer<Fix>.allocate(capacity: chunkSize / 6 + 2)
-        defer { fixes.deallocate() }
-        var count = 0
-        func flush() {
-            for index in 0..<count { Console.out(TPV.json(fixes[index]) + "\n") }
-            count = 0
-        }
+        let statistics: NMEAStatistics
         do {
-            try Files.stream(input, chunkSize: chunkSize) { chunk in
-                decoder.consume(chunk) { fix in
-                    fixes[count] = fix
-                    count += 1
-                }
-                flush()
+            statistics = try NMEAFile.forEachFix(input, allowMissingChecksum: allowMissingChecksum) { fix in
+                Console.out(TPV.json(fix) + "\n")
             }
         } catch {
             return CommandLineInterface.failure("decode nmea", "cannot read \(input == "-" ? "standard input" : input): \(error)")
         }
-        decoder.finish { fix in
-            fixes[count] = fix
-            count += 1
-        }
-        flush()
-        Console.error(summary(decoder.statistics) + "\n")
+        Console.error(summary(statistics) + "\n")
         return 0
     }
 
@@ -86,6 +67,35 @@ enum DecodeCommand {
         json.integer("epochs", statistics.epochs)
         json.integer("fixes", statistics.fixes)
         return json.closed
+    }
+}
+
+/// Decoded fixes of an NMEA file or standard input, for the commands that read recordings.
+enum NMEAFile {
+    /// Calls `body` with every fix of `path` ("-" for standard input) and returns the decoder's
+    /// statistics. The decoder's hot path must not allocate, so its callback only stores fixes
+    /// into a buffer allocated once; `body` sees them after each chunk. A sentence is at least
+    /// 6 bytes, which bounds how many one chunk can complete.
+    static func forEachFix(_ path: String, allowMissingChecksum: Bool, _ body: (Fix) -> Void) throws(SystemError) -> NMEAStatistics {
+        var decoder = NMEADecoder(allowMissingChecksum: allowMissingChecksum)
+        let chunkSize = 4096
+        let fixes = UnsafeMutableBufferPointer<Fix>.allocate(capacity: chunkSize / 6 + 2)
+        defer { fixes.deallocate() }
+        var count = 0
+        try Files.stream(path, chunkSize: chunkSize) { chunk in
+            decoder.consume(chunk) { fix in
+                fixes[count] = fix
+                count += 1
+            }
+            for index in 0..<count { body(fixes[index]) }
+            count = 0
+        }
+        decoder.finish { fix in
+            fixes[count] = fix
+            count += 1
+        }
+        for index in 0..<count { body(fixes[index]) }
+        return decoder.statistics
     }
 }
 

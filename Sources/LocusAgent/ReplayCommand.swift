@@ -158,20 +158,10 @@ enum ReplayCommand {
     }
 
     static func readFixes(_ path: String, allowMissingChecksum: Bool) -> [Fix]? {
-        var decoder = NMEADecoder(allowMissingChecksum: allowMissingChecksum)
         var fixes: [Fix] = []
-        let capacity = 4096 / 6 + 2
-        let buffer = UnsafeMutableBufferPointer<Fix>.allocate(capacity: capacity)
-        defer { buffer.deallocate() }
-        var count = 0
         do {
-            try Files.stream(path) { chunk in
-                decoder.consume(chunk) { fix in
-                    buffer[count] = fix
-                    count += 1
-                }
-                for index in 0..<count where buffer[index].time != nil { fixes.append(buffer[index]) }
-                count = 0
+            _ = try NMEAFile.forEachFix(path, allowMissingChecksum: allowMissingChecksum) { fix in
+                if fix.time != nil { fixes.append(fix) }
             }
         } catch {
             Console.error("locus: replay: cannot read \(path): \(error)\n")
@@ -236,6 +226,12 @@ struct LoadedConfig {
             Console.error("locus: cannot read \(path): \(error)\n")
             return .failure(ExitStatus(code: 1))
         }
+        return check(source, path: path)
+    }
+
+    /// Checks a site file already read, the board file it names, and the two together: the one
+    /// path both `check-config` and the commands that run a site take.
+    static func check(_ source: [UInt8], path: String) -> Result<LoadedConfig, ExitStatus> {
         let site: SiteConfig
         do { site = try SiteConfig.parse(source, file: path) } catch {
             for diagnostic in error.diagnostics { Console.error("\(diagnostic)\n") }
