@@ -292,6 +292,30 @@ int locus_uart_open(const char *path, int baud) {
     return fd;
 }
 
+int locus_pty_open(char *slave_path, size_t capacity) {
+    int fd = posix_openpt(O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return -errno;
+    struct termios tio;
+    if (grantpt(fd) != 0 || unlockpt(fd) != 0 || ptsname_r(fd, slave_path, capacity) != 0 || tcgetattr(fd, &tio) != 0) {
+        int error = errno;
+        close(fd);
+        return -error;
+    }
+    // Raw on both sides: no echo flowing back into the master, no line editing of NMEA.
+    cfmakeraw(&tio);
+    if (tcsetattr(fd, TCSANOW, &tio) != 0) {
+        int error = errno;
+        close(fd);
+        return -error;
+    }
+    return fd;
+}
+
+int locus_symlink(const char *target, const char *path) {
+    unlink(path);
+    return symlink(target, path) == 0 ? 0 : -errno;
+}
+
 // MARK: Unix sockets
 
 static int fill_unix_address(struct sockaddr_un *address, const char *path, socklen_t *length) {
@@ -319,6 +343,10 @@ int locus_unix_listen(const char *path, int backlog) {
         return -error;
     }
     return fd;
+}
+
+long locus_send(int fd, const void *buffer, size_t count) {
+    return RETRY(send(fd, buffer, count, MSG_NOSIGNAL | MSG_DONTWAIT));
 }
 
 int locus_unix_accept(int fd) {
@@ -524,6 +552,8 @@ void locus_gpio_release(locus_gpio_line *line) {
 }
 
 // MARK: output
+
+int locus_isatty(int fd) { return isatty(fd); }
 
 int locus_write_all(int fd, const void *buffer, size_t count) {
     if (fd == 1) fflush(stdout);

@@ -14,6 +14,22 @@ public enum CommandLineInterface {
 
     static let commands: [Command] = [
         Command(
+            name: "run", summary: "run the agent: GNSS, Bluetooth, monitors, GPIO actions, the log",
+            usage: "locus run [--config SITE.toml] [--state DIR]",
+            details: """
+            Reads the site file (default /etc/locus/site.toml) and the board file it names, rebuilds
+            every monitor's records from the log in the state directory, sets the GPIO outputs to the
+            levels the log's last handled events give them, and runs: one poll loop over the GNSS
+            port, the Bluetooth adapter (or the simulated board's HCI feed), the control socket
+            (STATE/control.sock) and a timer. Every event is logged before a GPIO line moves.
+            SIGTERM or SIGINT: stop scanning, put the outputs in their safe state, write a stop
+            record, exit 0. SIGHUP: reload the site file (conditions added, replaced, removed;
+            capacities and the board stay until restart). Diagnostics go to standard error, with
+            syslog priority prefixes (<3>...<7>) unless it is a terminal. Under systemd it speaks
+            sd_notify (READY, WATCHDOG, RELOADING, STOPPING). --state DIR overrides state_dir.
+            """,
+            run: RunCommand.run),
+        Command(
             name: "check-config", summary: "check a site file (and the board file it names) or a board file",
             usage: "locus check-config FILE",
             details: """
@@ -82,11 +98,12 @@ public enum CommandLineInterface {
             name: "monitor", summary: "add, remove and read a monitor's conditions and records",
             usage: "locus monitor NAME [--state DIR] (add ID (--circle LAT,LON,RADIUS | --beacon UUID[,MAJOR[,MINOR]]) [--assuming satisfied|unsatisfied] | remove ID | records | record ID | identifiers)",
             details: """
-            CLMonitor's calls on the monitor NAME, applied to the state directory (default
-            /var/lib/locus) under the monitor's lock: add (an existing ID is replaced and its record
+            CLMonitor's calls on the monitor NAME: add (an existing ID is replaced and its record
             starts over), remove, records (one JSON object per record with its condition and
-            lastEvent), record ID, identifiers. Changes go to the log like the agent's own. While an
-            agent has the monitor open, the lock names its process.
+            lastEvent), record ID, identifiers. While an agent runs with the state directory
+            (default /var/lib/locus) they go through its control socket and take effect at once;
+            otherwise they are applied to the state directory under the monitor's lock. Either way
+            changes are logged.
             """,
             run: MonitorCommand.run),
         Command(
@@ -95,9 +112,41 @@ public enum CommandLineInterface {
             details: """
             Every event the log holds (all monitors, or one), with its log sequence number, in the
             replay's format. --after-seq N starts after a sequence number; --follow keeps printing
-            new events as they are appended (until interrupted).
+            new events as they happen (through a running agent's control socket, else by watching
+            the log) until interrupted.
             """,
             run: EventsCommand.run),
+        Command(
+            name: "status", summary: "what a running agent is doing: sources, engine, log, GPIO",
+            usage: "locus status [--state DIR]",
+            details: """
+            Asks the agent running with state directory DIR (default /var/lib/locus) over its control
+            socket and prints one JSON object: the GNSS port (open, bytes, fixes, last fix, rejected
+            sentences), the Bluetooth source (scanning, sightings, rejected events), the engine
+            (conditions, capacity, pending events, deferred detections), the log (last sequence
+            number, whether appends are failing) and every GPIO output's value.
+            """,
+            run: AgentCommands.status),
+        Command(
+            name: "gpio", summary: "clear a latched GPIO output of a running agent",
+            usage: "locus gpio clear NAME [--state DIR]",
+            details: """
+            An output driven by a mode = "latch" action stays on until cleared; this clears it (the
+            agent logs the clear, so the latch stays cleared across restarts).
+            """,
+            run: AgentCommands.gpio),
+        Command(
+            name: "feed", summary: "play NMEA and HCI recordings into pseudo-terminals (the simulated board)",
+            usage: "locus feed [--nmea FILE --gnss PATH] [--hci FILE --ble PATH] [--speed N|max] [--wait SECONDS] [--linger SECONDS]",
+            details: """
+            Creates a pseudo-terminal per recording and links it at PATH (the simulated board reads
+            STATE/sim/gnss and STATE/sim/ble), waits until a reader has opened each (--wait, default
+            30 s), then writes NMEA lines at the times their sentences carry and HCI events (H4
+            framing) at their capture times, N times faster with --speed. Recordings with dates play
+            on one time line. Like a UART, it never waits for a slow reader: what does not fit is
+            dropped and counted. --linger keeps the ports open, silent, after the end.
+            """,
+            run: FeedCommand.run),
         Command(
             name: "help", summary: "show the commands, or the details of one",
             usage: "locus help [COMMAND]", details: "", run: { arguments in help(arguments) }),

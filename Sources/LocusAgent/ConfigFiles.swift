@@ -20,7 +20,7 @@ enum ConfigFiles {
         if let gnss = board.gnss { parts.append("gnss \(gnss.device) at \(gnss.baud) baud (\(gnss.receiver))") }
         switch board.bluetooth {
         case .hci(let index)?: parts.append("bluetooth hci\(index)")
-        case .replay(let path)?: parts.append("bluetooth replay \(path)")
+        case .feed(let path)?: parts.append("bluetooth feed \(path)")
         case nil: parts.append("no bluetooth")
         }
         if let gpio = board.gpio {

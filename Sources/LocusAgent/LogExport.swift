@@ -216,6 +216,9 @@ enum EventsCommand {
         case .success(let parsed): options = parsed
         case .failure(let status): return status.code
         }
+        if options.follow, let client = AgentClient(directory: options.directory) {
+            return AgentCommands.followEvents(client, monitor: monitor, afterSequence: options.afterSequence)
+        }
         var next = options.afterSequence
         while true {
             var failure: LogStoreError? = nil

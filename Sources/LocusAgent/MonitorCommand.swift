@@ -35,6 +35,9 @@ enum MonitorCommand {
             if let suggestion = Spelling.closest(to: verb, among: verbs) { hint = "did you mean 'locus monitor \(monitorText) \(suggestion)'?" }
             return CommandLineInterface.usageError("monitor: unknown subcommand '\(verb)'", hint: hint)
         }
+        if var client = AgentClient(directory: directory) {
+            return remote(&client, monitor, verb, rest)
+        }
         if verb == "add" || verb == "remove", let error = Files.makeDirectory(directory, mode: 0o750) {
             return CommandLineInterface.failure("monitor \(monitorText)", "cannot use the state directory \(directory): \(error)")
         }
@@ -93,47 +96,68 @@ enum MonitorCommand {
         }
     }
 
-    static func add(_ monitor: FixedName, _ arguments: [String], _ engine: MonitorEngine, _ persistence: Persistence, _ now: UTCTime) -> Int32 {
-        let hint = "usage: locus monitor NAME add ID (--circle LAT,LON,RADIUS | --beacon UUID[,MAJOR[,MINOR]]) [--assuming satisfied|unsatisfied]"
-        guard let idText = arguments.first, let identifier = FixedName(idText) else {
-            return CommandLineInterface.usageError("monitor add needs a condition ID (1...32 letters, digits, '-' or '_')", hint: hint)
-        }
-        var condition: Condition? = nil
-        var assuming: ConditionState = .unknown
-        var index = 1
-        while index < arguments.count {
-            guard index + 1 < arguments.count else { return CommandLineInterface.usageError("monitor add: \(arguments[index]) needs a value", hint: hint) }
-            let value = arguments[index + 1]
-            switch arguments[index] {
-            case "--circle":
-                let parts = value.split(separator: ",").map { Double(String($0)) }
-                guard parts.count == 3, let latitude = parts[0], let longitude = parts[1], let radius = parts[2],
-                      abs(latitude) <= 90, abs(longitude) <= 180, radius > 0, radius <= 10_000_000 else {
-                    return CommandLineInterface.usageError("monitor add: --circle takes LAT,LON,RADIUS (degrees, metres > 0), not '\(value)'", hint: hint)
-                }
-                condition = .circle(CircularGeographicCondition(latitude: latitude, longitude: longitude, radiusM: radius))
-            case "--beacon":
-                let parts = value.split(separator: ",").map(String.init)
-                guard (1...3).contains(parts.count), let uuid = BeaconUUID(parts[0]) else {
-                    return CommandLineInterface.usageError("monitor add: --beacon takes UUID[,MAJOR[,MINOR]], not '\(value)'", hint: hint)
-                }
-                let numbers = parts.dropFirst().map { UInt16($0) }
-                guard numbers.allSatisfy({ $0 != nil }) else {
-                    return CommandLineInterface.usageError("monitor add: major and minor are 0...65535", hint: hint)
-                }
-                condition = .beacon(BeaconIdentityCondition(uuid: uuid, major: numbers.first ?? nil, minor: numbers.count > 1 ? numbers[1] : nil))
-            case "--assuming":
-                switch value {
-                case "satisfied": assuming = .satisfied
-                case "unsatisfied": assuming = .unsatisfied
-                default: return CommandLineInterface.usageError("monitor add: --assuming is satisfied or unsatisfied, not '\(value)'", hint: hint)
-                }
-            default:
-                return CommandLineInterface.usageError("monitor add: unexpected argument '\(arguments[index])'", hint: hint)
+    /// The same calls through a running agent: its engine changes at once, and it logs them.
+    static func remote(_ client: inout AgentClient, _ monitor: FixedName, _ verb: String, _ arguments: [String]) -> Int32 {
+        var json = JSONText()
+        json.string("op", verb)
+        json.string("monitor", monitor.description)
+        switch verb {
+        case "add":
+            let identifier: FixedName, condition: Condition, assuming: ConditionState
+            switch parseAdd(arguments) {
+            case .success(let parsed): (identifier, condition, assuming) = parsed
+            case .failure(let status): return status.code
             }
-            index += 2
+            json.string("identifier", identifier.description)
+            switch condition {
+            case .circle(let circle):
+                var inner = JSONText()
+                inner.number("lat", circle.latitude, decimals: 9)
+                inner.number("lon", circle.longitude, decimals: 9)
+                inner.number("radius", circle.radiusM, decimals: 3)
+                json.raw("circle", inner.closed)
+            case .beacon:
+                json.raw("beacon", ConditionJSON.condition(condition))
+            }
+            if assuming != .unknown { json.string("assuming", assuming.description) }
+        case "remove", "record":
+            guard arguments.count == 1, FixedName(arguments[0]) != nil else {
+                return CommandLineInterface.usageError("monitor \(verb) needs one condition ID", hint: "usage: locus monitor NAME \(verb) ID")
+            }
+            json.string("identifier", arguments[0])
+        default:
+            break
         }
-        guard let condition else { return CommandLineInterface.usageError("monitor add needs --circle or --beacon", hint: hint) }
+        let reply: [UInt8]
+        switch client.request(json) {
+        case .success(let value): reply = value
+        case .failure(let status): return status.code
+        }
+        if let message = AgentClient.errorMessage(reply) { return CommandLineInterface.failure("monitor \(monitor) \(verb)", message) }
+        switch verb {
+        case "add", "remove":
+            let result = (try? JSONParser.parse(reply))?["result"]?.string ?? "done"
+            Console.out("\(result) \(monitor)/\(arguments.first ?? "")\n")
+        case "identifiers":
+            if case .array(let names)? = (try? JSONParser.parse(reply))?["identifiers"] {
+                for name in names { if let text = name.string { Console.out(text + "\n") } }
+            }
+        case "records":
+            for record in AgentClient.elements("records", of: reply) { Console.out(record + "\n") }
+        default:
+            if let record = AgentClient.member("record", of: reply) { Console.out(record + "\n") }
+        }
+        return 0
+    }
+
+    static let addHint = "usage: locus monitor NAME add ID (--circle LAT,LON,RADIUS | --beacon UUID[,MAJOR[,MINOR]]) [--assuming satisfied|unsatisfied]"
+
+    static func add(_ monitor: FixedName, _ arguments: [String], _ engine: MonitorEngine, _ persistence: Persistence, _ now: UTCTime) -> Int32 {
+        let identifier: FixedName, condition: Condition, assuming: ConditionState
+        switch parseAdd(arguments) {
+        case .success(let parsed): (identifier, condition, assuming) = parsed
+        case .failure(let status): return status.code
+        }
         let result = engine.add(monitor: monitor, identifier: identifier, condition: condition, settings: ConditionSettings(),
                                 assuming: assuming == .unknown ? nil : assuming, fromSiteFile: false, now: now)
         guard result == .added || result == .replaced else {
@@ -148,6 +172,53 @@ enum MonitorCommand {
         }
         Console.out("\(result == .added ? "added" : "replaced") \(monitor)/\(identifier)\n")
         return 0
+    }
+
+    static func parseAdd(_ arguments: [String]) -> Result<(FixedName, Condition, ConditionState), ExitStatus> {
+        let hint = addHint
+        func usage(_ message: String) -> Result<(FixedName, Condition, ConditionState), ExitStatus> {
+            .failure(ExitStatus(code: CommandLineInterface.usageError(message, hint: hint)))
+        }
+        guard let idText = arguments.first, let identifier = FixedName(idText) else {
+            return usage("monitor add needs a condition ID (1...32 letters, digits, '-' or '_')")
+        }
+        var condition: Condition? = nil
+        var assuming: ConditionState = .unknown
+        var index = 1
+        while index < arguments.count {
+            guard index + 1 < arguments.count else { return usage("monitor add: \(arguments[index]) needs a value") }
+            let value = arguments[index + 1]
+            switch arguments[index] {
+            case "--circle":
+                let parts = value.split(separator: ",").map { Double(String($0)) }
+                guard parts.count == 3, let latitude = parts[0], let longitude = parts[1], let radius = parts[2],
+                      abs(latitude) <= 90, abs(longitude) <= 180, radius > 0, radius <= 10_000_000 else {
+                    return usage("monitor add: --circle takes LAT,LON,RADIUS (degrees, metres > 0), not '\(value)'")
+                }
+                condition = .circle(CircularGeographicCondition(latitude: latitude, longitude: longitude, radiusM: radius))
+            case "--beacon":
+                let parts = value.split(separator: ",").map(String.init)
+                guard (1...3).contains(parts.count), let uuid = BeaconUUID(parts[0]) else {
+                    return usage("monitor add: --beacon takes UUID[,MAJOR[,MINOR]], not '\(value)'")
+                }
+                let numbers = parts.dropFirst().map { UInt16($0) }
+                guard numbers.allSatisfy({ $0 != nil }) else {
+                    return usage("monitor add: major and minor are 0...65535")
+                }
+                condition = .beacon(BeaconIdentityCondition(uuid: uuid, major: numbers.first ?? nil, minor: numbers.count > 1 ? numbers[1] : nil))
+            case "--assuming":
+                switch value {
+                case "satisfied": assuming = .satisfied
+                case "unsatisfied": assuming = .unsatisfied
+                default: return usage("monitor add: --assuming is satisfied or unsatisfied, not '\(value)'")
+                }
+            default:
+                return usage("monitor add: unexpected argument '\(arguments[index])'")
+            }
+            index += 2
+        }
+        guard let condition else { return usage("monitor add needs --circle or --beacon") }
+        return .success((identifier, condition, assuming))
     }
 
     static func recordLine(_ identifier: FixedName, _ record: MonitorEngine.Record) -> String {

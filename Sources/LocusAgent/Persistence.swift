@@ -12,6 +12,11 @@ final class Persistence {
     private var store: LogStore
     private let engine: MonitorEngine
     private let buffer: UnsafeMutableRawBufferPointer
+    private let directory: String
+    private let settings: SiteConfig.Log
+    /// Outputs latched by `latch` actions and not cleared: every checkpoint states them, so
+    /// deleting old segments never loses a latch.
+    var latched: [FixedName] = []
 
     struct Summary {
         var records = 0
@@ -21,17 +26,45 @@ final class Persistence {
         var recovery: [LogCorruption] = []
         var skipped: [LogCorruption] = []
         var undecodable = 0
+        /// Latched outputs, as the log last stated them.
+        var latched: [FixedName] = []
     }
 
     init(directory: String, log: SiteConfig.Log, engine: MonitorEngine) throws(LogStoreError) {
+        store = try Persistence.openStore(directory, log)
+        self.engine = engine
+        self.directory = directory
+        settings = log
+        buffer = .allocate(byteCount: LogRecord.maximumPayloadSize, alignment: 8)
+    }
+
+    private static func openStore(_ directory: String, _ log: SiteConfig.Log) throws(LogStoreError) -> LogStore {
         let sync: LogSyncPolicy
         switch log.sync {
         case .everyEvent: sync = .everyRecord
         case .interval(let milliseconds): sync = .interval(milliseconds: milliseconds)
         }
-        store = try LogStore.open(directory: directory, segmentSizeBytes: log.segmentSizeBytes, retainBytes: log.retainBytes, sync: sync)
-        self.engine = engine
-        buffer = .allocate(byteCount: LogRecord.maximumPayloadSize, alignment: 8)
+        return try LogStore.open(directory: directory, segmentSizeBytes: log.segmentSizeBytes, retainBytes: log.retainBytes, sync: sync)
+    }
+
+    /// After a failed sync the store refuses to go on (the kernel may have dropped the data):
+    /// reopening rescans the segments and cuts what did not make it.
+    func reopen() throws(LogStoreError) {
+        store = try Persistence.openStore(directory, settings)
+    }
+
+    /// The sequence number of the newest record.
+    var lastSequence: UInt64 { store.nextSequence &- 1 }
+
+    /// Events after `afterSequence`, in order, until `body` returns false.
+    func forEachEvent(afterSequence: UInt64, _ body: (UInt64, MonitorEvent) -> Bool) throws(LogStoreError) {
+        var going = true
+        try store.forEachRecord(afterSequence: afterSequence) { header, payload in
+            guard going, header.typeCode == LogRecordType.event.rawValue else { return }
+            var reader = ByteReader(payload)
+            guard let event = LogPayload.readEvent(&reader) else { return }
+            going = body(header.sequence, event)
+        }
     }
 
     deinit { buffer.deallocate() }
@@ -67,6 +100,12 @@ final class Persistence {
                         engine.restore(event)
                         summary.conditions += 1
                     }
+                    if !header.flags.contains(.moreFollow) && !reader.isAtEnd {
+                        let latches = Int(reader.uint8())
+                        for _ in 0..<latches {
+                            if let name = reader.name() { summary.latched.append(name) }
+                        }
+                    }
                 case .conditionAdded:
                     guard let entry = LogPayload.readCondition(&reader) else { summary.undecodable += 1; return }
                     Persistence.add(entry, to: engine, now: UTCTime(nanoseconds: header.time))
@@ -78,6 +117,10 @@ final class Persistence {
                     guard let event = LogPayload.readEvent(&reader) else { summary.undecodable += 1; return }
                     engine.restore(event)
                     summary.events += 1
+                case .gpio:
+                    guard let change = LogPayload.readGPIO(&reader) else { summary.undecodable += 1; return }
+                    if change.cause == .latchSet, !summary.latched.contains(change.output) { summary.latched.append(change.output) }
+                    if change.cause == .latchCleared { summary.latched.removeAll { $0 == change.output } }
                 default:
                     break
                 }
@@ -100,9 +143,10 @@ final class Persistence {
         write(&writer)
         precondition(!writer.overflow, "log payload larger than a record")
         let engine = self.engine
+        let latched = self.latched
         let payload = writer.written
         return try store.append(type: type, time: time, payload: payload) { (store: inout LogStore) throws(LogStoreError) in
-            try Persistence.writeCheckpoint(engine, into: &store, time: time)
+            try Persistence.writeCheckpoint(engine, latched: latched, into: &store, time: time)
         }
     }
 
@@ -125,18 +169,31 @@ final class Persistence {
         }
     }
 
+    func gpio(_ change: LogPayload.GPIOChange, time: UTCTime) throws(LogStoreError) {
+        _ = try append(.gpio, time: time.totalNanoseconds) { LogPayload.write(change, &$0) }
+    }
+
+    func fix(_ fix: LogPayload.LoggedFix) throws(LogStoreError) {
+        _ = try append(.fix, time: fix.timeNs) { LogPayload.write(fix, &$0) }
+    }
+
+    /// When an interval sync policy next needs a sync (monotonic ns), for the loop's timer.
+    var syncDueNs: Int64? { store.nextSyncDueNs }
+
     func syncIfDue(now: Int64) throws(LogStoreError) { _ = try store.syncIfDue(now: now) }
 
     func sync() throws(LogStoreError) { try store.sync() }
 
     /// Writes a checkpoint group now (e.g. after start-up, so the next start reads little).
     func checkpoint(time: UTCTime) throws(LogStoreError) {
-        try Persistence.writeCheckpoint(engine, into: &store, time: time.totalNanoseconds)
+        try Persistence.writeCheckpoint(engine, latched: latched, into: &store, time: time.totalNanoseconds)
     }
 
     /// Every record of every monitor as checkpoint records: as many (condition, lastEvent)
-    /// entries per record as fit, the group marked with `.moreFollow` / `.continuation`.
-    static func writeCheckpoint(_ engine: MonitorEngine, into store: inout LogStore, time: Int64) throws(LogStoreError) {
+    /// entries per record as fit, the group marked with `.moreFollow` / `.continuation`. The
+    /// group's last record ends with the latched outputs (count, names), in a record of its own
+    /// when the entries leave no room.
+    static func writeCheckpoint(_ engine: MonitorEngine, latched: [FixedName], into store: inout LogStore, time: Int64) throws(LogStoreError) {
         var entries: [(LogPayload.ConditionEntry, MonitorEvent)] = []
         engine.forEachRecord { monitor, identifier, record in
             entries.append((LogPayload.ConditionEntry(monitor: monitor, identifier: identifier, condition: record.condition,
@@ -146,23 +203,30 @@ final class Persistence {
         let perRecord = (LogRecord.maximumPayloadSize - 2) / (LogPayload.maximumConditionSize + LogPayload.maximumEventSize)
         let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: LogRecord.maximumPayloadSize, alignment: 8)
         defer { bytes.deallocate() }
+        let latchBytes = 1 + latched.count * (FixedName.capacity + 1)
         var start = 0
         var first = true
+        var latchesWritten = false
         repeat {
             let end = min(entries.count, start + perRecord)
             var flags = LogRecordFlags()
             if !first { flags.insert(.continuation) }
-            if end < entries.count { flags.insert(.moreFollow) }
             var writer = ByteWriter(bytes)
             writer.put(UInt16(end - start))
             for index in start..<end {
                 LogPayload.write(entries[index].0, &writer)
                 LogPayload.write(entries[index].1, &writer)
             }
+            if end == entries.count && writer.count + latchBytes <= bytes.count {
+                writer.put(UInt8(latched.count))
+                for name in latched { writer.put(name) }
+                latchesWritten = true
+            }
+            if !latchesWritten { flags.insert(.moreFollow) }
             precondition(!writer.overflow)
             _ = try store.append(type: .checkpoint, time: time, payload: writer.written, flags: flags)
             start = end
             first = false
-        } while start < entries.count
+        } while !latchesWritten
     }
 }

@@ -172,26 +172,37 @@ enum ReplayCommand {
 
     /// Sightings from a btsnoop capture, or from lines of "UNIX_SECONDS HEX" (one HCI event each).
     static func readSightings(_ path: String) -> [Sighting]? {
+        guard let events = readEvents(path) else { return nil }
+        var sightings: [Sighting] = []
+        for (timeNs, event) in events {
+            event.withUnsafeBytes { raw in
+                _ = HCIEvents.forEachReportDescribing(raw) { report in
+                    if let sighting = Sighting.from(report, time: UTCTime(nanoseconds: timeNs)) { sightings.append(sighting) }
+                }
+            }
+        }
+        return sightings
+    }
+
+    /// The HCI events of a recording (without the H4 type byte) with their capture times.
+    static func readEvents(_ path: String) -> [(timeNs: Int64, event: [UInt8])]? {
         let contents: [UInt8]
         do {
             contents = try Files.read(path)
         } catch {
-            Console.error("locus: replay: cannot read \(path): \(error)\n")
+            Console.error("locus: cannot read \(path): \(error)\n")
             return nil
         }
-        var sightings: [Sighting] = []
-        func collect(_ event: UnsafeRawBufferPointer, _ timeNs: Int64) {
-            _ = HCIEvents.forEachReportDescribing(event) { report in
-                if let sighting = Sighting.from(report, time: UTCTime(nanoseconds: timeNs)) { sightings.append(sighting) }
-            }
-        }
+        var events: [(timeNs: Int64, event: [UInt8])] = []
         if contents.withUnsafeBytes({ BTSnoop.isBTSnoop($0) }) {
             var failure: BTSnoop.Failure? = nil
             contents.withUnsafeBytes { raw in
-                if case .failure(let problem) = BTSnoop.forEachEvent(raw, { time, event in collect(event, time * 1000) }) { failure = problem }
+                if case .failure(let problem) = BTSnoop.forEachEvent(raw, { time, event in events.append((time * 1000, Array(event))) }) {
+                    failure = problem
+                }
             }
-            if let failure { Console.error("locus: replay: \(path): \(failure)\n") }
-            return sightings
+            if let failure { Console.error("locus: \(path): \(failure)\n") }
+            return events
         }
         var lineNumber = 0
         for line in String(decoding: contents, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false) {
@@ -200,12 +211,12 @@ enum ReplayCommand {
             if text.isEmpty || text.hasPrefix("#") { continue }
             let parts = text.split(separator: " ", maxSplits: 1)
             guard parts.count == 2, let timeNs = unixNanoseconds(String(parts[0])), let bytes = HexText.bytes(String(parts[1])) else {
-                Console.error("locus: replay: \(path):\(lineNumber): expected \"UNIX_SECONDS HEX\"\n")
+                Console.error("locus: \(path):\(lineNumber): expected \"UNIX_SECONDS HEX\"\n")
                 return nil
             }
-            bytes.withUnsafeBytes { collect(HCIEvents.withoutPacketType($0), timeNs) }
+            bytes.withUnsafeBytes { events.append((timeNs, Array(HCIEvents.withoutPacketType($0)))) }
         }
-        return sightings
+        return events
     }
 }
 

@@ -6,23 +6,41 @@ import LocusDevices
 final class StateSession {
     let persistence: Persistence
     private var locks: [MonitorLock] = []
+    /// GPIO outputs latched when the log was last written.
+    private(set) var restoredLatches: [FixedName] = []
 
     private init(persistence: Persistence) {
         self.persistence = persistence
     }
 
+    /// Why the state directory cannot be used. `locked` stops the agent (another process has a
+    /// monitor open); `unwritable` lets it run in memory (persistenceUnavailable).
+    enum Failure: Error {
+        case locked
+        case unwritable
+    }
+
     static func open(directory: String, loaded: LoadedConfig, engine: MonitorEngine, now: UTCTime) -> Result<StateSession, ExitStatus> {
+        switch openSession(directory: directory, loaded: loaded, engine: engine, now: now) {
+        case .success(let session): return .success(session)
+        case .failure: return .failure(ExitStatus(code: 1))
+        }
+    }
+
+    /// Opens the state directory; the reason for a failure has been printed.
+    static func openSession(directory: String, loaded: LoadedConfig, engine: MonitorEngine, now: UTCTime) -> Result<StateSession, Failure> {
         var locks: [MonitorLock] = []
         if let error = Files.makeDirectory(directory, mode: 0o750) {
             Console.error("locus: cannot use the state directory \(directory): \(error)\n")
-            return .failure(ExitStatus(code: 1))
+            return .failure(.unwritable)
         }
         for monitor in loaded.site.monitors {
             do {
                 locks.append(try MonitorLock(directory: directory, name: monitor.name))
             } catch {
                 Console.error("locus: \(error)\n")
-                return .failure(ExitStatus(code: 1))
+                if case .held = error { return .failure(.locked) }
+                return .failure(.unwritable)
             }
         }
         let persistence: Persistence
@@ -30,11 +48,13 @@ final class StateSession {
             persistence = try Persistence(directory: directory, log: loaded.site.log, engine: engine)
         } catch {
             Console.error("locus: cannot open the log in \(directory): \(error)\n")
-            return .failure(ExitStatus(code: 1))
+            return .failure(.unwritable)
         }
         let session = StateSession(persistence: persistence)
         session.locks = locks
         let summary = persistence.rebuild()
+        session.restoredLatches = summary.latched
+        persistence.latched = summary.latched
         for cut in summary.recovery {
             Console.error("locus: log: cut \(cut.length) bytes at \(cut.fileName):\(cut.offset) (\(cut.reason)); records before it are kept\n")
         }
@@ -46,7 +66,7 @@ final class StateSession {
             try persistence.marker(.start, time: now, text: "locus \(LocusVersion.string) pid \(Process.id)")
         } catch {
             Console.error("locus: cannot append to the log in \(directory): \(error)\n")
-            return .failure(ExitStatus(code: 1))
+            return .failure(.unwritable)
         }
         return .success(session)
     }
@@ -55,6 +75,11 @@ final class StateSession {
     /// replaced (its record starts over), a new one added, and one that was declared before but
     /// is gone from the file removed. Conditions added at run time are left alone.
     func reconcile(_ site: SiteConfig, engine: MonitorEngine, now: UTCTime) throws(LogStoreError) {
+        try StateSession.reconcile(site, engine: engine, now: now, persistence: persistence)
+    }
+
+    /// The same without a log (`persistence` nil: the agent runs in memory).
+    static func reconcile(_ site: SiteConfig, engine: MonitorEngine, now: UTCTime, persistence: Persistence?) throws(LogStoreError) {
         struct Key: Hashable { var monitor: FixedName; var identifier: FixedName }
         var declared = Set<Key>()
         declared.reserveCapacity(site.conditionCount)
@@ -75,7 +100,7 @@ final class StateSession {
                     Console.error("locus: condition \(monitor.name)/\(entry.identifier) not added: capacity is full (conditionLimitExceeded)\n")
                     continue
                 }
-                try persistence.conditionAdded(LogPayload.ConditionEntry(monitor: name, identifier: identifier, condition: condition,
+                try persistence?.conditionAdded(LogPayload.ConditionEntry(monitor: name, identifier: identifier, condition: condition,
                                                                          settings: settings, assuming: entry.assuming, fromSiteFile: true), time: now)
             }
         }
@@ -85,7 +110,7 @@ final class StateSession {
         }
         for (monitor, identifier) in stale {
             engine.remove(monitor: monitor, identifier: identifier)
-            try persistence.conditionRemoved(monitor: monitor, identifier: identifier, time: now)
+            try persistence?.conditionRemoved(monitor: monitor, identifier: identifier, time: now)
         }
     }
 

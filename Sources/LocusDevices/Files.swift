@@ -57,3 +57,70 @@ extension Files {
         return SystemError(code: -made)
     }
 }
+
+extension Files {
+    /// Replaces `path` with `contents` atomically (a temporary file renamed over it), so a reader
+    /// sees the old or the new contents, never a mix. nil on success.
+    @discardableResult
+    public static func replace(_ path: String, contents: String, mode: Int32 = 0o640) -> SystemError? {
+        let temporary = path + ".new"
+        let fd = locus_open(temporary, Int32(LOCUS_O_WRITE | LOCUS_O_CREATE | LOCUS_O_TRUNCATE), mode)
+        if fd < 0 { return SystemError(code: -fd) }
+        var copy = contents
+        let written = copy.withUTF8 { buffer in locus_write_all(fd, buffer.baseAddress, buffer.count) }
+        _ = locus_close(fd)
+        if written < 0 { return SystemError(code: -written) }
+        let renamed = locus_rename(temporary, path)
+        return renamed < 0 ? SystemError(code: -renamed) : nil
+    }
+
+    /// Makes `path` a symbolic link to `target` (replacing what was there). nil on success.
+    public static func symlink(_ target: String, at path: String) -> SystemError? {
+        let result = locus_symlink(target, path)
+        return result < 0 ? SystemError(code: -result) : nil
+    }
+}
+
+extension Files {
+    public static func close(_ descriptor: Int32) -> SystemError? {
+        let result = locus_close(descriptor)
+        return result < 0 ? SystemError(code: -result) : nil
+    }
+
+    /// A pseudo-terminal pair: the master's descriptor and the slave's path.
+    public static func openPseudoTerminal() -> Result<(master: Int32, slave: String), SystemError> {
+        var name = [CChar](repeating: 0, count: 128)
+        let master = name.withUnsafeMutableBufferPointer { locus_pty_open($0.baseAddress, $0.count) }
+        if master < 0 { return .failure(SystemError(code: -master)) }
+        let slave = name.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        return .success((master, slave))
+    }
+
+    /// For a pseudo-terminal master: whether some process has the slave open (the master reports
+    /// a hang-up while none does).
+    public static func peerIsOpen(_ master: Int32) -> Bool {
+        var descriptor = master
+        var events = Int16(LOCUS_POLLOUT)
+        var returned: Int16 = 0
+        _ = locus_poll(&descriptor, &events, &returned, 1, 0)
+        return returned & Int16(LOCUS_POLLHUP) == 0
+    }
+
+    /// Writes `bytes` to a non-blocking descriptor, waiting at most 100 ms for room. false when
+    /// they could not all be written (the reader is not keeping up); a part already written stays.
+    public static func writeSome(_ descriptor: Int32, _ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        for _ in 0..<10 where offset < bytes.count {
+            let count = bytes.withUnsafeBytes { locus_write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
+            if count > 0 {
+                offset += Int(count)
+                continue
+            }
+            var fd = descriptor
+            var events = Int16(LOCUS_POLLOUT)
+            var returned: Int16 = 0
+            _ = locus_poll(&fd, &events, &returned, 1, 10)
+        }
+        return offset == bytes.count
+    }
+}

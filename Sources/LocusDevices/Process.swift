@@ -39,3 +39,21 @@ public enum Console {
         }
     }
 }
+
+/// The agent's diagnostic log on standard error. Under systemd (standard error not a terminal)
+/// every line starts with its syslog priority, `<3>` to `<7>`, which journald reads as the level;
+/// on a terminal the prefix is left out.
+public enum AgentLog {
+    public enum Priority: Int32 { case error = 3, warning = 4, notice = 5, info = 6, debug = 7 }
+
+    public static let prefixed = locus_isatty(2) != 1
+
+    public static func write(_ priority: Priority, _ text: String) {
+        Console.error(prefixed ? "<\(priority.rawValue)>\(text)\n" : "\(text)\n")
+    }
+
+    public static func error(_ text: String) { write(.error, text) }
+    public static func warning(_ text: String) { write(.warning, text) }
+    public static func notice(_ text: String) { write(.notice, text) }
+    public static func info(_ text: String) { write(.info, text) }
+}

@@ -93,6 +93,12 @@ int locus_uart_open(const char *path, int baud);
 /// 1 when `baud` is a rate termios supports.
 int locus_uart_baud_supported(int baud);
 
+/// Opens a pseudo-terminal pair for feeding recordings: the master (raw, non-blocking) is
+/// returned and the slave's path written to `slave_path`. Returns the master fd or -errno.
+int locus_pty_open(char *slave_path, size_t capacity);
+/// Makes `path` a symbolic link to `target`, replacing an existing link or file.
+int locus_symlink(const char *target, const char *path);
+
 // MARK: Unix sockets
 
 /// A listening SOCK_STREAM socket at `path` (an existing socket file is replaced), non-blocking.
@@ -101,6 +107,9 @@ int locus_unix_listen(const char *path, int backlog);
 int locus_unix_accept(int fd);
 /// Connects a SOCK_STREAM socket to `path`.
 int locus_unix_connect(const char *path);
+/// Sends on a connected socket without blocking and without SIGPIPE (a client that went away
+/// is an EPIPE to handle, not a signal that kills the agent). Bytes sent or -errno.
+long locus_send(int fd, const void *buffer, size_t count);
 /// Sends one datagram to a Unix socket address (path, or "@name" for the abstract namespace),
 /// as sd_notify does with $NOTIFY_SOCKET.
 int locus_unix_send_datagram(const char *path, const void *buffer, size_t count);
@@ -151,6 +160,8 @@ void locus_gpio_release(locus_gpio_line *line);
 
 // MARK: output
 
+/// 1 when `fd` is a terminal.
+int locus_isatty(int fd);
 /// Writes all of `count` bytes to fd 1 or 2 (retrying short writes and EINTR); 0 or -errno.
 int locus_write_all(int fd, const void *buffer, size_t count);
 

@@ -68,6 +68,11 @@ public struct RSSIFilter: Sendable {
         rssi != 0 && rssi >= -127 && rssi <= 20
     }
 
+    /// Moves every sample's time by `deltaMs` (the agent's clock was stepped).
+    public mutating func shift(byMs deltaMs: Int64) {
+        for index in 0..<stored { times[index] &+= deltaMs }
+    }
+
     /// Records a sample; returns false (and records nothing) for a reading that is not a
     /// measurement (127 "not available", 0, or out of range). Overwrites the oldest sample when
     /// the ring is full.

@@ -25,9 +25,9 @@ public struct BoardConfig {
     public enum BluetoothSource: Equatable {
         /// A BlueZ HCI adapter by index (hci0 = 0).
         case hci(Int)
-        /// Recorded advertising (btsnoop or hex lines), for the simulated board; a relative path
-        /// is under the state directory.
-        case replay(String)
+        /// An H4 stream of HCI events (a pseudo-terminal that `locus feed` plays a recording into),
+        /// for the simulated board; a relative path is under the state directory.
+        case feed(String)
     }
 
     public enum GPIOChip: Equatable {
@@ -120,15 +120,15 @@ public struct BoardConfig {
 
     private static func readBluetooth(_ section: inout TableReader) -> BluetoothSource? {
         let index = section.integer("hci", in: 0...63)
-        let replay = section.string("replay")
-        switch (index, replay) {
+        let feed = section.string("feed")
+        switch (index, feed) {
         case (let index?, nil): return .hci(Int(index))
-        case (nil, let path?): return .replay(path)
+        case (nil, let path?): return .feed(path)
         case (.some, .some):
-            section.report.fail(at: section.offset, "[bluetooth] takes either 'hci' (an adapter index) or 'replay' (a recording), not both")
+            section.report.fail(at: section.offset, "[bluetooth] takes either 'hci' (an adapter index) or 'feed' (an HCI event stream), not both")
         case (nil, nil):
-            if !section.has("hci") && !section.has("replay") {
-                section.report.fail(at: section.offset, "[bluetooth] needs 'hci' (the adapter index, 0 for hci0) or 'replay'")
+            if !section.has("hci") && !section.has("feed") {
+                section.report.fail(at: section.offset, "[bluetooth] needs 'hci' (the adapter index, 0 for hci0) or 'feed'")
             }
         }
         return nil

@@ -97,6 +97,8 @@ public struct SiteConfig {
         public var segmentSizeBytes: Int64 = 8 << 20
         public var retainBytes: Int64 = 512 << 20
         public var sync: SyncPolicy = .everyEvent
+        /// `locus run` logs at most one fix per interval (as `[privacy] fixes` allows); 0 logs all.
+        public var fixIntervalMs: Int64 = 10_000
         public init() {}
     }
 

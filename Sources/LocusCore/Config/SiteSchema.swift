@@ -62,6 +62,7 @@ enum SiteSchema {
         case .interval:
             log.sync = .interval(milliseconds: interval ?? 1_000)
         }
+        if let interval = section.duration("fix_interval", in: 0...86_400_000) { log.fixIntervalMs = interval }
     }
 
     private static func readUpdates(_ section: inout TableReader, into updates: inout SiteConfig.Updates) {

@@ -254,3 +254,105 @@ public enum LogPayload {
                             diagnostics: diagnostics, explanation: explanation)
     }
 }
+
+/// The agent's own records: fixes (as privacy allows) and GPIO output changes.
+///
+///   fix    time ns, lat, lon (Double; NaN when not logged), horizontal accuracy (-1 unknown),
+///          speed m/s (-1 unknown), track degrees (-1 unknown), mode (1 none, 2 2D, 3 3D)
+///   gpio   output name, logical value, cause (see `GPIOCause`), and for event causes the
+///          monitor and identifier
+extension LogPayload {
+    public struct LoggedFix: Equatable, Sendable {
+        public var timeNs: Int64
+        public var latitude: Double
+        public var longitude: Double
+        public var accuracyM: Double
+        public var speedMps: Double
+        public var trackDeg: Double
+        public var mode: UInt8
+
+        public init(timeNs: Int64, latitude: Double, longitude: Double, accuracyM: Double, speedMps: Double, trackDeg: Double, mode: UInt8) {
+            self.timeNs = timeNs
+            self.latitude = latitude
+            self.longitude = longitude
+            self.accuracyM = accuracyM
+            self.speedMps = speedMps
+            self.trackDeg = trackDeg
+            self.mode = mode
+        }
+    }
+
+    public static func write(_ fix: LoggedFix, _ writer: inout ByteWriter) {
+        writer.put(fix.timeNs)
+        writer.put(fix.latitude)
+        writer.put(fix.longitude)
+        writer.put(fix.accuracyM)
+        writer.put(fix.speedMps)
+        writer.put(fix.trackDeg)
+        writer.put(fix.mode)
+    }
+
+    public static func readFix(_ reader: inout ByteReader) -> LoggedFix? {
+        let fix = LoggedFix(timeNs: reader.int64(), latitude: reader.double(), longitude: reader.double(), accuracyM: reader.double(),
+                            speedMps: reader.double(), trackDeg: reader.double(), mode: reader.uint8())
+        return reader.failed ? nil : fix
+    }
+
+    public enum GPIOCause: UInt8, Sendable, CustomStringConvertible {
+        case level = 1, pulseStart = 2, pulseEnd = 3, latchSet = 4, latchCleared = 5, restored = 6, safe = 7
+        public var description: String {
+            switch self {
+            case .level: return "level"
+            case .pulseStart: return "pulse-start"
+            case .pulseEnd: return "pulse-end"
+            case .latchSet: return "latch-set"
+            case .latchCleared: return "latch-cleared"
+            case .restored: return "restored"
+            case .safe: return "safe"
+            }
+        }
+    }
+
+    public struct GPIOChange: Equatable, Sendable {
+        public var output: FixedName
+        public var value: Bool
+        public var cause: GPIOCause
+        /// The event's record, for causes that follow from an event.
+        public var monitor: FixedName?
+        public var identifier: FixedName?
+
+        public init(output: FixedName, value: Bool, cause: GPIOCause, monitor: FixedName? = nil, identifier: FixedName? = nil) {
+            self.output = output
+            self.value = value
+            self.cause = cause
+            self.monitor = monitor
+            self.identifier = identifier
+        }
+    }
+
+    public static func write(_ change: GPIOChange, _ writer: inout ByteWriter) {
+        writer.put(change.output)
+        writer.put(change.value)
+        writer.put(change.cause.rawValue)
+        if let monitor = change.monitor, let identifier = change.identifier {
+            writer.put(UInt8(1))
+            writer.put(monitor)
+            writer.put(identifier)
+        } else {
+            writer.put(UInt8(0))
+        }
+    }
+
+    public static func readGPIO(_ reader: inout ByteReader) -> GPIOChange? {
+        guard let output = reader.name() else { return nil }
+        let value = reader.bool()
+        guard let cause = GPIOCause(rawValue: reader.uint8()) else { return nil }
+        var change = GPIOChange(output: output, value: value, cause: cause)
+        if reader.uint8() == 1 {
+            guard let monitor = reader.name(), let identifier = reader.name() else { return nil }
+            change.monitor = monitor
+            change.identifier = identifier
+        }
+        return reader.failed ? nil : change
+    }
+}

@@ -327,6 +327,19 @@ public final class MonitorEngine {
         slotsByName[NameKey(monitor: Int16(monitor), identifier: identifier)]
     }
 
+    /// The agent's clock jumped by `deltaNs` (a gateway without a real-time clock receiving its
+    /// first GNSS time, or a receiver reset): every remembered time moves with it, so a dwell or
+    /// a beacon's exit timeout measures real elapsed time, not the jump. Event dates stay.
+    public func clockStepped(byNs deltaNs: Int64) {
+        for index in 0..<capacity.conditions where slots[index].inUse {
+            slots[index].candidateSinceNs &+= deltaNs
+            slots[index].lastSeenNs &+= deltaNs
+            if case .beacon = slots[index].condition { filters[index].shift(byMs: deltaNs / 1_000_000) }
+        }
+        if let previous = previousFix { previousFix = (previous.latitude, previous.longitude, previous.timeNs &+ deltaNs) }
+        if let started = startedNs { startedNs = started &+ deltaNs }
+    }
+
     // MARK: the event ring
 
     public var pendingEventCount: Int { ringCount }
@@ -338,11 +351,13 @@ public final class MonitorEngine {
         return ringCount > 0 ? ring[ringHead].event : nil
     }
 
-    /// Every sink has handled the oldest event: it becomes its record's `lastEvent`.
-    public func acknowledgeOldest() {
+    /// Every sink has handled the oldest event: it becomes its record's `lastEvent`, with
+    /// `diagnostics` added (the agent adds `persistenceUnavailable` when it could not log it).
+    public func acknowledgeOldest(adding diagnostics: EventDiagnostics = EventDiagnostics()) {
         dropStale()
         guard ringCount > 0 else { return }
-        let pending = ring[ringHead]
+        var pending = ring[ringHead]
+        pending.event.diagnostics.formUnion(diagnostics)
         ringHead = (ringHead + 1) % capacity.events
         ringCount -= 1
         let index = Int(pending.slot)

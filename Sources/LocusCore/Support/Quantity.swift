@@ -49,6 +49,15 @@ public enum Quantity {
         return "\(milliseconds)ms"
     }
 
+    /// A long span for people: "3 s", "4 h 12 min", "3016 days 17 h".
+    public static func describe(nanoseconds: Int64) -> String {
+        let seconds = nanoseconds / 1_000_000_000
+        if seconds < 120 { return "\(seconds) s" }
+        if seconds < 7_200 { return "\(seconds / 60) min" }
+        if seconds < 172_800 { return "\(seconds / 3_600) h \(seconds % 3_600 / 60) min" }
+        return "\(seconds / 86_400) days \(seconds % 86_400 / 3_600) h"
+    }
+
     /// Splits "12.5ms" into ("12.5", "ms"); digits with at most one '.', then letters.
     private static func split(_ text: String) -> (number: [UInt8], unit: String)? {
         let bytes = Array(text.utf8)

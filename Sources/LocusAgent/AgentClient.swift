@@ -1,0 +1,161 @@
+import LocusCore
+import LocusDevices
+
+/// The command line's side of a running agent's control socket (STATE/control.sock): `locus
+/// monitor`, `locus events --follow`, `locus gpio` and `locus status` go through it while an agent
+/// runs, so changes reach the agent's engine (and its log) at once.
+struct AgentClient: ~Copyable {
+    static let replyTimeoutMs: Int32 = 10_000
+
+    private var connection: ControlConnection
+    private var nextID: Int64 = 1
+
+    static func socketPath(_ directory: String) -> String { Paths.join(directory, "control.sock") }
+
+    /// nil when no agent listens in `directory`.
+    init?(directory: String) {
+        guard let connection = ControlConnection(path: AgentClient.socketPath(directory)) else { return nil }
+        self.connection = connection
+    }
+
+    /// Sends a request (a JSON object's members, without the id) and returns the reply's bytes,
+    /// or an error message for the user.
+    mutating func request(_ members: JSONText) -> Result<[UInt8], ExitStatus> {
+        var json = JSONText()
+        json.integer("id", Int(nextID))
+        nextID += 1
+        var text = json.closed
+        let body = members.closed
+        if body != "{}" { text = String(text.dropLast()) + "," + String(body.dropFirst()) }
+        if let error = connection.send(text) {
+            return .failure(ExitStatus(code: CommandLineInterface.failure("control", "cannot send to the agent: \(error)")))
+        }
+        guard let reply = connection.readLine(timeoutMs: AgentClient.replyTimeoutMs) else {
+            return .failure(ExitStatus(code: CommandLineInterface.failure("control", "the agent did not answer within \(AgentClient.replyTimeoutMs / 1000) s")))
+        }
+        return .success(reply)
+    }
+
+    /// The next streamed line (events), waiting as long as it takes; nil when the agent hung up.
+    mutating func nextLine() -> [UInt8]? { connection.readLine(timeoutMs: -1) }
+
+    /// The reply's `error.message` when it is an error reply.
+    static func errorMessage(_ reply: [UInt8]) -> String? {
+        guard let value = try? JSONParser.parse(reply) else { return "the agent sent an unreadable reply" }
+        guard value["ok"]?.bool != true else { return nil }
+        return value["error"]?["message"]?.string ?? "the agent refused the request"
+    }
+
+    /// The raw text of a reply's member.
+    static func member(_ key: String, of reply: [UInt8]) -> String? {
+        guard let range = JSONParser.memberRange(key, in: reply) else { return nil }
+        return String(decoding: reply[range], as: UTF8.self)
+    }
+
+    /// Each element of an array member, as raw text.
+    static func elements(_ key: String, of reply: [UInt8]) -> [String] {
+        guard let range = JSONParser.memberRange(key, in: reply), let ranges = JSONParser.elementRanges(in: reply, array: range) else { return [] }
+        return ranges.map { String(decoding: reply[$0], as: UTF8.self) }
+    }
+}
+
+/// `locus gpio clear NAME [--state DIR]` and `locus status [--state DIR]`: questions only a
+/// running agent can answer.
+enum AgentCommands {
+    static let gpioUsage = "usage: locus gpio clear NAME [--state DIR]"
+    static let statusUsage = "usage: locus status [--state DIR]"
+
+    static func stateDirectory(_ arguments: inout [String], usage: String) -> Result<String, ExitStatus> {
+        var directory = LogCommand.defaultStateDirectory
+        if let index = arguments.firstIndex(of: "--state") {
+            guard index + 1 < arguments.count else {
+                return .failure(ExitStatus(code: CommandLineInterface.usageError("--state needs a directory", hint: usage)))
+            }
+            directory = arguments[index + 1]
+            arguments.removeSubrange(index...(index + 1))
+        }
+        return .success(directory)
+    }
+
+    static func connect(_ directory: String, _ what: String) -> Result<AgentClient, ExitStatus> {
+        guard let client = AgentClient(directory: directory) else {
+            return .failure(ExitStatus(code: CommandLineInterface.failure(what, "no agent is running with state directory \(directory) (nothing listens on \(AgentClient.socketPath(directory)))")))
+        }
+        return .success(client)
+    }
+
+    static func gpio(_ arguments: [String]) -> Int32 {
+        var rest = arguments
+        let directory: String
+        switch stateDirectory(&rest, usage: gpioUsage) {
+        case .success(let value): directory = value
+        case .failure(let status): return status.code
+        }
+        guard rest.count == 2, rest[0] == "clear" else { return CommandLineInterface.usageError("gpio takes 'clear NAME'", hint: gpioUsage) }
+        guard FixedName(rest[1]) != nil else { return CommandLineInterface.usageError("gpio clear: '\(rest[1])' is not an output name", hint: gpioUsage) }
+        var client: AgentClient
+        switch connect(directory, "gpio clear") {
+        case .success(let value): client = value
+        case .failure(let status): return status.code
+        }
+        var json = JSONText()
+        json.string("op", "gpio-clear")
+        json.string("gpio", rest[1])
+        let reply: [UInt8]
+        switch client.request(json) {
+        case .success(let value): reply = value
+        case .failure(let status): return status.code
+        }
+        if let message = AgentClient.errorMessage(reply) { return CommandLineInterface.failure("gpio clear", message) }
+        let result = (try? JSONParser.parse(reply))?["result"]?.string ?? "cleared"
+        Console.out("\(rest[1]): \(result)\n")
+        return 0
+    }
+
+    static func status(_ arguments: [String]) -> Int32 {
+        var rest = arguments
+        let directory: String
+        switch stateDirectory(&rest, usage: statusUsage) {
+        case .success(let value): directory = value
+        case .failure(let status): return status.code
+        }
+        guard rest.isEmpty else { return CommandLineInterface.usageError("status: unexpected argument '\(rest[0])'", hint: statusUsage) }
+        var client: AgentClient
+        switch connect(directory, "status") {
+        case .success(let value): client = value
+        case .failure(let status): return status.code
+        }
+        var json = JSONText()
+        json.string("op", "status")
+        switch client.request(json) {
+        case .success(let reply):
+            if let message = AgentClient.errorMessage(reply) { return CommandLineInterface.failure("status", message) }
+            Console.out(String(decoding: reply, as: UTF8.self) + "\n")
+            return 0
+        case .failure(let status):
+            return status.code
+        }
+    }
+
+    /// `locus events --follow` while an agent runs: subscribe, then print every event as it comes.
+    static func followEvents(_ client: consuming AgentClient, monitor: FixedName?, afterSequence: UInt64) -> Int32 {
+        var json = JSONText()
+        json.string("op", "subscribe")
+        if let monitor { json.string("monitor", monitor.description) }
+        json.integer("after_seq", Int(afterSequence))
+        switch client.request(json) {
+        case .success(let reply):
+            if let message = AgentClient.errorMessage(reply) { return CommandLineInterface.failure("events", message) }
+        case .failure(let status):
+            return status.code
+        }
+        while let line = client.nextLine() {
+            guard let event = AgentClient.member("event", of: line) else {
+                if let message = AgentClient.errorMessage(line) { return CommandLineInterface.failure("events", message) }
+                continue
+            }
+            Console.out(event + "\n")
+        }
+        return CommandLineInterface.failure("events", "the agent closed the connection (stopped?)")
+    }
+}

@@ -1,0 +1,183 @@
+/// The control protocol (version 1): JSON lines over the agent's Unix socket. See README.md,
+/// "Control protocol", for the wire format; this is its request side.
+///
+/// A request is one JSON object on one line: `{"id": 7, "op": "add", ...}`. `id` (an integer)
+/// is echoed in the response so a client can pipeline; `v`, when given, must be 1.
+public enum ControlRequest: Sendable {
+    case hello
+    case status
+    case add(monitor: FixedName, identifier: FixedName, condition: Condition, settings: ConditionSettings, assuming: ConditionState)
+    case remove(monitor: FixedName, identifier: FixedName)
+    case identifiers(monitor: FixedName)
+    case record(monitor: FixedName, identifier: FixedName)
+    case records(monitor: FixedName)
+    /// Events from the log after `afterSequence` (nil: only new ones), then live.
+    case subscribe(monitor: FixedName?, afterSequence: UInt64?)
+    case gpioClear(output: FixedName)
+
+    /// Requests that change state: refused on the read-only socket.
+    public var changesState: Bool {
+        switch self {
+        case .add, .remove, .gpioClear: return true
+        default: return false
+        }
+    }
+}
+
+/// A refused request: a stable code for programs, a sentence for people.
+public struct ControlError: Error, Equatable, Sendable {
+    public enum Code: String, Sendable {
+        case badRequest = "bad_request"
+        case tooLarge = "too_large"
+        case unsupportedVersion = "unsupported_version"
+        case unknownOp = "unknown_op"
+        case badArgument = "bad_argument"
+        case notFound = "not_found"
+        case conditionLimitExceeded = "condition_limit_exceeded"
+        case permissionDenied = "permission_denied"
+        case unavailable = "unavailable"
+        case busy = "busy"
+    }
+
+    public var code: Code
+    public var message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+}
+
+public enum ControlProtocol {
+    public static let version = 1
+    /// Longest request line accepted, newline included.
+    public static let maximumRequestBytes = 4096
+    public static let operations = ["hello", "status", "add", "remove", "identifiers", "record", "records", "subscribe", "gpio-clear"]
+
+    /// Decodes one request line (without its newline). The id is returned with errors too, when it
+    /// could be read, so the error response can carry it.
+    public static func decode(_ line: [UInt8]) -> (id: Int64?, request: Result<ControlRequest, ControlError>) {
+        let value: JSONValue
+        do { value = try JSONParser.parse(line) } catch {
+            return (nil, .failure(ControlError(.badRequest, error.description)))
+        }
+        guard case .object = value else { return (nil, .failure(ControlError(.badRequest, "a request is a JSON object"))) }
+        var id: Int64? = nil
+        if let raw = value["id"] {
+            guard let number = raw.integer(in: 0...Int64(1) << 53) else {
+                return (nil, .failure(ControlError(.badRequest, "'id' must be a non-negative integer")))
+            }
+            id = number
+        }
+        if let raw = value["v"], raw.integer(in: 0...1_000_000) != Int64(version) {
+            return (id, .failure(ControlError(.unsupportedVersion, "this agent speaks protocol version \(version)")))
+        }
+        return (id, request(value))
+    }
+
+    static func request(_ value: JSONValue) -> Result<ControlRequest, ControlError> {
+        guard let op = value["op"]?.string else { return .failure(ControlError(.badRequest, "'op' (a string) is required")) }
+        do throws(ControlError) {
+            switch op {
+            case "hello": return .success(.hello)
+            case "status": return .success(.status)
+            case "add": return .success(try add(value))
+            case "remove": return .success(.remove(monitor: try name(value, "monitor"), identifier: try name(value, "identifier")))
+            case "identifiers": return .success(.identifiers(monitor: try name(value, "monitor")))
+            case "record": return .success(.record(monitor: try name(value, "monitor"), identifier: try name(value, "identifier")))
+            case "records": return .success(.records(monitor: try name(value, "monitor")))
+            case "subscribe":
+                let monitor = value["monitor"] == nil ? nil : try name(value, "monitor")
+                var after: UInt64? = nil
+                if let raw = value["after_seq"] {
+                    guard let number = raw.integer(in: 0...Int64(1) << 53) else { throw ControlError(.badArgument, "'after_seq' must be a sequence number") }
+                    after = UInt64(number)
+                }
+                return .success(.subscribe(monitor: monitor, afterSequence: after))
+            case "gpio-clear": return .success(.gpioClear(output: try name(value, "gpio")))
+            default:
+                var message = "unknown op '\(op)'"
+                if let suggestion = Spelling.closest(to: op, among: operations) { message += " (did you mean '\(suggestion)'?)" }
+                return .failure(ControlError(.unknownOp, message))
+            }
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    static func name(_ value: JSONValue, _ key: String) throws(ControlError) -> FixedName {
+        guard let text = value[key]?.string else { throw ControlError(.badArgument, "'\(key)' (a string) is required") }
+        guard let name = FixedName(text) else {
+            throw ControlError(.badArgument, "'\(key)' must be 1...\(Identifier.maximumLength) letters, digits, '-' or '_'")
+        }
+        return name
+    }
+
+    static func number(_ value: JSONValue, _ key: String, in range: ClosedRange<Double>) throws(ControlError) -> Double? {
+        guard let raw = value[key] else { return nil }
+        guard let number = raw.number, range.contains(number) else {
+            throw ControlError(.badArgument, "'\(key)' must be a number in \(range.lowerBound)...\(range.upperBound)")
+        }
+        return number
+    }
+
+    static func add(_ value: JSONValue) throws(ControlError) -> ControlRequest {
+        let monitor = try name(value, "monitor")
+        let identifier = try name(value, "identifier")
+        let condition: Condition
+        switch (value["circle"], value["beacon"]) {
+        case (let circle?, nil):
+            guard let latitude = try number(circle, "lat", in: -90...90), let longitude = try number(circle, "lon", in: -180...180),
+                  let radius = try number(circle, "radius", in: 0...10_000_000), radius > 0 else {
+                throw ControlError(.badArgument, "'circle' needs lat (-90...90), lon (-180...180) and radius (metres > 0)")
+            }
+            condition = .circle(CircularGeographicCondition(latitude: latitude, longitude: longitude, radiusM: radius))
+        case (nil, let beacon?):
+            guard let text = beacon["uuid"]?.string, let uuid = BeaconUUID(text) else {
+                throw ControlError(.badArgument, "'beacon' needs uuid (8-4-4-4-12 hexadecimal digits)")
+            }
+            let major = beacon["major"].map { $0.integer(in: 0...65535) }
+            let minor = beacon["minor"].map { $0.integer(in: 0...65535) }
+            if major == .some(nil) || minor == .some(nil) { throw ControlError(.badArgument, "major and minor are integers 0...65535") }
+            if minor != nil && major == nil { throw ControlError(.badArgument, "'minor' needs 'major' too") }
+            condition = .beacon(BeaconIdentityCondition(uuid: uuid, major: major.flatMap { $0.map { UInt16($0) } },
+                                                        minor: minor.flatMap { $0.map { UInt16($0) } }))
+        default:
+            throw ControlError(.badArgument, "a condition is either 'circle': {lat, lon, radius} or 'beacon': {uuid, major, minor}")
+        }
+        var assuming = ConditionState.unknown
+        if let raw = value["assuming"] {
+            switch raw.string {
+            case "satisfied": assuming = .satisfied
+            case "unsatisfied": assuming = .unsatisfied
+            case "unknown": assuming = .unknown
+            default: throw ControlError(.badArgument, "'assuming' is satisfied, unsatisfied or unknown")
+            }
+        }
+        var settings = ConditionSettings()
+        if let raw = value["settings"] {
+            guard case .object = raw else { throw ControlError(.badArgument, "'settings' is an object") }
+            if let margin = try number(raw, "enter_margin", in: 0...100_000) { settings.enterMarginM = margin }
+            if let margin = try number(raw, "exit_margin", in: 0...100_000) { settings.exitMarginM = margin }
+            if let dwell = try number(raw, "dwell_ms", in: 0...86_400_000) { settings.dwellMs = Int64(dwell) }
+            if let gate = raw["accuracy_gate"] {
+                guard let flag = gate.bool else { throw ControlError(.badArgument, "'accuracy_gate' is true or false") }
+                settings.accuracyGate = flag
+            }
+            if let transit = raw["transit"] {
+                guard let flag = transit.bool else { throw ControlError(.badArgument, "'transit' is true or false") }
+                settings.transit = flag
+            }
+            if let timeout = try number(raw, "exit_timeout_ms", in: 1...86_400_000) { settings.exitTimeoutMs = Int64(timeout) }
+            if let proximity = raw["proximity"] {
+                switch proximity.string {
+                case "immediate": settings.proximity = .immediate
+                case "near": settings.proximity = .near
+                case "far": settings.proximity = .far
+                default: throw ControlError(.badArgument, "'proximity' is immediate, near or far")
+                }
+            }
+        }
+        return .add(monitor: monitor, identifier: identifier, condition: condition, settings: settings, assuming: assuming)
+    }
+}
