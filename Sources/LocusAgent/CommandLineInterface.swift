@@ -60,7 +60,7 @@ public enum CommandLineInterface {
             run: DecodeCommand.run),
         Command(
             name: "log", summary: "verify the event log, or show what it holds",
-            usage: "locus log verify [--state DIR]\n       locus log stat [--state DIR]",
+            usage: "locus log verify [--state DIR]\n       locus log stat [--state DIR]\n       locus log export [--state DIR] [--after-seq N] [--format jsonl|csv] [--follow] [--ssh]",
             details: """
             Reads the log segments in the state directory (default /var/lib/locus) and checks every
             record's checksums and sequence numbers, without changing anything (safe while the agent
@@ -69,6 +69,11 @@ public enum CommandLineInterface {
             file, byte offset, length, reason) on standard error and exits 1.
             stat: segments, bytes, records per type, first and last sequence number and time, and the
             newest complete checkpoint.
+            export: every record after sequence number N (default 0) as JSON lines with a "seq"
+            field, or CSV; --follow keeps printing records as they are appended. --ssh is for the
+            forced command of a key limited to log export (authorized_keys:
+            restrict,command="locus log export --ssh --state DIR"): it takes --after-seq, --format
+            and --follow from SSH_ORIGINAL_COMMAND and refuses anything else.
             """,
             run: LogCommand.run),
         Command(

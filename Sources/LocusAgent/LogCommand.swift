@@ -5,7 +5,7 @@ import LocusDevices
 /// change nothing, so they are safe beside a running agent (whose record being written at that
 /// instant may show as a torn tail).
 enum LogCommand {
-    static let usage = "usage: locus log verify [--state DIR] | log stat [--state DIR] | log export [--state DIR] [--after-seq N] [--format jsonl|csv] [--follow]"
+    static let usage = "usage: locus log verify [--state DIR] | log stat [--state DIR] | log export [--state DIR] [--after-seq N] [--format jsonl|csv] [--follow] [--ssh]"
     static let defaultStateDirectory = "/var/lib/locus"
 
     static func run(_ arguments: [String]) -> Int32 {

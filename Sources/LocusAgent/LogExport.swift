@@ -1,11 +1,11 @@
 import LocusCore
 import LocusDevices
 
-/// `locus log export [--state DIR] [--after-seq N] [--format jsonl|csv] [--follow]`: the log as
-/// JSON lines (or CSV), incremental by sequence number, so a technician's fetch asks only for
-/// what it has not seen. Read-only and lock-free: safe beside a running agent.
+/// `locus log export [--state DIR] [--after-seq N] [--format jsonl|csv] [--follow] [--ssh]`: the
+/// log as JSON lines (or CSV), incremental by sequence number, so a technician's fetch asks only
+/// for what it has not seen. Read-only and lock-free: safe beside a running agent.
 enum LogExport {
-    static let usage = "usage: locus log export [--state DIR] [--after-seq N] [--format jsonl|csv] [--follow]"
+    static let usage = "usage: locus log export [--state DIR] [--after-seq N] [--format jsonl|csv] [--follow] [--ssh]"
 
     enum Format { case jsonl, csv }
 
@@ -16,8 +16,8 @@ enum LogExport {
         var follow = false
     }
 
-    static func parse(_ arguments: [String]) -> Result<Options, ExitStatus> {
-        var options = Options()
+    static func parse(_ arguments: [String], into defaults: Options = Options()) -> Result<Options, ExitStatus> {
+        var options = defaults
         var index = 0
         while index < arguments.count {
             let argument = arguments[index]
@@ -54,9 +54,64 @@ enum LogExport {
         return .success(options)
     }
 
+    /// `--ssh`: the forced command of a key that may only export the log (in authorized_keys,
+    /// `restrict,command="locus log export --ssh [--state DIR]"`). sshd passes what the client
+    /// asked for in SSH_ORIGINAL_COMMAND; it is read as export options and never run. The
+    /// state directory is the forced command's to choose, never the client's.
+    static func parseSSH(forced: [String], command: String) -> Result<Options, ExitStatus> {
+        let defaults: Options
+        switch parse(forced) {
+        case .success(let parsed): defaults = parsed
+        case .failure(let status): return .failure(status)
+        }
+        guard let arguments = clientArguments(command) else {
+            Console.error("locus: log export --ssh: refused '\(command)': only log export arguments are allowed (--after-seq N, --format jsonl|csv, --follow)\n")
+            return .failure(ExitStatus(code: 2))
+        }
+        return parse(arguments, into: defaults)
+    }
+
+    /// The client's command split at spaces and tabs: an optional `locus log export` or
+    /// `log export` (what `ssh HOST locus log export ...` sends), then only --after-seq N,
+    /// --format F and --follow (parse checks the values). nil for anything else. Words are
+    /// letters, digits and dashes, so no quote, backslash or shell operator gets that far.
+    static func clientArguments(_ command: String) -> [String]? {
+        var words: [String] = []
+        for word in command.utf8.split(whereSeparator: { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) {
+            guard word.allSatisfy(isWordByte) else { return nil }
+            words.append(String(decoding: word, as: UTF8.self))
+        }
+        if words.starts(with: ["locus", "log", "export"]) {
+            words.removeFirst(3)
+        } else if words.starts(with: ["log", "export"]) {
+            words.removeFirst(2)
+        }
+        var index = 0
+        while index < words.count {
+            switch words[index] {
+            case "--follow": index += 1
+            case "--after-seq", "--format": index += 2
+            default: return nil
+            }
+        }
+        return words
+    }
+
+    private static func isWordByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"):
+            return true
+        default:
+            return false
+        }
+    }
+
     static func run(_ arguments: [String]) -> Int32 {
         let options: Options
-        switch parse(arguments) {
+        let parsed = arguments.contains("--ssh")
+            ? parseSSH(forced: arguments.filter { $0 != "--ssh" }, command: Process.environment("SSH_ORIGINAL_COMMAND") ?? "")
+            : parse(arguments)
+        switch parsed {
         case .success(let parsed): options = parsed
         case .failure(let status): return status.code
         }

@@ -34,10 +34,14 @@ struct LocusBinaryMissing: Error, CustomStringConvertible {
     var description: String { "the locus binary was not built next to the tests (run `swift build` first)" }
 }
 
-func locus(_ arguments: [String], input: String? = nil) throws -> LocusRun {
+/// `environment` adds to (or replaces in) this process's environment.
+func locus(_ arguments: [String], input: String? = nil, environment: [String: String] = [:]) throws -> LocusRun {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: try locusBinary())
     process.arguments = arguments
+    if !environment.isEmpty {
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    }
     process.currentDirectoryURL = URL(fileURLWithPath: repositoryRoot)
     let output = Pipe()
     let error = Pipe()
