@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -554,6 +555,8 @@ void locus_gpio_release(locus_gpio_line *line) {
 // MARK: output
 
 int locus_isatty(int fd) { return isatty(fd); }
+
+void locus_release_free_memory(void) { malloc_trim(0); }
 
 int locus_write_all(int fd, const void *buffer, size_t count) {
     if (fd == 1) fflush(stdout);

@@ -47,7 +47,7 @@ final class Agent {
     var logFailing = false
 
     // Control.
-    let control: ControlServer?
+    var control: ControlServer?
     var subscriptions: [Subscription]
 
     // Loop.
@@ -130,6 +130,7 @@ final class Agent {
     func run() -> Int32 {
         let started = MonotonicClock.now()
         if let interval = notifier.watchdogIntervalNs { nextWatchdogNs = started + interval }
+        Process.releaseFreeMemory()
         notifier.notify("READY=1\nSTATUS=monitoring \(engine.conditionCount) conditions")
         AgentLog.notice("locus \(LocusVersion.string): running: \(engine.conditionCount) conditions in \(engine.monitorNames.count) monitors, board \(loaded.board.name)")
         while running {

@@ -103,8 +103,10 @@ extension Agent {
             }
             let why = event.map { "\($0.monitor)/\($0.identifier) \($0.state)" } ?? cause.description
             AgentLog.info("locus: gpio \(plan.names[index]) \(wanted ? "on" : "off") (\(why))")
-            guard let session else { continue }
-            let change = LogPayload.GPIOChange(output: plan.names[index], value: wanted, cause: event.map { gpioCause(index, $0) } ?? cause,
+            let logged = event.map { gpioCause(index, $0) } ?? cause
+            // A latch was logged before its event (see drainEvents); the line moving says nothing new.
+            guard let session, logged != .latchSet || event == nil else { continue }
+            let change = LogPayload.GPIOChange(output: plan.names[index], value: wanted, cause: logged,
                                                monitor: event?.monitor, identifier: event?.identifier)
             do { try session.persistence.gpio(change, time: utcNow(now)) } catch { logFailure(error, now) }
         }

@@ -75,8 +75,11 @@ enum EventJSON {
         switch explanation.source {
         case .fix, .transit:
             json.string("source", explanation.source == .fix ? "fix" : "transit")
-            json.number("lat", explanation.latitude, decimals: 9)
-            json.number("lon", explanation.longitude, decimals: 9)
+            // NaN: the position was not kept (`[privacy] fixes = "none"`).
+            if explanation.latitude.isFinite {
+                json.number("lat", explanation.latitude, decimals: 9)
+                json.number("lon", explanation.longitude, decimals: 9)
+            }
             if explanation.accuracyM >= 0 { json.number("accuracy_m", explanation.accuracyM, decimals: 1) }
             json.number("edge_distance_m", explanation.edgeDistanceM, decimals: 2)
             json.integer("dwell_ms", Int(explanation.dwellMs))

@@ -199,6 +199,26 @@ enum LogExport {
             json.string("identifier", identifier.description)
         case .start?, .stop?, .diagnostic?:
             json.string("text", String(decoding: payload, as: UTF8.self))
+        case .gpio?:
+            guard let change = LogPayload.readGPIO(&reader) else { json.string("error", "undecodable gpio payload"); break }
+            json.string("output", change.output.description)
+            json.boolean("value", change.value)
+            json.string("cause", change.cause.description)
+            if let monitor = change.monitor, let identifier = change.identifier {
+                json.string("monitor", monitor.description)
+                json.string("identifier", identifier.description)
+            }
+        case .fix?:
+            // gpsd's TPV names: mode, lat, lon, eph (horizontal accuracy, m), speed (m/s), track.
+            guard let fix = LogPayload.readFix(&reader) else { json.string("error", "undecodable fix payload"); break }
+            json.integer("mode", Int(fix.mode))
+            if fix.latitude.isFinite {
+                json.number("lat", fix.latitude, decimals: 9)
+                json.number("lon", fix.longitude, decimals: 9)
+            }
+            if fix.accuracyM >= 0 { json.number("eph", fix.accuracyM, decimals: 1) }
+            if fix.speedMps >= 0 { json.number("speed", fix.speedMps, decimals: 3) }
+            if fix.trackDeg >= 0 { json.number("track", fix.trackDeg, decimals: 1) }
         case .checkpoint?:
             json.integer("records", Int(reader.uint16()))
             if header.flags.contains(.moreFollow) { json.boolean("more_follow", true) }

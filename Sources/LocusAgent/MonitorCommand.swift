@@ -21,11 +21,10 @@ enum MonitorCommand {
         guard let monitor = FixedName(monitorText) else {
             return CommandLineInterface.failure("monitor", "'\(monitorText)' is not a monitor name (1...32 letters, digits, '-' or '_')")
         }
-        var directory = LogCommand.defaultStateDirectory
-        if rest.first == "--state" {
-            guard rest.count >= 2 else { return CommandLineInterface.usageError("monitor: --state needs a directory", hint: "run 'locus help monitor'") }
-            directory = rest[1]
-            rest.removeFirst(2)
+        let directory: String
+        switch AgentCommands.stateDirectory(&rest, usage: "run 'locus help monitor'") {
+        case .success(let value): directory = value
+        case .failure(let status): return status.code
         }
         guard let verb = rest.first else { return CommandLineInterface.usageError("monitor \(monitorText) needs a subcommand", hint: "run 'locus help monitor'") }
         rest.removeFirst()

@@ -13,22 +13,31 @@ enum RunCommand {
     static let controlOutputBytes = 64 << 10
 
     static func run(_ arguments: [String]) -> Int32 {
+        switch setUp(arguments) {
+        case .success(let agent): return agent.run()
+        case .failure(let status): return status.code
+        }
+    }
+
+    /// Everything before the loop. Start-up's temporaries (the parsed site file, the log scan)
+    /// are gone when it returns, so the loop runs in the memory the agent keeps.
+    static func setUp(_ arguments: [String]) -> Result<Agent, ExitStatus> {
         var configPath = defaultConfig
         var stateOverride: String? = nil
         var index = 0
         while index < arguments.count {
             let argument = arguments[index]
             guard argument == "--config" || argument == "--state" else {
-                return CommandLineInterface.usageError("run: unexpected argument '\(argument)'", hint: usage)
+                return .failure(ExitStatus(code: CommandLineInterface.usageError("run: unexpected argument '\(argument)'", hint: usage)))
             }
-            guard index + 1 < arguments.count else { return CommandLineInterface.usageError("run: \(argument) needs a value", hint: usage) }
+            guard index + 1 < arguments.count else { return .failure(ExitStatus(code: CommandLineInterface.usageError("run: \(argument) needs a value", hint: usage))) }
             if argument == "--config" { configPath = arguments[index + 1] } else { stateOverride = arguments[index + 1] }
             index += 2
         }
         let loaded: LoadedConfig
         switch LoadedConfig.load(configPath) {
         case .success(let value): loaded = value
-        case .failure(let status): return status.code
+        case .failure(let status): return .failure(status)
         }
         let directory = stateOverride ?? Paths.resolve(loaded.site.stateDirectory, relativeTo: Paths.directory(of: configPath))
         let engine = EngineSetup.engine(for: loaded.site, board: loaded.board)
@@ -41,7 +50,7 @@ enum RunCommand {
             session = opened
             latched = opened.restoredLatches
         case .failure(.locked):
-            return 1
+            return .failure(ExitStatus(code: 1))
         case .failure(.unwritable):
             AgentLog.warning("locus: persistenceUnavailable: monitoring in memory only; events are not logged and records start over at the next start")
             for (name, result) in EngineSetup.addConfigured(loaded.site, to: engine, now: start) {
@@ -51,29 +60,22 @@ enum RunCommand {
 
         let timer: DeadlineTimer
         do { timer = try DeadlineTimer() } catch {
-            return CommandLineInterface.failure("run", "cannot create the loop's timer: \(error)")
+            return .failure(ExitStatus(code: CommandLineInterface.failure("run", "cannot create the loop's timer: \(error)")))
         }
         let signals: SignalSource
         do { signals = try SignalSource() } catch {
-            return CommandLineInterface.failure("run", "cannot receive signals: \(error)")
+            return .failure(ExitStatus(code: CommandLineInterface.failure("run", "cannot receive signals: \(error)")))
         }
 
-        var control: ControlServer? = nil
-        if loaded.site.capacity.subscribers > 0 {
-            let path = Paths.join(directory, "control.sock")
-            do {
-                control = try ControlServer(path: path, mode: 0o660, capacity: loaded.site.capacity.subscribers,
-                                            requestLimit: ControlProtocol.maximumRequestBytes, outputBytes: controlOutputBytes)
-            } catch {
-                AgentLog.warning("locus: control: cannot listen on \(path): \(error); 'locus monitor' and 'locus events' will work on the state directory only while the agent is stopped")
-            }
-        }
-
+        // The declared conditions now live in the engine; the parsed copy would only hold memory
+        // (a SIGHUP reads the file again).
+        var running = loaded
+        running.site.monitors = []
         let names = loaded.board.gpio?.outputs.map { $0.name } ?? []
         var plan = OutputPlan(actions: loaded.site.actions, outputs: names)
         for name in latched { if let index = plan.index(of: name) { plan.setLatch(index, true) } }
-        let agent = Agent(loaded: loaded, engine: engine, session: session, stateDirectory: directory, outputs: nil, plan: plan,
-                          control: control, timer: timer, signals: signals)
+        let agent = Agent(loaded: running, engine: engine, session: session, stateDirectory: directory, outputs: nil, plan: plan,
+                          control: nil, timer: timer, signals: signals)
         if let gpio = loaded.board.gpio, !gpio.outputs.isEmpty {
             // Lines start at the levels the log's last handled events give them, so a restart or
             // a power cut does not pass through the safe state before the first new event.
@@ -86,12 +88,24 @@ enum RunCommand {
                                                 simulationFile: Paths.join(directory, "sim/gpio"))
             } catch {
                 session?.close(time: start)
-                return CommandLineInterface.failure("run", error.description)
+                return .failure(ExitStatus(code: CommandLineInterface.failure("run", error.description)))
             }
             for (index, output) in gpio.outputs.enumerated() where initial[index] {
                 AgentLog.info("locus: gpio \(output.name) on (restored from the log)")
             }
         }
-        return agent.run()
+        // Last: the socket's appearance tells clients (and tests) that the agent is set up.
+        if loaded.site.capacity.subscribers > 0 {
+            let path = Paths.join(directory, "control.sock")
+            do {
+                agent.control = try ControlServer(path: path, mode: 0o660, capacity: loaded.site.capacity.subscribers,
+                                            requestLimit: ControlProtocol.maximumRequestBytes, outputBytes: controlOutputBytes)
+            } catch {
+                AgentLog.warning("locus: control: cannot listen on \(path): \(error); 'locus monitor' and 'locus events' will work on the state directory only while the agent is stopped")
+            }
+        }
+
+        agent.subscriptions = Array(repeating: Agent.Subscription(), count: agent.control?.capacity ?? 0)
+        return .success(agent)
     }
 }

@@ -22,6 +22,10 @@ public enum Process {
 
     public static var id: Int32 { locus_getpid() }
 
+    /// Gives the heap pages start-up freed back to the kernel, so the resident size is what the
+    /// agent keeps, not what parsing the config once needed.
+    public static func releaseFreeMemory() { locus_release_free_memory() }
+
     public static func exit(_ status: Int32) -> Never {
         locus_exit(status)
     }

@@ -160,6 +160,8 @@ void locus_gpio_release(locus_gpio_line *line);
 
 // MARK: output
 
+/// Returns freed heap pages to the kernel (malloc_trim): start-up's parsing leaves many.
+void locus_release_free_memory(void);
 /// 1 when `fd` is a terminal.
 int locus_isatty(int fd);
 /// Writes all of `count` bytes to fd 1 or 2 (retrying short writes and EINTR); 0 or -errno.

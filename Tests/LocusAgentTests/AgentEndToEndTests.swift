@@ -1,0 +1,350 @@
+import Foundation
+import Testing
+
+/// `locus run` as deployed, on the simulated board: real pseudo-terminals fed by `locus feed`
+/// (NMEA and H4-framed HCI events), the simulated GPIO mirrored to STATE/sim/gpio, the log, the
+/// control socket, signals. Expected results come from the recordings' geometry: a road going
+/// north at 10 m/s through a 30 m fence centred 200 m from the start.
+@Suite(.serialized) struct AgentEndToEndTests {
+    /// An iBeacon advertising report of UUID E2C56DB5-DFFB-48D2-B060-D0F5A71096E0, major 100,
+    /// minor 0 (the BLE corpus's vector v065), as an HCI LE Advertising Report event.
+    static let iBeaconEvent = "043e2a02010001433ea2c96b6a1e02011a1aff4c000215e2c56db5dffb48d2b060d0f5a71096e000640000c5b3"
+    /// 2024-03-15T10:00:00Z, the synthetic track's first fix time (RMC date 150324, time 100000).
+    static let trackStart = 1_710_496_800
+
+    struct Agent {
+        var process: Process
+        var stderrPath: String
+        var state: String
+
+        var log: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+
+        func stop(signal: Int32 = SIGTERM) -> Int32 {
+            kill(process.processIdentifier, signal)
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+    }
+
+    struct Site {
+        var directory: String
+        var sitePath: String
+        var state: String
+    }
+
+    static func site(_ name: String, extra: String = "", fenceDwell: String = "0s") throws -> Site {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("locus-e2e-\(name)-\(getpid())").path
+        try? FileManager.default.removeItem(atPath: directory)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let fence = String(format: "%.7f", 45.0 + 200 / 111_132.0)
+        let site = """
+        board = "\(repositoryRoot)/Boards/sim.toml"
+        [log]
+        fix_interval = "5s"
+
+        [[monitor.road.condition]]
+        id = "fence"
+        circle = { lat = \(fence), lon = 7.0, radius = 30.0 }
+        exit_margin = 0.0
+        dwell = "\(fenceDwell)"
+
+        [[monitor.cargo.condition]]
+        id = "tag"
+        beacon = { uuid = "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0" }
+        exit_timeout = "3s"
+
+        [[action]]
+        when = "road/fence"
+        state = "satisfied"
+        gpio = "relay1"
+        mode = "level"
+
+        [[action]]
+        when = "road/fence"
+        state = "satisfied"
+        gpio = "relay2"
+        mode = "latch"
+
+        [[action]]
+        when = "cargo/*"
+        state = "any"
+        gpio = "buzzer"
+        mode = "pulse"
+        pulse = "300ms"
+        \(extra)
+        """
+        let sitePath = directory + "/site.toml"
+        try site.write(toFile: sitePath, atomically: true, encoding: .utf8)
+        return Site(directory: directory, sitePath: sitePath, state: directory + "/state")
+    }
+
+    static func start(_ site: Site, binary: String? = nil) throws -> Agent {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try binary ?? locusBinary())
+        process.arguments = ["run", "--config", site.sitePath, "--state", site.state]
+        let stderrPath = site.directory + "/agent-\(UUID().uuidString.prefix(8)).err"
+        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        process.standardError = FileHandle(forWritingAtPath: stderrPath)
+        process.standardOutput = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let agent = Agent(process: process, stderrPath: stderrPath, state: site.state)
+        // Set up once its control socket accepts connections (a killed agent leaves the file).
+        try waitFor("the control socket", seconds: 20) { canConnect(site.state + "/control.sock") }
+        return agent
+    }
+
+    static func feed(_ site: Site, nmea: String?, hci: String?, speed: String = "10", linger: Int = 0) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try locusBinary())
+        var arguments = ["feed", "--speed", speed, "--linger", "\(linger)", "--wait", "20"]
+        if let nmea {
+            let path = site.directory + "/track.nmea"
+            try nmea.write(toFile: path, atomically: true, encoding: .utf8)
+            arguments += ["--nmea", path, "--gnss", site.state + "/sim/gnss"]
+        }
+        if let hci {
+            let path = site.directory + "/ble.hci"
+            try hci.write(toFile: path, atomically: true, encoding: .utf8)
+            arguments += ["--hci", path, "--ble", site.state + "/sim/ble"]
+        }
+        process.arguments = arguments
+        process.standardError = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
+    static func waitFor(_ what: String, seconds: Double, _ condition: () throws -> Bool) throws {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if try condition() { return }
+            usleep(50_000)
+        }
+        throw WaitTimedOut(what: what)
+    }
+
+    struct WaitTimedOut: Error, CustomStringConvertible {
+        var what: String
+        var description: String { "timed out waiting for \(what)" }
+    }
+
+    static func gpio(_ state: String) -> [String: Int] {
+        guard let text = try? String(contentsOfFile: state + "/sim/gpio", encoding: .utf8) else { return [:] }
+        var values: [String: Int] = [:]
+        for line in text.split(separator: "\n") {
+            let parts = line.split(separator: " ")
+            if parts.count == 2 { values[String(parts[0])] = Int(parts[1]) }
+        }
+        return values
+    }
+
+    /// Every record of the log as a JSON object.
+    static func records(_ state: String) throws -> [[String: Any]] {
+        let run = try locus(["log", "export", "--state", state])
+        return run.output.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+    }
+
+    static func events(_ records: [[String: Any]]) -> [(seq: Int, name: String, state: String, event: [String: Any])] {
+        records.compactMap { record in
+            guard record["type"] as? String == "event", let event = record["event"] as? [String: Any],
+                  let monitor = event["monitor"] as? String, let identifier = event["identifier"] as? String,
+                  let state = event["state"] as? String, let seq = record["seq"] as? Int else { return nil }
+            return (seq, "\(monitor)/\(identifier)", state, event)
+        }
+    }
+
+    /// Sightings of the test beacon, one a second, from `from` to `to` seconds into the track.
+    static func sightings(from: Int, to: Int) -> String {
+        (from...to).map { "\(trackStart + $0).500 \(iBeaconEvent)" }.joined(separator: "\n") + "\n"
+    }
+
+    @Test func fixesAndSightingsDriveEventsGPIOAndTheLogInOrder() throws {
+        let site = try Self.site("events")
+        let agent = try Self.start(site)
+        defer { _ = agent.stop(signal: SIGKILL) }
+        let track = syntheticTrack(seconds: 40, startLatitude: 45.0, longitude: 7.0, speedMps: 10)
+        let feeder = try Self.feed(site, nmea: track, hci: Self.sightings(from: 5, to: 12))
+        feeder.waitUntilExit()
+        #expect(feeder.terminationStatus == 0)
+        try Self.waitFor("five events", seconds: 10) { Self.events(try Self.records(site.state)).count >= 5 }
+        let records = try Self.records(site.state)
+        let events = Self.events(records)
+        let summary = events.map { "\($0.name) \($0.state)" }
+        // The first fix decides the fence (outside); the tag is seen 5-12 s in and, with a 3 s exit
+        // timeout, gone ~3 s later; the fence (200 m north, radius 30 m, at 10 m/s) is entered
+        // at 17-18 s and left at 23-24 s.
+        #expect(summary == ["road/fence unsatisfied", "cargo/tag satisfied", "cargo/tag unsatisfied", "road/fence satisfied",
+                            "road/fence unsatisfied"], "events: \(summary)")
+        let tag = try #require(events.first { $0.name == "cargo/tag" && $0.state == "satisfied" })
+        let refinement = try #require(tag.event["refinement"] as? [String: Any])
+        #expect(refinement["major"] as? Int == 100 && refinement["minor"] as? Int == 0)
+        let entered = try #require(events.first { $0.name == "road/fence" && $0.state == "satisfied" })
+        let date = try #require(entered.event["date"] as? String)
+        #expect(date.hasPrefix("2024-03-15T10:00:1"), "entered at \(date): fix times, not the system clock, date events")
+
+        // Log, then act: every GPIO change comes after the event that caused it.
+        let changes = records.filter { $0["type"] as? String == "gpio" }
+        #expect(!changes.isEmpty, "no gpio records")
+        for change in changes where change["monitor"] != nil {
+            let seq = try #require(change["seq"] as? Int)
+            let cause = events.last { $0.seq < seq && $0.name == "\(change["monitor"]!)/\(change["identifier"]!)" }
+            #expect(cause != nil, "gpio record \(seq) before its event")
+        }
+        func values(_ name: String) -> [Bool] {
+            changes.filter { $0["output"] as? String == name }.compactMap { $0["value"] as? Bool }
+        }
+        #expect(values("relay1") == [true, false], "relay1 follows the fence")
+        #expect(values("relay2") == [true], "relay2 latched on entry")
+        #expect(values("buzzer") == [true, false, true, false], "a pulse per cargo event")
+        let gpio = Self.gpio(site.state)
+        #expect(gpio["relay1"] == 0 && gpio["relay2"] == 1 && gpio["buzzer"] == 0, "\(gpio)")
+        #expect(records.contains { $0["type"] as? String == "fix" }, "fixes are logged (privacy full)")
+
+        // The latch holds until cleared, and the clear is logged.
+        let cleared = try locus(["gpio", "clear", "relay2", "--state", site.state])
+        #expect(cleared.status == 0 && cleared.output == "relay2: cleared\n", "\(cleared.error)")
+        try Self.waitFor("relay2 off", seconds: 5) { Self.gpio(site.state)["relay2"] == 0 }
+        let status = try locus(["status", "--state", site.state])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(status.output.utf8)) as? [String: Any])
+        let gnss = try #require(object["gnss"] as? [String: Any])
+        #expect((gnss["fixes"] as? Int ?? 0) >= 30)
+        #expect(object["clock_follows_gnss"] as? Bool == true)
+
+        // SIGTERM: outputs to their safe values, a stop record, exit 0.
+        #expect(agent.stop() == 0)
+        #expect(try Self.records(site.state).last?["type"] as? String == "stop")
+        #expect(!FileManager.default.fileExists(atPath: site.state + "/control.sock"))
+    }
+
+    @Test func sigkillAndRestartRestoresGPIOFromTheLogBeforeAnyNewEvent() throws {
+        let site = try Self.site("restart")
+        let agent = try Self.start(site)
+        // The track ends inside the fence: relay1 (level) and relay2 (latch) are on.
+        let track = syntheticTrack(seconds: 20, startLatitude: 45.0, longitude: 7.0, speedMps: 10)
+        let feeder = try Self.feed(site, nmea: track, hci: nil)
+        feeder.waitUntilExit()
+        try Self.waitFor("relay1 on", seconds: 10) { Self.gpio(site.state)["relay1"] == 1 }
+        let before = Self.events(try Self.records(site.state))
+        _ = agent.stop(signal: SIGKILL)
+        // A power cut: the lines lose their levels.
+        try "relay1 0\nrelay2 0\nbuzzer 0\n".write(toFile: site.state + "/sim/gpio", atomically: true, encoding: .utf8)
+
+        let restarted = try Self.start(site)
+        defer { _ = restarted.stop(signal: SIGKILL) }
+        let gpio = Self.gpio(site.state)
+        #expect(gpio["relay1"] == 1 && gpio["relay2"] == 1, "restored before the loop ran: \(gpio)")
+        let records = try locus(["monitor", "road", "records", "--state", site.state])
+        #expect(records.status == 0, "\(records.error)")
+        #expect(records.output.contains("\"state\":\"satisfied\""), "\(records.output)")
+        let after = Self.events(try Self.records(site.state))
+        #expect(after.count == before.count, "no event was re-reported or lost across the restart")
+        #expect(restarted.log.contains("gpio relay1 on (restored from the log)"), "\(restarted.log)")
+    }
+
+    @Test func controlSocketAddRemoveAndSighupReload() throws {
+        let site = try Self.site("control")
+        let agent = try Self.start(site)
+        defer { _ = agent.stop(signal: SIGKILL) }
+        let added = try locus(["monitor", "road", "add", "depot", "--circle", "45.01,7.0,50", "--assuming", "unsatisfied", "--state", site.state])
+        #expect(added.status == 0 && added.output == "added road/depot\n", "\(added.error)")
+        let identifiers = try locus(["monitor", "road", "identifiers", "--state", site.state])
+        #expect(identifiers.output == "depot\nfence\n")
+        let record = try locus(["monitor", "road", "record", "depot", "--state", site.state])
+        #expect(record.output.contains("\"state\":\"unsatisfied\""), "\(record.output)")
+        let missing = try locus(["monitor", "road", "remove", "nowhere", "--state", site.state])
+        #expect(missing.status == 1 && missing.error.contains("no condition 'nowhere' in monitor 'road'"), "\(missing.error)")
+        #expect(try locus(["monitor", "road", "remove", "depot", "--state", site.state]).output == "removed road/depot\n")
+
+        // Malformed and oversized requests get a coded error, and the agent keeps serving.
+        let socket = site.state + "/control.sock"
+        let bad = try rawRequest(socket, "{\"op\": \"add\", \"monitor\": 5}\n")
+        #expect(bad.contains("\"code\":\"bad_argument\""), "\(bad)")
+        let broken = try rawRequest(socket, "{not json\n")
+        #expect(broken.contains("\"code\":\"bad_request\""), "\(broken)")
+        let huge = try rawRequest(socket, "{\"op\":\"hello\",\"pad\":\"" + String(repeating: "x", count: 5000) + "\"}\n")
+        #expect(huge.contains("\"code\":\"too_large\""), "\(huge)")
+        let hello = try rawRequest(socket, "{\"id\": 3, \"op\": \"hello\"}\n")
+        #expect(hello.hasPrefix("{\"id\":3,\"ok\":true,\"protocol\":1"), "\(hello)")
+
+        // SIGHUP: a condition added to the site file appears; the agent keeps running.
+        let extra = "\n[[monitor.road.condition]]\nid = \"yard\"\ncircle = { lat = 45.02, lon = 7.0, radius = 40.0 }\n"
+        try (String(contentsOfFile: site.sitePath, encoding: .utf8) + extra).write(toFile: site.sitePath, atomically: true, encoding: .utf8)
+        kill(agent.process.processIdentifier, SIGHUP)
+        try Self.waitFor("the reload", seconds: 10) { agent.log.contains("reloaded:") }
+        #expect(try locus(["monitor", "road", "identifiers", "--state", site.state]).output == "fence\nyard\n")
+        // A broken file is refused and the running configuration kept.
+        try "board = 5\n".write(toFile: site.sitePath, atomically: true, encoding: .utf8)
+        kill(agent.process.processIdentifier, SIGHUP)
+        try Self.waitFor("the refused reload", seconds: 10) { agent.log.contains("keeping the running configuration") }
+        #expect(try locus(["monitor", "road", "identifiers", "--state", site.state]).output == "fence\nyard\n")
+        #expect(agent.process.isRunning)
+    }
+
+    @Test func anIdleAgentSleepsUntilSomethingArrives() throws {
+        let site = try Self.site("idle")
+        let agent = try Self.start(site)
+        defer { _ = agent.stop(signal: SIGKILL) }
+        // Both ports open, nothing written: the loop must not wake at all.
+        let feeder = try Self.feed(site, nmea: "\r\n", hci: "", linger: 8)
+        defer { feeder.terminate(); feeder.waitUntilExit() }
+        try Self.waitFor("the ports to open", seconds: 10) { agent.log.contains("reading the HCI feed") && agent.log.contains("gnss: reading") }
+        // The beacon condition is decided (unseen for its 3 s exit timeout) and its pulse ends;
+        // after that no timer is due.
+        try Self.waitFor("the tag's timeout and pulse", seconds: 10) { agent.log.contains("gpio buzzer off") }
+        let first = try Self.contextSwitches(agent.process.processIdentifier)
+        sleep(3)
+        let second = try Self.contextSwitches(agent.process.processIdentifier)
+        #expect(second - first == 0, "the idle agent woke \(second - first) times in 3 s")
+    }
+
+    static func contextSwitches(_ pid: Int32) throws -> Int {
+        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        var total = 0
+        for line in status.split(separator: "\n") where line.hasPrefix("voluntary_ctxt_switches") {
+            total += Int(line.split(separator: "\t").last.map(String.init)?.trimmingCharacters(in: .whitespaces) ?? "") ?? 0
+        }
+        return total
+    }
+
+    static func canConnect(_ path: String) -> Bool {
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(descriptor) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in path.utf8.enumerated() where index < raw.count - 1 { raw[index] = byte }
+        }
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        } == 0
+    }
+
+    /// One request over the control socket with plain sockets; returns the reply line.
+    func rawRequest(_ path: String, _ text: String) throws -> String {
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(descriptor) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in path.utf8.enumerated() where index < raw.count - 1 { raw[index] = byte }
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        #expect(connected == 0)
+        _ = text.withCString { send(descriptor, $0, strlen($0), 0) }
+        var reply = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        while !reply.contains(0x0A) {
+            let count = recv(descriptor, &buffer, buffer.count, 0)
+            if count <= 0 { break }
+            reply += buffer[0..<count]
+        }
+        return String(decoding: reply, as: UTF8.self)
+    }
+}
