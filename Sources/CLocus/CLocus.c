@@ -556,7 +556,15 @@ void locus_gpio_release(locus_gpio_line *line) {
 
 int locus_isatty(int fd) { return isatty(fd); }
 
+void locus_map_large_blocks(void) { mallopt(M_MMAP_THRESHOLD, 128 * 1024); }
+
 void locus_release_free_memory(void) { malloc_trim(0); }
+
+void locus_heap_usage(int64_t *in_use, int64_t *free_bytes) {
+    struct mallinfo2 info = mallinfo2();
+    *in_use = (int64_t)(info.uordblks + info.hblkhd);
+    *free_bytes = (int64_t)info.fordblks;
+}
 
 int locus_write_all(int fd, const void *buffer, size_t count) {
     if (fd == 1) fflush(stdout);

@@ -205,6 +205,11 @@ extension Agent {
             for index in plan.names.indices { gpioJSON.integer(plan.names[index].description, outputs.values[index] ? 1 : 0) }
         }
         json.raw("gpio", gpioJSON.closed)
+        var memoryJSON = JSONText()
+        let heap = Process.heapUsage
+        memoryJSON.integer("heap_in_use", Int(heap.inUse))
+        memoryJSON.integer("heap_free", Int(heap.free))
+        json.raw("memory", memoryJSON.closed)
         return json.closed
     }
 

@@ -22,6 +22,7 @@ enum RunCommand {
     /// Everything before the loop. Start-up's temporaries (the parsed site file, the log scan)
     /// are gone when it returns, so the loop runs in the memory the agent keeps.
     static func setUp(_ arguments: [String]) -> Result<Agent, ExitStatus> {
+        Process.mapLargeBlocks()
         var configPath = defaultConfig
         var stateOverride: String? = nil
         var index = 0
@@ -40,6 +41,9 @@ enum RunCommand {
         case .failure(let status): return .failure(status)
         }
         let directory = stateOverride ?? Paths.resolve(loaded.site.stateDirectory, relativeTo: Paths.directory(of: configPath))
+        // Parsing freed what it used; give those pages back before the engine's tables are carved
+        // out of the same heap, or the tables' untouched parts would stay resident.
+        Process.releaseFreeMemory()
         let engine = EngineSetup.engine(for: loaded.site, board: loaded.board)
         let start = UTCTime(nanoseconds: Clock.realtimeNs())
 

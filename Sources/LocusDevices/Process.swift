@@ -26,6 +26,18 @@ public enum Process {
     /// agent keeps, not what parsing the config once needed.
     public static func releaseFreeMemory() { locus_release_free_memory() }
 
+    /// Fixed-capacity tables are large blocks of which only the used part is ever touched:
+    /// mapped on their own, the untouched rest costs no memory.
+    public static func mapLargeBlocks() { locus_map_large_blocks() }
+
+    /// Heap bytes in use (including large mapped blocks) and free within the heap.
+    public static var heapUsage: (inUse: Int64, free: Int64) {
+        var inUse: Int64 = 0
+        var free: Int64 = 0
+        locus_heap_usage(&inUse, &free)
+        return (inUse, free)
+    }
+
     public static func exit(_ status: Int32) -> Never {
         locus_exit(status)
     }

@@ -160,8 +160,13 @@ void locus_gpio_release(locus_gpio_line *line);
 
 // MARK: output
 
+/// Large blocks (>= 128 KiB) always come from mmap: their pages cost memory only once touched,
+/// and return to the kernel when freed (glibc otherwise raises this threshold as blocks are freed).
+void locus_map_large_blocks(void);
 /// Returns freed heap pages to the kernel (malloc_trim): start-up's parsing leaves many.
 void locus_release_free_memory(void);
+/// Heap bytes in use and free inside the heap (mallinfo2), for `locus status`.
+void locus_heap_usage(int64_t *in_use, int64_t *free_bytes);
 /// 1 when `fd` is a terminal.
 int locus_isatty(int fd);
 /// Writes all of `count` bytes to fd 1 or 2 (retrying short writes and EINTR); 0 or -errno.

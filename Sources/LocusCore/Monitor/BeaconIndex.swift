@@ -25,8 +25,9 @@ public struct BeaconIndex: ~Copyable {
     public init(slots: Int) {
         var size = 16
         while size < slots * 2 { size <<= 1 }
+        // Keys are written when an entry is filled and read only where `heads` says one is: left
+        // uninitialized, a table sized for 10,000 conditions costs no memory until it is used.
         keys = .allocate(capacity: size)
-        keys.initialize(repeating: Key(high: 0, low: 0, major: 0, minor: 0))
         heads = .allocate(capacity: size)
         heads.initialize(repeating: -1)
         next = .allocate(capacity: max(slots, 1))

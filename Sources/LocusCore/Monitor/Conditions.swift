@@ -135,6 +135,10 @@ public struct EventDiagnostics: OptionSet, Hashable, Sendable {
 }
 
 /// Why an event happened: the observation that decided it, for technicians reading the log.
+///
+/// Every record keeps two of these (its last event's, and the observation a dwell started
+/// with), so the measurements that need no more than seven digits are stored as Float: 48 bytes
+/// a record fewer, 480 KB at 10,000 conditions.
 public struct Explanation: Equatable, Sendable {
     public enum Source: UInt8, Equatable, Sendable {
         case fix = 1, sighting = 2, timeout = 3, transit = 4, assumption = 5
@@ -143,18 +147,39 @@ public struct Explanation: Equatable, Sendable {
     /// Geofences: the fix, its horizontal accuracy and the distance to the edge (negative inside).
     public var latitude: Double = 0
     public var longitude: Double = 0
-    public var accuracyM: Double = 0
     public var edgeDistanceM: Double = 0
     /// How long the new state had held when it was reported.
     public var dwellMs: Int64 = 0
-    /// Beacons: filtered RSSI, its window's minimum and maximum, sample count, and distance.
-    public var rssiFiltered: Double = 0
+    private var storedAccuracyM: Float = 0
+    private var storedRSSIFiltered: Float = 0
+    private var storedDistanceM: Float = 0
+    private var storedSamples: Int32 = 0
+    /// Beacons: the RSSI window's minimum and maximum.
     public var rssiMinimum: Int8 = 0
     public var rssiMaximum: Int8 = 0
-    public var rssiSamples: Int = 0
-    public var distanceM: Double = 0
 
     public init(source: Source) { self.source = source }
+
+    public var accuracyM: Double {
+        get { Double(storedAccuracyM) }
+        set { storedAccuracyM = Float(newValue) }
+    }
+
+    /// Beacons: filtered RSSI, sample count, and the distance estimate.
+    public var rssiFiltered: Double {
+        get { Double(storedRSSIFiltered) }
+        set { storedRSSIFiltered = Float(newValue) }
+    }
+
+    public var rssiSamples: Int {
+        get { Int(storedSamples) }
+        set { storedSamples = Int32(clamping: newValue) }
+    }
+
+    public var distanceM: Double {
+        get { Double(storedDistanceM) }
+        set { storedDistanceM = Float(newValue) }
+    }
 }
 
 /// CLMonitor's `MonitoringRecord.lastEvent` / `CLMonitor.Event`.

@@ -3,34 +3,37 @@
 public struct FixedName: Hashable, Sendable, CustomStringConvertible, Comparable {
     public static let capacity = Identifier.maximumLength
     private var storage: InlineArray<32, UInt8>
-    public private(set) var count: Int
+    /// One byte: 33 bytes a name, which 10,000 conditions carry several times each.
+    private var length: UInt8
+
+    public var count: Int { Int(length) }
 
     /// nil unless `text` is a valid identifier (see `Identifier.isValid`).
     public init?(_ text: String) {
         guard Identifier.isValid(text) else { return nil }
         storage = InlineArray(repeating: 0)
-        count = 0
+        length = 0
         for byte in text.utf8 {
-            storage[count] = byte
-            count += 1
+            storage[Int(length)] = byte
+            length += 1
         }
     }
 
     public init?(bytes: UnsafeRawBufferPointer) {
         guard bytes.count >= 1, bytes.count <= FixedName.capacity else { return nil }
         storage = InlineArray(repeating: 0)
-        count = 0
+        length = 0
         for byte in bytes {
             guard isDigit(byte) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A) || byte == 0x5F || byte == 0x2D else { return nil }
-            storage[count] = byte
-            count += 1
+            storage[Int(length)] = byte
+            length += 1
         }
     }
 
     public subscript(index: Int) -> UInt8 { storage[index] }
 
     public static func == (a: FixedName, b: FixedName) -> Bool {
-        guard a.count == b.count else { return false }
+        guard a.length == b.length else { return false }
         for index in 0..<a.count where a.storage[index] != b.storage[index] { return false }
         return true
     }

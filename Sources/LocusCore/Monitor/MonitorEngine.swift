@@ -51,7 +51,8 @@ public final class MonitorEngine {
         /// Circles: the centre with its Earth-centred coordinates precomputed.
         var center: GeoPoint = GeoPoint(latitude: 0, longitude: 0)
         var settings: ConditionSettings
-        var lastEvent: MonitorEvent
+        /// The last handled event, stored without the names the slot already holds.
+        var lastEvent: StoredEvent
         /// Events of this slot waiting in the ring.
         var pendingEvents: Int16 = 0
         /// The state the pending events lead to (valid while `pendingEvents > 0`).
@@ -76,9 +77,25 @@ public final class MonitorEngine {
         var effectiveState: ConditionState { pendingEvents > 0 ? pendingState : lastEvent.state }
     }
 
-    struct NameKey: Hashable {
-        var monitor: Int16
-        var identifier: FixedName
+    struct StoredEvent {
+        var state: ConditionState
+        var date: UTCTime
+        var refinement: BeaconIdentity?
+        var diagnostics: EventDiagnostics
+        var explanation: Explanation
+
+        init(_ event: MonitorEvent) {
+            state = event.state
+            date = event.date
+            refinement = event.refinement
+            diagnostics = event.diagnostics
+            explanation = event.explanation
+        }
+
+        func event(monitor: FixedName, identifier: FixedName) -> MonitorEvent {
+            MonitorEvent(monitor: monitor, identifier: identifier, state: state, date: date, refinement: refinement,
+                         diagnostics: diagnostics, explanation: explanation)
+        }
     }
 
     struct PendingEvent {
@@ -89,6 +106,11 @@ public final class MonitorEngine {
 
     private let capacity: Capacity
     private let slots: UnsafeMutableBufferPointer<Slot>
+    private let blankSlot: Slot
+    /// Slots 0..<slotsInitialized have been used at least once (free slots are handed out
+    /// lowest first, so the used ones are always a prefix).
+    @exclusivity(unchecked)
+    private var slotsInitialized = 0
     @exclusivity(unchecked)
     private var freeSlots: UnsafeMutableBufferPointer<Int32>
     @exclusivity(unchecked)
@@ -96,9 +118,11 @@ public final class MonitorEngine {
     /// RSSI filters, one per slot, used by beacon slots only. Allocated uninitialized: the pages of
     /// slots that never hold a beacon condition are never touched, so they cost no memory.
     private let filters: UnsafeMutableBufferPointer<RSSIFilter>
-    /// (monitor, identifier) -> slot. Reserved to capacity at init, so inserts never grow it.
-    @exclusivity(unchecked)
-    private var slotsByName: [NameKey: Int32] = [:]
+    /// (monitor, identifier) -> slot: open addressing over slot numbers (-1 empty), at most half
+    /// full, the names themselves read from the slots. 8 bytes a condition instead of a
+    /// dictionary's copy of every name.
+    private let nameTable: UnsafeMutableBufferPointer<Int32>
+    private let nameMask: Int
     private let attention: UnsafeMutableBufferPointer<Int32>
     @exclusivity(unchecked)
     private var attentionCount = 0
@@ -141,22 +165,27 @@ public final class MonitorEngine {
         precondition(capacity.conditions >= 1 && capacity.events >= 2 && capacity.monitors >= 1)
         self.capacity = capacity
         self.beaconsSupported = beaconsSupported
-        let blank = Slot(identifier: FixedName("x")!, condition: .circle(CircularGeographicCondition(latitude: 0, longitude: 0, radiusM: 1)),
-                         settings: ConditionSettings(),
-                         lastEvent: MonitorEvent(monitor: FixedName("x")!, identifier: FixedName("x")!, state: .unknown,
-                                                 date: UTCTime(seconds: 0), refinement: nil, diagnostics: [],
-                                                 explanation: Explanation(source: .assumption)))
+        let blankEvent = MonitorEvent(monitor: FixedName("x")!, identifier: FixedName("x")!, state: .unknown,
+                                      date: UTCTime(seconds: 0), refinement: nil, diagnostics: [],
+                                      explanation: Explanation(source: .assumption))
+        blankSlot = Slot(identifier: FixedName("x")!, condition: .circle(CircularGeographicCondition(latitude: 0, longitude: 0, radiusM: 1)),
+                         settings: ConditionSettings(), lastEvent: StoredEvent(blankEvent))
+        // Slots are initialized when first used (`slotsInitialized`), so the memory of a capacity
+        // that is never filled is never touched.
         slots = .allocate(capacity: capacity.conditions)
-        slots.initialize(repeating: blank)
         freeSlots = .allocate(capacity: capacity.conditions)
         for index in 0..<capacity.conditions { freeSlots[index] = Int32(capacity.conditions - 1 - index) }
         freeCount = capacity.conditions
         filters = .allocate(capacity: capacity.conditions)
-        slotsByName.reserveCapacity(capacity.conditions)
+        var tableSize = 16
+        while tableSize < capacity.conditions * 2 { tableSize <<= 1 }
+        nameTable = .allocate(capacity: tableSize)
+        nameTable.initialize(repeating: -1)
+        nameMask = tableSize - 1
         attention = .allocate(capacity: capacity.conditions)
         attention.initialize(repeating: -1)
         ring = .allocate(capacity: capacity.events)
-        ring.initialize(repeating: PendingEvent(slot: -1, generation: 0, event: blank.lastEvent))
+        ring.initialize(repeating: PendingEvent(slot: -1, generation: 0, event: blankEvent))
         monitors.reserveCapacity(capacity.monitors)
         circleIndex = CircleIndex(capacity: capacity.conditions, cellSizeM: capacity.circleCellSizeM)
         circles = Unmanaged.passUnretained(circleIndex)
@@ -165,11 +194,12 @@ public final class MonitorEngine {
     }
 
     deinit {
-        _ = slots.deinitialize()
+        slots.baseAddress!.deinitialize(count: slotsInitialized)
         slots.deallocate()
         freeSlots.deallocate()
         filters.deallocate()
         scratch.deallocate()
+        nameTable.deallocate()
         attention.deallocate()
         _ = ring.deinitialize()
         ring.deallocate()
@@ -193,6 +223,10 @@ public final class MonitorEngine {
         let index = freeSlots[freeCount]
         var diagnostics: EventDiagnostics = []
         if case .beacon = condition, !beaconsSupported { diagnostics.insert(.conditionUnsupported) }
+        if Int(index) == slotsInitialized {
+            (slots.baseAddress! + Int(index)).initialize(to: blankSlot)
+            slotsInitialized += 1
+        }
         var slot = slots[Int(index)]
         slot.inUse = true
         slot.generation &+= 1
@@ -200,8 +234,8 @@ public final class MonitorEngine {
         slot.identifier = identifier
         slot.condition = condition
         slot.settings = settings
-        slot.lastEvent = MonitorEvent(monitor: monitor, identifier: identifier, state: assuming ?? .unknown, date: now,
-                                      refinement: nil, diagnostics: diagnostics, explanation: Explanation(source: .assumption))
+        slot.lastEvent = StoredEvent(MonitorEvent(monitor: monitor, identifier: identifier, state: assuming ?? .unknown, date: now,
+                                                  refinement: nil, diagnostics: diagnostics, explanation: Explanation(source: .assumption)))
         slot.pendingEvents = 0
         slot.candidate = slot.lastEvent.state
         slot.candidateSinceNs = now.totalNanoseconds
@@ -212,7 +246,7 @@ public final class MonitorEngine {
         slot.attentionIndex = -1
         slot.lastSighting = nil
         slots[Int(index)] = slot
-        slotsByName[NameKey(monitor: Int16(monitorIndex), identifier: identifier)] = index
+        insertName(index)
         switch condition {
         case .circle(let circle):
             slots[Int(index)].center = GeoPoint(latitude: circle.latitude, longitude: circle.longitude)
@@ -221,7 +255,7 @@ public final class MonitorEngine {
                                    radiusM: circle.radiusM, maxMarginM: max(settings.enterMarginM, settings.exitMarginM))
                 if settings.transit { transitCount += 1 }
             } catch {
-                slotsByName[NameKey(monitor: Int16(monitorIndex), identifier: identifier)] = nil
+                removeName(monitor: Int16(monitorIndex), identifier: identifier)
                 slots[Int(index)].inUse = false
                 freeSlots[freeCount] = index
                 freeCount += 1
@@ -255,7 +289,7 @@ public final class MonitorEngine {
         case .beacon(let beacon): beacons.remove(slot: index, condition: beacon)
         }
         removeAttention(index)
-        slotsByName[NameKey(monitor: slot.monitor, identifier: slot.identifier)] = nil
+        removeName(monitor: slot.monitor, identifier: slot.identifier)
         slots[Int(index)].inUse = false
         slots[Int(index)].generation &+= 1
         slots[Int(index)].pendingEvents = 0
@@ -278,7 +312,7 @@ public final class MonitorEngine {
         guard let monitorIndex = monitorIndex(monitor, create: false),
               let index = slotIndex(monitor: monitorIndex, identifier: identifier) else { return nil }
         let slot = slots[Int(index)]
-        return Record(condition: slot.condition, settings: slot.settings, lastEvent: slot.lastEvent, accuracyLimited: slot.accuracyLimited,
+        return Record(condition: slot.condition, settings: slot.settings, lastEvent: slot.lastEvent.event(monitor: monitors[Int(slot.monitor)], identifier: slot.identifier), accuracyLimited: slot.accuracyLimited,
                       fromSiteFile: slot.fromSiteFile, assumed: slot.assumed)
     }
 
@@ -286,7 +320,7 @@ public final class MonitorEngine {
     public func identifiers(monitor: FixedName) -> [FixedName] {
         guard let monitorIndex = monitorIndex(monitor, create: false) else { return [] }
         var result: [FixedName] = []
-        for index in 0..<capacity.conditions where slots[index].inUse && Int(slots[index].monitor) == monitorIndex {
+        for index in 0..<slotsInitialized where slots[index].inUse && Int(slots[index].monitor) == monitorIndex {
             result.append(slots[index].identifier)
         }
         return result.sorted()
@@ -296,10 +330,10 @@ public final class MonitorEngine {
 
     /// Every record, for checkpoints.
     public func forEachRecord(_ body: (FixedName, FixedName, Record) -> Void) {
-        for index in 0..<capacity.conditions where slots[index].inUse {
+        for index in 0..<slotsInitialized where slots[index].inUse {
             let slot = slots[index]
             body(monitors[Int(slot.monitor)], slot.identifier,
-                 Record(condition: slot.condition, settings: slot.settings, lastEvent: slot.lastEvent, accuracyLimited: slot.accuracyLimited,
+                 Record(condition: slot.condition, settings: slot.settings, lastEvent: slot.lastEvent.event(monitor: monitors[Int(slot.monitor)], identifier: slot.identifier), accuracyLimited: slot.accuracyLimited,
                         fromSiteFile: slot.fromSiteFile, assumed: slot.assumed))
         }
     }
@@ -308,7 +342,7 @@ public final class MonitorEngine {
     public func restore(_ event: MonitorEvent) {
         guard let monitorIndex = monitorIndex(event.monitor, create: false),
               let index = slotIndex(monitor: monitorIndex, identifier: event.identifier) else { return }
-        slots[Int(index)].lastEvent = event
+        slots[Int(index)].lastEvent = StoredEvent(event)
         slots[Int(index)].candidate = event.state
         slots[Int(index)].candidateSinceNs = event.date.totalNanoseconds
         slots[Int(index)].lastSeenNs = event.date.totalNanoseconds
@@ -324,14 +358,57 @@ public final class MonitorEngine {
     }
 
     private func slotIndex(monitor: Int, identifier: FixedName) -> Int32? {
-        slotsByName[NameKey(monitor: Int16(monitor), identifier: identifier)]
+        let position = namePosition(monitor: Int16(monitor), identifier: identifier)
+        return nameTable[position] >= 0 ? nameTable[position] : nil
+    }
+
+    private static func nameHash(monitor: Int16, identifier: FixedName) -> Int {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325 ^ UInt64(UInt16(bitPattern: monitor))
+        for index in 0..<identifier.count { hash = (hash ^ UInt64(identifier[index])) &* 0x0100_0000_01b3 }
+        return Int(truncatingIfNeeded: hash ^ (hash >> 29))
+    }
+
+    /// The table position holding the name, or the empty position where it would go.
+    private func namePosition(monitor: Int16, identifier: FixedName) -> Int {
+        var position = MonitorEngine.nameHash(monitor: monitor, identifier: identifier) & nameMask
+        // Bounded: the table is at most half full.
+        while nameTable[position] >= 0 {
+            let slot = slots[Int(nameTable[position])]
+            if slot.monitor == monitor && slot.identifier == identifier { return position }
+            position = (position + 1) & nameMask
+        }
+        return position
+    }
+
+    private func insertName(_ index: Int32) {
+        let slot = slots[Int(index)]
+        nameTable[namePosition(monitor: slot.monitor, identifier: slot.identifier)] = index
+    }
+
+    /// Backward-shift deletion, as in BeaconIndex: no tombstones.
+    private func removeName(monitor: Int16, identifier: FixedName) {
+        var hole = namePosition(monitor: monitor, identifier: identifier)
+        guard nameTable[hole] >= 0 else { return }
+        nameTable[hole] = -1
+        var position = (hole + 1) & nameMask
+        while nameTable[position] >= 0 {
+            let slot = slots[Int(nameTable[position])]
+            let home = MonitorEngine.nameHash(monitor: slot.monitor, identifier: slot.identifier) & nameMask
+            let moves = hole <= position ? (home <= hole || home > position) : (home <= hole && home > position)
+            if moves {
+                nameTable[hole] = nameTable[position]
+                nameTable[position] = -1
+                hole = position
+            }
+            position = (position + 1) & nameMask
+        }
     }
 
     /// The agent's clock jumped by `deltaNs` (a gateway without a real-time clock receiving its
     /// first GNSS time, or a receiver reset): every remembered time moves with it, so a dwell or
     /// a beacon's exit timeout measures real elapsed time, not the jump. Event dates stay.
     public func clockStepped(byNs deltaNs: Int64) {
-        for index in 0..<capacity.conditions where slots[index].inUse {
+        for index in 0..<slotsInitialized where slots[index].inUse {
             slots[index].candidateSinceNs &+= deltaNs
             slots[index].lastSeenNs &+= deltaNs
             if case .beacon = slots[index].condition { filters[index].shift(byMs: deltaNs / 1_000_000) }
@@ -361,7 +438,7 @@ public final class MonitorEngine {
         ringHead = (ringHead + 1) % capacity.events
         ringCount -= 1
         let index = Int(pending.slot)
-        slots[index].lastEvent = pending.event
+        slots[index].lastEvent = StoredEvent(pending.event)
         slots[index].pendingEvents -= 1
         updateAttention(pending.slot)
     }
