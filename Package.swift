@@ -50,7 +50,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LocusAgentTests",
-            dependencies: ["locus", "LocusAgent", "LocusDevices", "LocusCore"],
+            dependencies: ["locus", "LocusAgent", "LocusDevices", "LocusCore", "AllocCounter"],
             swiftSettings: hotPathChecks
         ),
     ]

@@ -283,6 +283,42 @@ import Testing
         #expect(agent.process.isRunning)
     }
 
+    @Test func anUnwritableStateDirectoryMeansMonitoringInMemoryAndSaysSo() throws {
+        let site = try Self.site("memory")
+        // The state directory's parent is a regular file: it cannot be created.
+        try "".write(toFile: site.directory + "/blocker", atomically: true, encoding: .utf8)
+        let board = "[board]\nname = \"memory\"\n[gnss]\ndevice = \"\(site.directory)/gnss\"\n[gpio]\nsimulated = true\n"
+            + "[gpio.outputs]\nrelay1 = { line = 0 }\nrelay2 = { line = 1 }\nbuzzer = { line = 2 }\n"
+        try board.write(toFile: site.directory + "/board.toml", atomically: true, encoding: .utf8)
+        let text = try String(contentsOfFile: site.sitePath, encoding: .utf8)
+            .replacingOccurrences(of: "board = \"\(repositoryRoot)/Boards/sim.toml\"", with: "board = \"board.toml\"")
+        try text.write(toFile: site.sitePath, atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try locusBinary())
+        process.arguments = ["run", "--config", site.sitePath, "--state", site.directory + "/blocker/state"]
+        let stderrPath = site.directory + "/agent.err"
+        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        process.standardError = FileHandle(forWritingAtPath: stderrPath)
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        defer { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+        let log = { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+        try Self.waitFor("the agent to start", seconds: 20) { log().contains("running:") }
+        let feeder = Process()
+        feeder.executableURL = URL(fileURLWithPath: try locusBinary())
+        let track = site.directory + "/track.nmea"
+        try syntheticTrack(seconds: 25, startLatitude: 45.0, longitude: 7.0, speedMps: 10).write(toFile: track, atomically: true, encoding: .utf8)
+        feeder.arguments = ["feed", "--nmea", track, "--gnss", site.directory + "/gnss", "--speed", "10", "--wait", "20"]
+        feeder.standardError = FileHandle.nullDevice
+        try feeder.run()
+        feeder.waitUntilExit()
+        try Self.waitFor("the fence event", seconds: 10) { log().contains("road/fence              satisfied") }
+        #expect(log().contains("persistenceUnavailable: monitoring in memory only"), "\(log())")
+        let event = log().split(separator: "\n").first { $0.contains("road/fence              satisfied") } ?? ""
+        #expect(event.contains("[persistenceUnavailable]"), "\(event)")
+        #expect(log().contains("gpio relay1 on (road/fence satisfied)"), "the GPIO sink still acts")
+    }
+
     @Test func anIdleAgentSleepsUntilSomethingArrives() throws {
         let site = try Self.site("idle")
         let agent = try Self.start(site)

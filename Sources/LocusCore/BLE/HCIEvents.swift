@@ -106,7 +106,7 @@ public enum HCIEvents {
     }
 
     /// Drops a leading H4 packet-type byte (0x04) if present.
-    @inline(__always)
+    @inline(__always) @_noAllocation
     public static func withoutPacketType(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
         if bytes.count >= 3, bytes[0] == packetTypeEvent, bytes[1] == leMetaEvent, Int(bytes[2]) == bytes.count - 3 {
             return UnsafeRawBufferPointer(rebasing: bytes[1...])
