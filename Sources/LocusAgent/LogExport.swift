@@ -140,7 +140,9 @@ enum LogExport {
             if corrupt > 0 && !options.follow {
                 Console.error("locus: log export: \(corrupt) corrupt region(s) skipped; run 'locus log verify' for offsets\n")
             }
-            guard options.follow else { return 0 }
+            // --follow ends when whoever reads it has gone (an SSH session closed while no new
+            // record arrived would otherwise leave this process behind on the gateway).
+            guard options.follow, !Files.hungUp(1) else { return 0 }
             Clock.sleep(nanoseconds: 500_000_000)
         }
     }
@@ -311,7 +313,9 @@ enum EventsCommand {
                 failure = error
             }
             if let failure { return CommandLineInterface.failure("events", "\(options.directory): \(failure)") }
-            guard options.follow else { return 0 }
+            // --follow ends when whoever reads it has gone (an SSH session closed while no new
+            // record arrived would otherwise leave this process behind on the gateway).
+            guard options.follow, !Files.hungUp(1) else { return 0 }
             Clock.sleep(nanoseconds: 500_000_000)
         }
     }

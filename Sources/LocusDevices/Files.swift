@@ -98,12 +98,15 @@ extension Files {
 
     /// For a pseudo-terminal master: whether some process has the slave open (the master reports
     /// a hang-up while none does).
-    public static func peerIsOpen(_ master: Int32) -> Bool {
-        var descriptor = master
+    public static func peerIsOpen(_ master: Int32) -> Bool { !hungUp(master) }
+
+    /// Whether the other end of a pipe, socket or terminal has gone away.
+    public static func hungUp(_ descriptor: Int32) -> Bool {
+        var fd = descriptor
         var events = Int16(LOCUS_POLLOUT)
         var returned: Int16 = 0
-        _ = locus_poll(&descriptor, &events, &returned, 1, 0)
-        return returned & Int16(LOCUS_POLLHUP) == 0
+        _ = locus_poll(&fd, &events, &returned, 1, 0)
+        return returned & Int16(LOCUS_POLLHUP | LOCUS_POLLERR) != 0
     }
 
     /// Writes `bytes` to a non-blocking descriptor, waiting at most 100 ms for room. false when
