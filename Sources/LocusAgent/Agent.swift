@@ -49,6 +49,8 @@ final class Agent {
     // Control.
     var control: ControlServer?
     var subscriptions: [Subscription]
+    /// Each control slot's index in this turn's poll set (allocated once: a turn allocates nothing).
+    let clientPollIndex = UnsafeMutableBufferPointer<Int>.allocate(capacity: PollSet.capacity)
 
     // Loop.
     var timer: DeadlineTimer
@@ -120,6 +122,7 @@ final class Agent {
     }
 
     deinit {
+        clientPollIndex.deallocate()
         fixes.deallocate()
         sightings.deallocate()
     }
@@ -156,9 +159,8 @@ final class Agent {
         let feedIndex = pollSet.add(feed.descriptor)
         let scannerIndex = pollSet.add(scanner.descriptor)
         let listenIndex = pollSet.add(control?.listener ?? -1)
-        var clientIndex: [Int] = []
         if let control {
-            for slot in 0..<control.capacity { clientIndex.append(pollSet.add(control.descriptor(slot), write: control.wantsWrite(slot))) }
+            for slot in 0..<control.capacity { clientPollIndex[slot] = pollSet.add(control.descriptor(slot), write: control.wantsWrite(slot)) }
         }
         let ready = pollSet.wait(timeoutMs: -1)
         if ready < 0 && SystemError(code: -ready) != .interrupted {
@@ -178,9 +180,9 @@ final class Agent {
         }
         if let control {
             if pollSet.readable(listenIndex) { accept(control) }
-            for slot in 0..<control.capacity where clientIndex[slot] >= 0 {
-                if pollSet.writable(clientIndex[slot]) { control.flush(slot) }
-                if pollSet.readable(clientIndex[slot]) { serve(control, slot, now) }
+            for slot in 0..<control.capacity where clientPollIndex[slot] >= 0 {
+                if pollSet.writable(clientPollIndex[slot]) { control.flush(slot) }
+                if pollSet.readable(clientPollIndex[slot]) { serve(control, slot, now) }
             }
         }
         engine.tick(now: utcNow(now))

@@ -152,6 +152,8 @@ extension Agent {
         guard let control, let session else { return }
         for slot in subscriptions.indices where subscriptions[slot].active && subscriptions[slot].catchingUp {
             guard control.descriptor(slot) >= 0 else { subscriptions[slot] = Subscription(); continue }
+            // Only once it has read everything queued: a stuck client costs no log scans.
+            guard !control.wantsWrite(slot) else { continue }
             let last = session.persistence.lastSequence
             var cursor = subscriptions[slot].cursor
             var complete = true

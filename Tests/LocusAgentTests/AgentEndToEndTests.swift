@@ -319,6 +319,91 @@ import Testing
         #expect(log().contains("gpio relay1 on (road/fence satisfied)"), "the GPIO sink still acts")
     }
 
+    @Test func systemdHearsReadyWatchdogAndStoppingOnItsNotifySocket() throws {
+        let site = try Self.site("notify")
+        let socketPath = site.directory + "/notify.sock"
+        let descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        defer { close(descriptor) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in socketPath.utf8.enumerated() where index < raw.count - 1 { raw[index] = byte }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        try #require(bound == 0)
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        func receive() -> String? {
+            var buffer = [UInt8](repeating: 0, count: 512)
+            let count = recv(descriptor, &buffer, buffer.count, 0)
+            return count > 0 ? String(decoding: buffer[0..<count], as: UTF8.self) : nil
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try locusBinary())
+        process.arguments = ["run", "--config", site.sitePath, "--state", site.state]
+        // A 400 ms watchdog: the agent must say WATCHDOG=1 every 200 ms even with nothing to do.
+        process.environment = ProcessInfo.processInfo.environment.merging(["NOTIFY_SOCKET": socketPath, "WATCHDOG_USEC": "400000"]) { $1 }
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+        let ready = try #require(receive())
+        #expect(ready.hasPrefix("READY=1"), "\(ready)")
+        var watchdogs = 0
+        let started = Date()
+        while Date().timeIntervalSince(started) < 1.0, let message = receive() {
+            if message == "WATCHDOG=1" { watchdogs += 1 }
+        }
+        #expect(watchdogs >= 3, "\(watchdogs) watchdog pings in 1 s with WatchdogSec 0.4 s")
+        kill(process.processIdentifier, SIGHUP)
+        var reloaded: [String] = []
+        while let message = receive(), reloaded.count < 10 {
+            if message != "WATCHDOG=1" { reloaded.append(message) }
+            if message == "READY=1" { break }
+        }
+        #expect(reloaded == ["RELOADING=1", "READY=1"], "\(reloaded)")
+        kill(process.processIdentifier, SIGTERM)
+        var stopping = false
+        while let message = receive() { if message == "STOPPING=1" { stopping = true; break } }
+        #expect(stopping)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+    }
+
+    @Test func privacyCoarsensOrDropsPositionsInTheLogAndTheExport() throws {
+        for (setting, expectLatitude) in [("coarse", "45.000000000"), ("none", nil)] {
+            let site = try Self.site("privacy-\(setting)", extra: "[privacy]\nfixes = \"\(setting)\"\n")
+            let agent = try Self.start(site)
+            defer { _ = agent.stop(signal: SIGKILL) }
+            let feeder = try Self.feed(site, nmea: syntheticTrack(seconds: 25, startLatitude: 45.0, longitude: 7.0, speedMps: 10), hci: nil)
+            feeder.waitUntilExit()
+            try Self.waitFor("the fence event", seconds: 10) { Self.events(try Self.records(site.state)).count >= 2 }
+            _ = agent.stop()
+            let records = try Self.records(site.state)
+            let fixes = records.filter { $0["type"] as? String == "fix" }
+            let entered = try #require(Self.events(records).first { $0.state == "satisfied" })
+            let explain = try #require(entered.event["explain"] as? [String: Any])
+            // Positions the gateway was at: fix and event records (conditions carry their own centres).
+            let export = try locus(["log", "export", "--state", site.state]).output.split(separator: "\n")
+                .filter { $0.contains("\"type\":\"fix\"") || $0.contains("\"type\":\"event\"") }.joined(separator: "\n")
+            if let expectLatitude {
+                #expect(!fixes.isEmpty)
+                for fix in fixes {
+                    let latitude = try #require(fix["lat"] as? Double)
+                    #expect(abs(latitude * 100 - (latitude * 100).rounded()) < 1e-6, "coarse fixes are on the 0.01° grid: \(latitude)")
+                    #expect((fix["eph"] as? Double ?? 0) >= 1000)
+                }
+                #expect(export.contains("\"lat\":\(expectLatitude)"), "coarse event position")
+                #expect(!export.contains("45.0017"), "no full-precision position anywhere")
+            } else {
+                #expect(fixes.isEmpty, "no fix records with fixes = none")
+                #expect(explain["lat"] == nil && explain["edge_distance_m"] != nil, "the decision stays, the position goes: \(explain)")
+                #expect(!export.contains("\"lat\""), "no position anywhere in the export")
+            }
+        }
+    }
+
     @Test func anIdleAgentSleepsUntilSomethingArrives() throws {
         let site = try Self.site("idle")
         let agent = try Self.start(site)

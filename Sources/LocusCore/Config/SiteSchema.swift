@@ -41,7 +41,8 @@ enum SiteSchema {
     private static func readCapacity(_ section: inout TableReader, into capacity: inout SiteConfig.Capacity) {
         if let value = section.integer("conditions", in: 1...1_000_000) { capacity.conditions = Int(value) }
         if let value = section.integer("events", in: 1...1_000_000) { capacity.events = Int(value) }
-        if let value = section.integer("subscribers", in: 0...64) { capacity.subscribers = Int(value) }
+        // The poll set holds 64 descriptors: the devices, timers and listener take a few.
+        if let value = section.integer("subscribers", in: 0...48) { capacity.subscribers = Int(value) }
     }
 
     private static func readLog(_ section: inout TableReader, into log: inout SiteConfig.Log) {
