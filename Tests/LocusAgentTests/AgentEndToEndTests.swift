@@ -396,6 +396,22 @@ import Testing
         }
     }
 
+    @Test func aMissingGPIOChipStopsTheStartWithTheReason() throws {
+        let site = try Self.site("nochip")
+        let board = "[board]\nname = \"no chip\"\n[gpio]\nchip = \"gpiochip-absent\"\n"
+            + "[gpio.outputs]\nrelay1 = { line = 0 }\nrelay2 = { line = 1 }\nbuzzer = { line = 2 }\n"
+        try board.write(toFile: site.directory + "/board.toml", atomically: true, encoding: .utf8)
+        let text = try String(contentsOfFile: site.sitePath, encoding: .utf8)
+            .replacingOccurrences(of: "board = \"\(repositoryRoot)/Boards/sim.toml\"", with: "board = \"board.toml\"")
+        try text.write(toFile: site.sitePath, atomically: true, encoding: .utf8)
+        let run = try locus(["run", "--config", site.sitePath, "--state", site.state])
+        #expect(run.status == 1)
+        #expect(run.error.contains("locus: run: cannot open GPIO chip gpiochip-absent: "), "\(run.error)")
+        #expect(run.error.contains("gpiodetect"), "the error says what to check: \(run.error)")
+        // The log records the attempt and its end: nothing half-started is left behind.
+        #expect(try Self.records(site.state).last?["type"] as? String == "stop")
+    }
+
     @Test func anIdleAgentSleepsUntilSomethingArrives() throws {
         let site = try Self.site("idle")
         let agent = try Self.start(site)
