@@ -33,6 +33,8 @@ final class Agent {
     let sightings: UnsafeMutableBufferPointer<Sighting>
     var sightingCount = 0
     var nextAdapterCheckNs: Int64 = 0
+    var gnssOpenFailures = 0
+    var feedOpenFailures = 0
     static let adapterCheckIntervalNs: Int64 = 10_000_000_000
 
     // Sinks.
@@ -219,11 +221,12 @@ final class Agent {
     func openSources(_ now: Int64) {
         if hasGNSS {
             switch gnss.openIfDue(now: now) {
-            case .opened?: AgentLog.info("locus: gnss: reading \(gnss.path) at \(gnss.baud) baud")
+            case .opened?:
+                AgentLog.info("locus: gnss: reading \(gnss.path) at \(gnss.baud) baud\(Agent.afterFailures(gnssOpenFailures))")
+                gnssOpenFailures = 0
             case .openFailed(let error, let retry)?:
-                if retry <= 250 || retry >= 8_000 {
-                    AgentLog.warning("locus: gnss: cannot open \(gnss.path): \(error); retrying every \(retry < 8_000 ? "few seconds" : "\(retry / 1000) s")")
-                }
+                gnssOpenFailures += 1
+                if let text = Agent.openFailure(gnssOpenFailures, error, retryMs: retry) { AgentLog.warning("locus: gnss: cannot open \(gnss.path): \(text)") }
             default: break
             }
         }
@@ -238,14 +241,31 @@ final class Agent {
             }
         case .feed:
             switch feed.openIfDue(now: now) {
-            case .opened?: AgentLog.info("locus: bluetooth: reading the HCI feed \(feed.path)")
+            case .opened?:
+                AgentLog.info("locus: bluetooth: reading the HCI feed \(feed.path)\(Agent.afterFailures(feedOpenFailures))")
+                feedOpenFailures = 0
             case .openFailed(let error, let retry)?:
-                if retry <= 250 || retry >= 8_000 { AgentLog.warning("locus: bluetooth: cannot open the HCI feed \(feed.path): \(error)") }
+                feedOpenFailures += 1
+                if let text = Agent.openFailure(feedOpenFailures, error, retryMs: retry) { AgentLog.warning("locus: bluetooth: cannot open the HCI feed \(feed.path): \(text)") }
             default: break
             }
         case .none:
             break
         }
+    }
+
+    /// A device that cannot be opened is reported on the first failure and once more when the
+    /// retries reach their slowest pace, not every ten seconds for as long as it is missing.
+    static func openFailure(_ failures: Int, _ error: SystemError, retryMs: Int64) -> String? {
+        if failures == 1 { return "\(error); retrying" }
+        if retryMs >= SerialReader.maximumBackoffNs / 1_000_000 && failures == 7 {
+            return "\(error) (still); retrying every \(retryMs / 1000) s, reported again when it opens"
+        }
+        return nil
+    }
+
+    static func afterFailures(_ failures: Int) -> String {
+        failures > 1 ? " (after \(failures) failed attempts)" : ""
     }
 
     // MARK: sources
