@@ -396,6 +396,43 @@ import Testing
         }
     }
 
+    @Test func hostileInputIsCountedAndTheAgentKeepsDeciding() throws {
+        let site = try Self.site("hostile")
+        let agent = try Self.start(site)
+        defer { _ = agent.stop(signal: SIGKILL) }
+        // Every tenth sentence damaged (a flipped character, so its checksum fails), junk between
+        // cycles, and LE Advertising Reports whose inner lengths lie, between good ones.
+        var lines = syntheticTrack(seconds: 30, startLatitude: 45.0, longitude: 7.0, speedMps: 10).components(separatedBy: "\r\n")
+        for index in stride(from: 5, to: lines.count, by: 10) {
+            var bytes = Array(lines[index].utf8)
+            bytes[10] = bytes[10] == UInt8(ascii: "1") ? UInt8(ascii: "2") : UInt8(ascii: "1")
+            lines[index] = String(decoding: bytes, as: UTF8.self) + "\r\n\u{7}\u{0}garbage$GP,,*ZZ"
+        }
+        let hostile = [
+            "043e2a02010001433ea2c96b6a1eff011a1aff4c000215e2c56db5dffb48d2b060d0f5a71096e000640000c5b3", // AD length past the end
+            "043e0c02050001433ea2c96b6a1e0201",                                                           // 5 reports claimed, 1 partial
+            "043e2a0201000143",                                                                           // truncated report
+        ]
+        var hci = ""
+        for second in 5...12 {
+            hci += "\(Self.trackStart + second).250 \(hostile[second % hostile.count])\n"
+            hci += "\(Self.trackStart + second).500 \(Self.iBeaconEvent)\n"
+        }
+        let feeder = try Self.feed(site, nmea: lines.joined(separator: "\r\n"), hci: hci)
+        feeder.waitUntilExit()
+        try Self.waitFor("the fence to be entered", seconds: 10) {
+            Self.events(try Self.records(site.state)).contains { $0.name == "road/fence" && $0.state == "satisfied" }
+        }
+        #expect(Self.events(try Self.records(site.state)).contains { $0.name == "cargo/tag" && $0.state == "satisfied" })
+        let status = try locus(["status", "--state", site.state])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(status.output.utf8)) as? [String: Any])
+        let gnss = try #require(object["gnss"] as? [String: Any])
+        let bluetooth = try #require(object["bluetooth"] as? [String: Any])
+        #expect((gnss["rejected"] as? Int ?? 0) >= 8, "damaged sentences are counted: \(gnss)")
+        #expect((bluetooth["rejected_events"] as? Int ?? 0) >= 3, "malformed HCI events are counted: \(bluetooth)")
+        #expect(agent.process.isRunning)
+    }
+
     @Test func aMissingGPIOChipStopsTheStartWithTheReason() throws {
         let site = try Self.site("nochip")
         let board = "[board]\nname = \"no chip\"\n[gpio]\nchip = \"gpiochip-absent\"\n"
