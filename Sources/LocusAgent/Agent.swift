@@ -51,6 +51,10 @@ final class Agent {
     // Control.
     var control: ControlServer?
     var subscriptions: [Subscription]
+    /// The monitor each control connection has opened (CLMonitor: one open instance per name).
+    var claims: [FixedName?] = []
+    /// Consumers' cursors when there is no log.
+    var memoryConsumers: [(FixedName, UInt64)] = []
     /// Each control slot's index in this turn's poll set (allocated once: a turn allocates nothing).
     let clientPollIndex = UnsafeMutableBufferPointer<Int>.allocate(capacity: PollSet.capacity)
 

@@ -6,7 +6,10 @@ import LocusDevices
 extension Agent {
     func accept(_ control: ControlServer) {
         let busy = ControlReply.error(nil, ControlError(.busy, "all \(control.capacity) control connections are in use (capacity.subscribers)")) + "\n"
-        for slot in control.acceptWaiting(busyLine: busy) { subscriptions[slot] = Subscription() }
+        for slot in control.acceptWaiting(busyLine: busy) {
+            subscriptions[slot] = Subscription()
+            claims[slot] = nil
+        }
     }
 
     func serve(_ control: ControlServer, _ slot: Int, _ now: Int64) {
@@ -18,21 +21,25 @@ extension Agent {
             case .success(let request): reply = handle(request, id: id, slot: slot, now: now)
             case .failure(let error): reply = ControlReply.error(id, error)
             }
-            if !control.send(slot, reply + "\n") {
-                control.close(slot)
-                subscriptions[slot] = Subscription()
-            }
+            if !control.send(slot, reply + "\n") { hangUp(control, slot) }
         }
         switch outcome {
         case .open: control.flush(slot)
         case .closed:
-            control.close(slot)
-            subscriptions[slot] = Subscription()
+            hangUp(control, slot)
         case .tooLarge:
             _ = control.send(slot, ControlReply.error(nil, ControlError(.tooLarge, "a request is at most \(control.requestLimit) bytes, newline included")) + "\n")
             control.closeWhenFlushed(slot)
             subscriptions[slot] = Subscription()
+            claims[slot] = nil
         }
+    }
+
+    /// A connection ends: its subscription and the monitor it had open are released.
+    func hangUp(_ control: ControlServer, _ slot: Int) {
+        control.close(slot)
+        subscriptions[slot] = Subscription()
+        claims[slot] = nil
     }
 
     func handle(_ request: ControlRequest, id: Int64?, slot: Int, now: Int64) -> String {
@@ -84,14 +91,51 @@ extension Agent {
             var json = ControlReply.ok(id)
             json.string("result", "removed")
             return json.closed
-        case .subscribe(let monitor, let after):
-            if after != nil && session == nil {
+        case .subscribe(let monitor, var after, let consumer):
+            if consumer, let monitor {
+                guard claims[slot] == monitor else {
+                    return ControlReply.error(id, ControlError(.badRequest, "open monitor '\(monitor)' on this connection before subscribing as its consumer"))
+                }
+                after = consumerCursor(monitor)
+            }
+            if let requested = after, session == nil, requested < UInt64(memorySequence) {
                 return ControlReply.error(id, ControlError(.unavailable, "no log (persistenceUnavailable): only new events can be delivered; subscribe without after_seq"))
             }
             let last = session?.persistence.lastSequence ?? UInt64(memorySequence)
             subscriptions[slot] = Subscription(active: true, monitor: monitor, cursor: after ?? last, catchingUp: (after ?? last) < last)
             var json = ControlReply.ok(id)
             json.integer("last_seq", Int(last))
+            if consumer { json.integer("after_seq", Int(after ?? last)) }
+            return json.closed
+        case .open(let monitor):
+            // A claim lasts as long as its connection (a slot closed by a failed write keeps a stale one).
+            if let holder = claims.indices.first(where: { claims[$0] == monitor && control?.descriptor($0) ?? -1 >= 0 }), holder != slot {
+                return ControlReply.error(id, ControlError(.inUse, "monitor '\(monitor)' is already open in another client (one open instance per name); close it first"))
+            }
+            claims[slot] = monitor
+            var json = ControlReply.ok(id)
+            json.integer("consumer_seq", Int(consumerCursor(monitor)))
+            json.raw("identifiers", ControlReply.names(engine.identifiers(monitor: monitor)))
+            return json.closed
+        case .ack(let monitor, let sequence):
+            guard claims[slot] == monitor else {
+                return ControlReply.error(id, ControlError(.badRequest, "open monitor '\(monitor)' on this connection before acknowledging its events"))
+            }
+            let cursor = consumerCursor(monitor)
+            let last = session?.persistence.lastSequence ?? UInt64(memorySequence)
+            guard sequence <= last else {
+                return ControlReply.error(id, ControlError(.badArgument, "no event \(sequence) yet (the newest record is \(last))"))
+            }
+            if sequence > cursor {
+                if let session {
+                    do { try session.persistence.consumer(monitor: monitor, sequence: sequence, time: utcNow(now)) } catch {
+                        return ControlReply.error(id, ControlError(.unavailable, "the acknowledgement could not be logged: \(error)"))
+                    }
+                }
+                Persistence.set(&memoryConsumers, monitor, sequence)
+            }
+            var json = ControlReply.ok(id)
+            json.integer("consumer_seq", Int(max(cursor, sequence)))
             return json.closed
         case .gpioClear(let name):
             guard let index = plan.index(of: name) else {
@@ -116,6 +160,12 @@ extension Agent {
             json.string("result", "cleared")
             return json.closed
         }
+    }
+
+    /// The sequence number of the last event of `monitor` its consumer took (0: none yet).
+    func consumerCursor(_ monitor: FixedName) -> UInt64 {
+        let cursors = session?.persistence.consumers ?? memoryConsumers
+        return cursors.first { $0.0 == monitor }?.1 ?? 0
     }
 
     func add(_ id: Int64?, _ monitor: FixedName, _ identifier: FixedName, _ condition: Condition, _ settings: ConditionSettings,

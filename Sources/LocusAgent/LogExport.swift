@@ -210,6 +210,10 @@ enum LogExport {
                 json.string("monitor", monitor.description)
                 json.string("identifier", identifier.description)
             }
+        case .consumer?:
+            guard let (monitor, sequence) = LogPayload.readConsumer(&reader) else { json.string("error", "undecodable consumer payload"); break }
+            json.string("monitor", monitor.description)
+            json.integer("taken_seq", Int(sequence))
         case .fix?:
             // gpsd's TPV names: mode, lat, lon, eph (horizontal accuracy, m), speed (m/s), track.
             guard let fix = LogPayload.readFix(&reader) else { json.string("error", "undecodable fix payload"); break }

@@ -17,6 +17,8 @@ final class Persistence {
     /// Outputs latched by `latch` actions and not cleared: every checkpoint states them, so
     /// deleting old segments never loses a latch.
     var latched: [FixedName] = []
+    /// Consumers' cursors (monitor, last event taken), stated by every checkpoint like latches.
+    var consumers: [(FixedName, UInt64)] = []
 
     struct Summary {
         var records = 0
@@ -28,6 +30,7 @@ final class Persistence {
         var undecodable = 0
         /// Latched outputs, as the log last stated them.
         var latched: [FixedName] = []
+        var consumers: [(FixedName, UInt64)] = []
     }
 
     init(directory: String, log: SiteConfig.Log, engine: MonitorEngine) throws(LogStoreError) {
@@ -105,6 +108,11 @@ final class Persistence {
                         for _ in 0..<latches {
                             if let name = reader.name() { summary.latched.append(name) }
                         }
+                        if !reader.isAtEnd {
+                            for _ in 0..<Int(reader.uint8()) {
+                                if let (monitor, sequence) = LogPayload.readConsumer(&reader) { Persistence.set(&summary.consumers, monitor, sequence) }
+                            }
+                        }
                     }
                 case .conditionAdded:
                     guard let entry = LogPayload.readCondition(&reader) else { summary.undecodable += 1; return }
@@ -121,6 +129,9 @@ final class Persistence {
                     guard let change = LogPayload.readGPIO(&reader) else { summary.undecodable += 1; return }
                     if change.cause == .latchSet, !summary.latched.contains(change.output) { summary.latched.append(change.output) }
                     if change.cause == .latchCleared { summary.latched.removeAll { $0 == change.output } }
+                case .consumer:
+                    guard let (monitor, sequence) = LogPayload.readConsumer(&reader) else { summary.undecodable += 1; return }
+                    Persistence.set(&summary.consumers, monitor, sequence)
                 default:
                     break
                 }
@@ -129,6 +140,10 @@ final class Persistence {
             summary.undecodable += 1
         }
         return summary
+    }
+
+    static func set(_ cursors: inout [(FixedName, UInt64)], _ monitor: FixedName, _ sequence: UInt64) {
+        if let index = cursors.firstIndex(where: { $0.0 == monitor }) { cursors[index].1 = sequence } else { cursors.append((monitor, sequence)) }
     }
 
     static func add(_ entry: LogPayload.ConditionEntry, to engine: MonitorEngine, now: UTCTime) {
@@ -144,9 +159,10 @@ final class Persistence {
         precondition(!writer.overflow, "log payload larger than a record")
         let engine = self.engine
         let latched = self.latched
+        let consumers = self.consumers
         let payload = writer.written
         return try store.append(type: type, time: time, payload: payload) { (store: inout LogStore) throws(LogStoreError) in
-            try Persistence.writeCheckpoint(engine, latched: latched, into: &store, time: time)
+            try Persistence.writeCheckpoint(engine, latched: latched, consumers: consumers, into: &store, time: time)
         }
     }
 
@@ -173,6 +189,11 @@ final class Persistence {
         _ = try append(.gpio, time: time.totalNanoseconds) { LogPayload.write(change, &$0) }
     }
 
+    func consumer(monitor: FixedName, sequence: UInt64, time: UTCTime) throws(LogStoreError) {
+        _ = try append(.consumer, time: time.totalNanoseconds) { LogPayload.writeConsumer(monitor: monitor, sequence: sequence, &$0) }
+        Persistence.set(&consumers, monitor, sequence)
+    }
+
     func fix(_ fix: LogPayload.LoggedFix) throws(LogStoreError) {
         _ = try append(.fix, time: fix.timeNs) { LogPayload.write(fix, &$0) }
     }
@@ -186,14 +207,15 @@ final class Persistence {
 
     /// Writes a checkpoint group now (e.g. after start-up, so the next start reads little).
     func checkpoint(time: UTCTime) throws(LogStoreError) {
-        try Persistence.writeCheckpoint(engine, latched: latched, into: &store, time: time.totalNanoseconds)
+        try Persistence.writeCheckpoint(engine, latched: latched, consumers: consumers, into: &store, time: time.totalNanoseconds)
     }
 
     /// Every record of every monitor as checkpoint records: as many (condition, lastEvent)
     /// entries per record as fit, the group marked with `.moreFollow` / `.continuation`. The
     /// group's last record ends with the latched outputs (count, names), in a record of its own
     /// when the entries leave no room.
-    static func writeCheckpoint(_ engine: MonitorEngine, latched: [FixedName], into store: inout LogStore, time: Int64) throws(LogStoreError) {
+    static func writeCheckpoint(_ engine: MonitorEngine, latched: [FixedName], consumers: [(FixedName, UInt64)] = [],
+                                into store: inout LogStore, time: Int64) throws(LogStoreError) {
         var entries: [(LogPayload.ConditionEntry, MonitorEvent)] = []
         engine.forEachRecord { monitor, identifier, record in
             entries.append((LogPayload.ConditionEntry(monitor: monitor, identifier: identifier, condition: record.condition,
@@ -203,7 +225,7 @@ final class Persistence {
         let perRecord = (LogRecord.maximumPayloadSize - 2) / (LogPayload.maximumConditionSize + LogPayload.maximumEventSize)
         let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: LogRecord.maximumPayloadSize, alignment: 8)
         defer { bytes.deallocate() }
-        let latchBytes = 1 + latched.count * (FixedName.capacity + 1)
+        let latchBytes = 2 + latched.count * (FixedName.capacity + 1) + consumers.count * (FixedName.capacity + 9)
         var start = 0
         var first = true
         var latchesWritten = false
@@ -220,6 +242,8 @@ final class Persistence {
             if end == entries.count && writer.count + latchBytes <= bytes.count {
                 writer.put(UInt8(latched.count))
                 for name in latched { writer.put(name) }
+                writer.put(UInt8(consumers.count))
+                for (monitor, sequence) in consumers { LogPayload.writeConsumer(monitor: monitor, sequence: sequence, &writer) }
                 latchesWritten = true
             }
             if !latchesWritten { flags.insert(.moreFollow) }

@@ -110,6 +110,7 @@ enum RunCommand {
         }
 
         agent.subscriptions = Array(repeating: Agent.Subscription(), count: agent.control?.capacity ?? 0)
+        agent.claims = Array(repeating: nil, count: agent.control?.capacity ?? 0)
         return .success(agent)
     }
 }

@@ -55,6 +55,7 @@ final class StateSession {
         let summary = persistence.rebuild()
         session.restoredLatches = summary.latched
         persistence.latched = summary.latched
+        persistence.consumers = summary.consumers
         for cut in summary.recovery {
             Console.error("locus: log: cut \(cut.length) bytes at \(cut.fileName):\(cut.offset) (\(cut.reason)); records before it are kept\n")
         }

@@ -449,6 +449,90 @@ import Testing
         #expect(try Self.records(site.state).last?["type"] as? String == "stop")
     }
 
+    /// A control-socket connection that reads JSON lines with a timeout.
+    final class Connection {
+        private(set) var descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var pending: [UInt8] = []
+
+        init(_ path: String) throws {
+            guard AgentEndToEndTests.withAddress(path, { connect(descriptor, $0, $1) }) == 0 else { throw WaitTimedOut(what: "connect \(path)") }
+            var timeout = timeval(tv_sec: 10, tv_usec: 0)
+            setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        }
+
+        deinit { hangUp() }
+
+        func hangUp() {
+            if descriptor >= 0 { close(descriptor) }
+            descriptor = -1
+        }
+
+        func send(_ line: String) { _ = (line + "\n").withCString { Glibc.send(descriptor, $0, strlen($0), 0) } }
+
+        /// The next line as a JSON object, or nil on timeout or hang-up.
+        func next() -> [String: Any]? {
+            while true {
+                if let newline = pending.firstIndex(of: 0x0A) {
+                    let line = Data(pending[..<newline])
+                    pending.removeFirst(newline + 1)
+                    return try? JSONSerialization.jsonObject(with: line) as? [String: Any]
+                }
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                let count = recv(descriptor, &buffer, buffer.count, 0)
+                if count <= 0 { return nil }
+                pending += buffer[0..<count]
+            }
+        }
+
+        func request(_ line: String) -> [String: Any]? {
+            send(line)
+            while let message = next() { if message["event"] == nil { return message } }
+            return nil
+        }
+
+        /// The next streamed event's (seq, "identifier state").
+        func event() -> (Int, String)? {
+            while let message = next() {
+                if let event = message["event"] as? [String: Any], let seq = event["seq"] as? Int {
+                    return (seq, "\(event["identifier"] as? String ?? "") \(event["state"] as? String ?? "")")
+                }
+            }
+            return nil
+        }
+    }
+
+    @Test func aConsumerThatPausesResumesWithWhatItMissedInOrderWithoutDuplicates() throws {
+        let site = try Self.site("consumer")
+        var agent = try Self.start(site)
+        defer { _ = agent.stop(signal: SIGKILL) }
+        let socket = site.state + "/control.sock"
+        let first = try Connection(socket)
+        #expect(first.request("{\"id\":1,\"op\":\"open\",\"monitor\":\"road\"}")?["consumer_seq"] as? Int == 0)
+        let second = try Connection(socket)
+        let refused = second.request("{\"id\":1,\"op\":\"open\",\"monitor\":\"road\"}")
+        #expect((refused?["error"] as? [String: Any])?["code"] as? String == "in_use", "one open instance per name: \(String(describing: refused))")
+        #expect(first.request("{\"id\":2,\"op\":\"subscribe\",\"monitor\":\"road\",\"consumer\":true}")?["ok"] as? Bool == true)
+
+        let feeder = try Self.feed(site, nmea: syntheticTrack(seconds: 30, startLatitude: 45.0, longitude: 7.0, speedMps: 10), hci: nil)
+        feeder.waitUntilExit()
+        // The consumer takes one event, then stops iterating (disconnects) with two more pending.
+        let taken = try #require(first.event())
+        #expect(taken.1 == "fence unsatisfied")
+        #expect(first.request("{\"id\":3,\"op\":\"ack\",\"monitor\":\"road\",\"seq\":\(taken.0)}")?["consumer_seq"] as? Int == taken.0)
+        try Self.waitFor("the fence to be left", seconds: 10) { Self.events(try Self.records(site.state)).count >= 3 }
+        first.hangUp()
+
+        // Resuming, even across an agent restart: what was missed, in order, and nothing taken.
+        _ = agent.stop()
+        agent = try Self.start(site)
+        let resumed = try Connection(socket)
+        #expect(resumed.request("{\"id\":1,\"op\":\"open\",\"monitor\":\"road\"}")?["consumer_seq"] as? Int == taken.0)
+        #expect(resumed.request("{\"id\":2,\"op\":\"subscribe\",\"monitor\":\"road\",\"consumer\":true}")?["after_seq"] as? Int == taken.0)
+        let missed = [resumed.event(), resumed.event()].compactMap { $0 }
+        #expect(missed.map { $0.1 } == ["fence satisfied", "fence unsatisfied"], "\(missed)")
+        #expect(missed.allSatisfy { $0.0 > taken.0 } && missed.map { $0.0 } == missed.map { $0.0 }.sorted())
+    }
+
     @Test func anIdleAgentSleepsUntilSomethingArrives() throws {
         let site = try Self.site("idle")
         let agent = try Self.start(site)

@@ -11,14 +11,21 @@ public enum ControlRequest: Sendable {
     case identifiers(monitor: FixedName)
     case record(monitor: FixedName, identifier: FixedName)
     case records(monitor: FixedName)
-    /// Events from the log after `afterSequence` (nil: only new ones), then live.
-    case subscribe(monitor: FixedName?, afterSequence: UInt64?)
+    /// Events from the log after `afterSequence` (nil: only new ones), then live. With
+    /// `consumer`, the monitor's events after its consumer's cursor (the connection must have
+    /// opened the monitor).
+    case subscribe(monitor: FixedName?, afterSequence: UInt64?, consumer: Bool)
     case gpioClear(output: FixedName)
+    /// CLMonitor's one open instance per name: claims the monitor for this connection.
+    case open(monitor: FixedName)
+    /// The consumer took the event with this sequence number: it becomes its record's lastEvent
+    /// for the consumer, and is not delivered to it again.
+    case ack(monitor: FixedName, sequence: UInt64)
 
     /// Requests that change state: refused on the read-only socket.
     public var changesState: Bool {
         switch self {
-        case .add, .remove, .gpioClear: return true
+        case .add, .remove, .gpioClear, .ack: return true
         default: return false
         }
     }
@@ -37,6 +44,7 @@ public struct ControlError: Error, Equatable, Sendable {
         case permissionDenied = "permission_denied"
         case unavailable = "unavailable"
         case busy = "busy"
+        case inUse = "in_use"
     }
 
     public var code: Code
@@ -52,7 +60,8 @@ public enum ControlProtocol {
     public static let version = 1
     /// Longest request line accepted, newline included.
     public static let maximumRequestBytes = 4096
-    public static let operations = ["hello", "status", "add", "remove", "identifiers", "record", "records", "subscribe", "gpio-clear"]
+    public static let operations = ["hello", "status", "add", "remove", "identifiers", "record", "records", "subscribe", "gpio-clear",
+                                    "open", "ack"]
 
     /// Decodes one request line (without its newline). The id is returned with errors too, when it
     /// could be read, so the error response can carry it.
@@ -88,12 +97,20 @@ public enum ControlProtocol {
             case "records": return .success(.records(monitor: try name(value, "monitor")))
             case "subscribe":
                 let monitor = value["monitor"] == nil ? nil : try name(value, "monitor")
-                var after: UInt64? = nil
-                if let raw = value["after_seq"] {
-                    guard let number = raw.integer(in: 0...Int64(1) << 53) else { throw ControlError(.badArgument, "'after_seq' must be a sequence number") }
-                    after = UInt64(number)
+                let after = try sequence(value, "after_seq")
+                var consumer = false
+                if let raw = value["consumer"] {
+                    guard let flag = raw.bool else { throw ControlError(.badArgument, "'consumer' is true or false") }
+                    consumer = flag
                 }
-                return .success(.subscribe(monitor: monitor, afterSequence: after))
+                if consumer && (monitor == nil || after != nil) {
+                    throw ControlError(.badArgument, "a consumer subscription names its 'monitor' and starts at the consumer's cursor (no 'after_seq')")
+                }
+                return .success(.subscribe(monitor: monitor, afterSequence: after, consumer: consumer))
+            case "open": return .success(.open(monitor: try name(value, "monitor")))
+            case "ack":
+                guard let sequence = try sequence(value, "seq") else { throw ControlError(.badArgument, "'seq' (the event's sequence number) is required") }
+                return .success(.ack(monitor: try name(value, "monitor"), sequence: sequence))
             case "gpio-clear": return .success(.gpioClear(output: try name(value, "gpio")))
             default:
                 var message = "unknown op '\(op)'"
@@ -111,6 +128,12 @@ public enum ControlProtocol {
             throw ControlError(.badArgument, "'\(key)' must be 1...\(Identifier.maximumLength) letters, digits, '-' or '_'")
         }
         return name
+    }
+
+    static func sequence(_ value: JSONValue, _ key: String) throws(ControlError) -> UInt64? {
+        guard let raw = value[key] else { return nil }
+        guard let number = raw.integer(in: 0...Int64(1) << 53) else { throw ControlError(.badArgument, "'\(key)' must be a sequence number") }
+        return UInt64(number)
     }
 
     static func number(_ value: JSONValue, _ key: String, in range: ClosedRange<Double>) throws(ControlError) -> Double? {

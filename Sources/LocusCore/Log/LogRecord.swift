@@ -47,7 +47,9 @@ public enum LogRecordType: UInt8, Sendable, CaseIterable, CustomStringConvertibl
     case diagnostic = 7
     case fix = 8
     case gpio = 9
-    // 10...127 reserved for later record kinds; 128...255 for site or test use.
+    /// How far a control-socket client has consumed a monitor's events (see `ack`).
+    case consumer = 10
+    // 11...127 reserved for later record kinds; 128...255 for site or test use.
 
     public var description: String {
         switch self {
@@ -60,6 +62,7 @@ public enum LogRecordType: UInt8, Sendable, CaseIterable, CustomStringConvertibl
         case .diagnostic: return "diagnostic"
         case .fix: return "fix"
         case .gpio: return "gpio"
+        case .consumer: return "consumer"
         }
     }
 }

@@ -356,3 +356,17 @@ extension LogPayload {
         return reader.failed ? nil : change
     }
 }
+
+/// `consumer`: monitor name, then the sequence number of the last event its consumer took.
+extension LogPayload {
+    public static func writeConsumer(monitor: FixedName, sequence: UInt64, _ writer: inout ByteWriter) {
+        writer.put(monitor)
+        writer.put(sequence)
+    }
+
+    public static func readConsumer(_ reader: inout ByteReader) -> (FixedName, UInt64)? {
+        guard let monitor = reader.name() else { return nil }
+        let sequence = reader.uint64()
+        return reader.failed ? nil : (monitor, sequence)
+    }
+}
