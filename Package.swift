@@ -18,6 +18,8 @@ let package = Package(
     name: "Locus",
     products: [
         .executable(name: "locus", targets: ["locus"]),
+        // Full Swift only (Foundation, concurrency): never part of the device binary.
+        .library(name: "LocusMonitor", targets: ["LocusMonitor"]),
     ],
     dependencies: [
         // Test oracle only: never linked into the device binary.
@@ -32,6 +34,7 @@ let package = Package(
         .target(name: "LocusDevices", dependencies: ["LocusCore", "CLocus"], swiftSettings: hotPathChecks),
         .target(name: "LocusAgent", dependencies: ["LocusCore", "LocusDevices"], swiftSettings: hotPathChecks),
         .executableTarget(name: "locus", dependencies: ["LocusAgent"]),
+        .target(name: "LocusMonitor"),
 
         .executableTarget(name: "locus-bench", dependencies: ["LocusCore", "AllocCounter"], path: "Benchmarks/LocusBench", swiftSettings: hotPathChecks),
 
@@ -50,7 +53,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LocusAgentTests",
-            dependencies: ["locus", "LocusAgent", "LocusDevices", "LocusCore", "AllocCounter"],
+            dependencies: ["locus", "LocusAgent", "LocusDevices", "LocusCore", "AllocCounter", "LocusMonitor"],
             swiftSettings: hotPathChecks
         ),
     ]

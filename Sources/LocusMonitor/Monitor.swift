@@ -1,0 +1,154 @@
+import Foundation
+
+/// CLMonitor for Swift programs on a Locus gateway: a client of the running agent (`locus run`)
+/// through its control socket, the way CLMonitor is a client of locationd.
+///
+///     let monitor = try await Monitor("gate")
+///     try await monitor.add(CircularGeographicCondition(center: Coordinate(latitude: 37.33467, longitude: -122.00898), radius: 100),
+///                           identifier: "work", assuming: .unsatisfied)
+///     for try await event in monitor.events { print(event.identifier, event.state) }
+///
+/// One open instance per name: a second `Monitor("gate")` (in any process) fails with
+/// `in_use` until the first is released. Events are delivered only on change, and an event
+/// counts as taken once `events` has returned it: a program that stops iterating and starts again
+/// later (or after the agent restarted) gets exactly what it had not taken, in order.
+public actor Monitor {
+    public enum State: String, Sendable {
+        case unknown, satisfied, unsatisfied
+    }
+
+    /// iOS 18's `CLMonitor.Event` diagnostics.
+    public struct Diagnostics: OptionSet, Sendable {
+        public let rawValue: Int
+        public init(rawValue: Int) { self.rawValue = rawValue }
+        public static let accuracyLimited = Diagnostics(rawValue: 1)
+        public static let conditionLimitExceeded = Diagnostics(rawValue: 2)
+        public static let conditionUnsupported = Diagnostics(rawValue: 4)
+        public static let persistenceUnavailable = Diagnostics(rawValue: 8)
+    }
+
+    public struct Event: Sendable {
+        public var identifier: String
+        public var state: State
+        public var date: Date
+        /// The concrete beacon behind a satisfied wildcard beacon condition.
+        public var refinement: BeaconIdentity?
+        public var diagnostics: Diagnostics
+        /// The agent's log sequence number.
+        public var sequence: Int
+    }
+
+    public struct Record: Sendable {
+        public var condition: any MonitoringCondition
+        public var lastEvent: Event
+    }
+
+    public static let defaultStateDirectory = "/var/lib/locus"
+
+    public let name: String
+    private let channel: ControlChannel
+    private var subscribed = false
+
+    /// Opens (or creates) the monitor `name` on the agent running with `stateDirectory`.
+    public init(_ name: String, stateDirectory: String = Monitor.defaultStateDirectory) async throws {
+        self.name = name
+        channel = try ControlChannel(path: stateDirectory + "/control.sock")
+        _ = try await channel.request(["op": "open", "monitor": name])
+    }
+
+    deinit { channel.hangUp() }
+
+    /// `add(_:identifier:assuming:)`: an existing identifier is replaced and its record starts over.
+    public func add(_ condition: some MonitoringCondition, identifier: String, assuming: State? = nil) async throws {
+        var request: [String: Any] = ["op": "add", "monitor": name, "identifier": identifier]
+        let member = condition.requestMember
+        request[member.key] = member.value
+        if let assuming { request["assuming"] = assuming.rawValue }
+        _ = try await channel.request(request)
+    }
+
+    public func remove(_ identifier: String) async throws {
+        _ = try await channel.request(["op": "remove", "monitor": name, "identifier": identifier])
+    }
+
+    /// The identifiers of the monitor's conditions (empty if the agent cannot be asked).
+    public var identifiers: [String] {
+        get async {
+            let reply = try? await channel.request(["op": "identifiers", "monitor": name])
+            return reply?["identifiers"] as? [String] ?? []
+        }
+    }
+
+    public func record(for identifier: String) async -> Record? {
+        guard let reply = try? await channel.request(["op": "record", "monitor": name, "identifier": identifier]),
+              let record = reply["record"] as? [String: Any] else { return nil }
+        return Monitor.record(record)
+    }
+
+    /// Every change of every condition of this monitor, each once (see the type's note).
+    public nonisolated var events: Events { Events(monitor: self) }
+
+    public struct Events: AsyncSequence, Sendable {
+        let monitor: Monitor
+        public func makeAsyncIterator() -> Iterator { Iterator(monitor: monitor) }
+
+        public struct Iterator: AsyncIteratorProtocol {
+            let monitor: Monitor
+            public mutating func next() async throws -> Event? { try await monitor.nextEvent() }
+        }
+    }
+
+    /// Takes the next event: it is acknowledged to the agent before it is returned, so once the
+    /// program has it, it is never delivered again.
+    func nextEvent() async throws -> Event? {
+        if !subscribed {
+            _ = try await channel.request(["op": "subscribe", "monitor": name, "consumer": true])
+            subscribed = true
+        }
+        guard let object = await channel.nextEvent() else {
+            throw MonitorError(code: "disconnected", message: "the agent closed the connection (stopped?)")
+        }
+        guard let event = Monitor.event(object) else { return try await nextEvent() }
+        _ = try await channel.request(["op": "ack", "monitor": name, "seq": event.sequence])
+        return event
+    }
+
+    static func event(_ object: [String: Any]) -> Event? {
+        guard let identifier = object["identifier"] as? String, let state = (object["state"] as? String).flatMap(State.init(rawValue:)),
+              let dateText = object["date"] as? String else { return nil }
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        var refinement: BeaconIdentity? = nil
+        if let found = object["refinement"] as? [String: Any], let uuid = (found["uuid"] as? String).flatMap(UUID.init(uuidString:)),
+           let major = found["major"] as? Int, let minor = found["minor"] as? Int {
+            refinement = BeaconIdentity(uuid: uuid, major: UInt16(major), minor: UInt16(minor))
+        }
+        var diagnostics = Diagnostics()
+        for name in object["diagnostics"] as? [String] ?? [] {
+            switch name {
+            case "accuracyLimited": diagnostics.insert(.accuracyLimited)
+            case "conditionLimitExceeded": diagnostics.insert(.conditionLimitExceeded)
+            case "conditionUnsupported": diagnostics.insert(.conditionUnsupported)
+            case "persistenceUnavailable": diagnostics.insert(.persistenceUnavailable)
+            default: break
+            }
+        }
+        return Event(identifier: identifier, state: state, date: formatter.date(from: dateText) ?? Date(timeIntervalSince1970: 0),
+                     refinement: refinement, diagnostics: diagnostics, sequence: object["seq"] as? Int ?? 0)
+    }
+
+    static func record(_ object: [String: Any]) -> Record? {
+        guard let condition = object["condition"] as? [String: Any], var last = object["lastEvent"] as? [String: Any] else { return nil }
+        if last["identifier"] == nil { last["identifier"] = object["identifier"] }
+        guard let event = event(last) else { return nil }
+        if let latitude = condition["lat"] as? Double, let longitude = condition["lon"] as? Double, let radius = condition["radius"] as? Double {
+            return Record(condition: CircularGeographicCondition(center: Coordinate(latitude: latitude, longitude: longitude), radius: radius),
+                          lastEvent: event)
+        }
+        guard let uuid = (condition["uuid"] as? String).flatMap(UUID.init(uuidString:)) else { return nil }
+        var beacon = BeaconIdentityCondition(uuid: uuid)
+        beacon.major = (condition["major"] as? Int).map { UInt16($0) }
+        beacon.minor = (condition["minor"] as? Int).map { UInt16($0) }
+        return Record(condition: beacon, lastEvent: event)
+    }
+}
