@@ -21,14 +21,6 @@ public enum ControlRequest: Sendable {
     /// The consumer took the event with this sequence number: it becomes its record's lastEvent
     /// for the consumer, and is not delivered to it again.
     case ack(monitor: FixedName, sequence: UInt64)
-
-    /// Requests that change state: refused on the read-only socket.
-    public var changesState: Bool {
-        switch self {
-        case .add, .remove, .gpioClear, .ack: return true
-        default: return false
-        }
-    }
 }
 
 /// A refused request: a stable code for programs, a sentence for people.
