@@ -165,6 +165,7 @@ final class Agent {
         let feedIndex = pollSet.add(feed.descriptor)
         let scannerIndex = pollSet.add(scanner.descriptor)
         let listenIndex = pollSet.add(control?.listener ?? -1)
+        let readOnlyIndex = pollSet.add(control?.readOnlyListener ?? -1)
         if let control {
             for slot in 0..<control.capacity { clientPollIndex[slot] = pollSet.add(control.descriptor(slot), write: control.wantsWrite(slot)) }
         }
@@ -185,7 +186,8 @@ final class Agent {
             if let event = scanner.checkAdapter(now: now) { AgentLog.warning("locus: bluetooth: \(event)") }
         }
         if let control {
-            if pollSet.readable(listenIndex) { accept(control) }
+            if pollSet.readable(listenIndex) { accept(control, on: control.listener) }
+            if pollSet.readable(readOnlyIndex) { accept(control, on: control.readOnlyListener) }
             for slot in 0..<control.capacity where clientPollIndex[slot] >= 0 {
                 if pollSet.writable(clientPollIndex[slot]) { control.flush(slot) }
                 if pollSet.readable(clientPollIndex[slot]) { serve(control, slot, now) }

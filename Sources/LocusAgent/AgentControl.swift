@@ -4,9 +4,9 @@ import LocusDevices
 /// The control socket's requests, served inside the loop: each is answered at once (none waits
 /// on I/O other than the log append a change needs).
 extension Agent {
-    func accept(_ control: ControlServer) {
+    func accept(_ control: ControlServer, on listening: Int32) {
         let busy = ControlReply.error(nil, ControlError(.busy, "all \(control.capacity) control connections are in use (capacity.subscribers)")) + "\n"
-        for slot in control.acceptWaiting(busyLine: busy) {
+        for slot in control.acceptWaiting(on: listening, busyLine: busy) {
             subscriptions[slot] = Subscription()
             claims[slot] = nil
         }
@@ -43,6 +43,9 @@ extension Agent {
     }
 
     func handle(_ request: ControlRequest, id: Int64?, slot: Int, now: Int64) -> String {
+        if control?.isReadOnly(slot) == true && ControlReply.changesState(request) {
+            return ControlReply.error(id, ControlError(.permissionDenied, "this is the read-only socket (read.sock); changes go through control.sock, open to the locus user, root and group locus"))
+        }
         switch request {
         case .hello:
             var json = ControlReply.ok(id)
@@ -328,6 +331,15 @@ enum ControlReply {
 
     static func event(_ event: MonitorEvent, sequence: UInt64) -> String {
         "{\"event\":" + EventJSON.line(event, sequence: Int64(sequence)) + "}\n"
+    }
+
+    /// Requests the read-only socket refuses: changes to conditions, outputs and consumer cursors.
+    static func changesState(_ request: ControlRequest) -> Bool {
+        switch request {
+        case .add, .remove, .gpioClear, .open, .ack: return true
+        case .subscribe(_, _, let consumer): return consumer
+        case .hello, .status, .identifiers, .record, .records: return false
+        }
     }
 
     static func names(_ names: [FixedName]) -> String {

@@ -102,7 +102,8 @@ enum RunCommand {
         if loaded.site.capacity.subscribers > 0 {
             let path = Paths.join(directory, "control.sock")
             do {
-                agent.control = try ControlServer(path: path, mode: 0o660, capacity: loaded.site.capacity.subscribers,
+                agent.control = try ControlServer(path: path, mode: 0o660, readOnlyPath: Paths.join(directory, "read.sock"),
+                                                  capacity: loaded.site.capacity.subscribers,
                                             requestLimit: ControlProtocol.maximumRequestBytes, outputBytes: controlOutputBytes)
             } catch {
                 AgentLog.warning("locus: control: cannot listen on \(path): \(error); 'locus monitor' and 'locus events' will work on the state directory only while the agent is stopped")

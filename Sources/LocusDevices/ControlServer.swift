@@ -18,14 +18,40 @@ public final class ControlServer {
         var outboundStart = 0
         var outboundCount = 0
         var closeWhenFlushed = false
+        var readOnly = false
     }
 
     public let path: String
     public let listener: Int32
+    /// A second socket whose clients may only read (status, records, events): its file mode,
+    /// not a list in the config, says who may (see README, "The control protocol").
+    public let readOnlyPath: String?
+    public let readOnlyListener: Int32
     public let requestLimit: Int
     private var clients: [Client]
 
-    public init(path: String, mode: Int32, capacity: Int, requestLimit: Int, outputBytes: Int) throws(SystemError) {
+    public init(path: String, mode: Int32, readOnlyPath: String? = nil, readOnlyMode: Int32 = 0o666,
+                capacity: Int, requestLimit: Int, outputBytes: Int) throws(SystemError) {
+        let descriptor = try ControlServer.listen(path, mode)
+        var readOnlyDescriptor: Int32 = -1
+        if let readOnlyPath {
+            do { readOnlyDescriptor = try ControlServer.listen(readOnlyPath, readOnlyMode) } catch {
+                _ = locus_close(descriptor)
+                _ = locus_unlink(path)
+                throw error
+            }
+        }
+        self.path = path
+        listener = descriptor
+        self.readOnlyPath = readOnlyPath
+        readOnlyListener = readOnlyDescriptor
+        self.requestLimit = requestLimit
+        clients = (0..<capacity).map { _ in
+            Client(inbound: .allocate(byteCount: requestLimit, alignment: 8), outbound: .allocate(byteCount: outputBytes, alignment: 8))
+        }
+    }
+
+    private static func listen(_ path: String, _ mode: Int32) throws(SystemError) -> Int32 {
         let descriptor = locus_unix_listen(path, 16)
         if descriptor < 0 { throw SystemError(code: -descriptor) }
         let changed = locus_chmod(path, mode)
@@ -33,12 +59,7 @@ public final class ControlServer {
             _ = locus_close(descriptor)
             throw SystemError(code: -changed)
         }
-        self.path = path
-        listener = descriptor
-        self.requestLimit = requestLimit
-        clients = (0..<capacity).map { _ in
-            Client(inbound: .allocate(byteCount: requestLimit, alignment: 8), outbound: .allocate(byteCount: outputBytes, alignment: 8))
-        }
+        return descriptor
     }
 
     deinit {
@@ -49,7 +70,14 @@ public final class ControlServer {
         }
         _ = locus_close(listener)
         _ = locus_unlink(path)
+        if let readOnlyPath {
+            _ = locus_close(readOnlyListener)
+            _ = locus_unlink(readOnlyPath)
+        }
     }
+
+    /// Whether the client came through the read-only socket.
+    public func isReadOnly(_ slot: Int) -> Bool { clients[slot].readOnly }
 
     public var capacity: Int { clients.count }
 
@@ -61,11 +89,12 @@ public final class ControlServer {
     /// Free space in the client's output buffer.
     public func room(_ slot: Int) -> Int { clients[slot].outbound.count - clients[slot].outboundCount }
 
-    /// Accepts every waiting connection. One beyond capacity is told so and closed at once.
-    public func acceptWaiting(busyLine: String) -> [Int] {
+    /// Accepts every waiting connection on `listener` (one of the two). One beyond capacity is
+    /// told so and closed at once.
+    public func acceptWaiting(on listening: Int32, busyLine: String) -> [Int] {
         var accepted: [Int] = []
         for _ in 0..<64 {
-            let descriptor = locus_unix_accept(listener)
+            let descriptor = locus_unix_accept(listening)
             if descriptor < 0 { break }
             guard let slot = clients.firstIndex(where: { $0.descriptor < 0 }) else {
                 var text = busyLine
@@ -78,6 +107,7 @@ public final class ControlServer {
             clients[slot].outboundStart = 0
             clients[slot].outboundCount = 0
             clients[slot].closeWhenFlushed = false
+            clients[slot].readOnly = listening == readOnlyListener
             accepted.append(slot)
         }
         return accepted
