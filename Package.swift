@@ -35,6 +35,8 @@ let package = Package(
         .target(name: "LocusAgent", dependencies: ["LocusCore", "LocusDevices"], swiftSettings: hotPathChecks),
         .executableTarget(name: "locus", dependencies: ["LocusAgent"]),
         .target(name: "LocusMonitor"),
+        .executableTarget(name: "monitor-greeter", dependencies: ["LocusMonitor"], path: "Examples/MonitorGreeter"),
+        .executableTarget(name: "relay-controller", dependencies: ["LocusMonitor"], path: "Examples/RelayController"),
 
         .executableTarget(name: "locus-bench", dependencies: ["LocusCore", "AllocCounter"], path: "Benchmarks/LocusBench", swiftSettings: hotPathChecks),
 

@@ -45,4 +45,67 @@ import Testing
         }
         #expect(rest == ["fence satisfied", "fence unsatisfied"])
     }
+
+    @Test func twoClientsEachGetTheirMonitorsEventsAndAStoppedAgentEndsTheSequence() async throws {
+        let site = try AgentEndToEndTests.site("library-two")
+        let agent = try AgentEndToEndTests.start(site)
+        defer { _ = agent.stop(signal: SIGKILL) }
+        let road = try await Monitor("road", stateDirectory: site.state)
+        let cargo = try await Monitor("cargo", stateDirectory: site.state)
+        let feeder = try AgentEndToEndTests.feed(site, nmea: syntheticTrack(seconds: 30, startLatitude: 45.0, longitude: 7.0, speedMps: 10),
+                                                 hci: AgentEndToEndTests.sightings(from: 5, to: 8))
+        defer { feeder.waitUntilExit() }
+        async let roadEvents: [String] = {
+            var seen: [String] = []
+            for try await event in road.events {
+                seen.append("\(event.identifier) \(event.state)")
+                if seen.count == 3 { break }
+            }
+            return seen
+        }()
+        async let cargoEvents: [String] = {
+            var seen: [String] = []
+            for try await event in cargo.events {
+                seen.append("\(event.identifier) \(event.state) \(event.refinement.map { "\($0.major)/\($0.minor)" } ?? "-")")
+                if seen.count == 2 { break }
+            }
+            return seen
+        }()
+        #expect(try await roadEvents == ["fence unsatisfied", "fence satisfied", "fence unsatisfied"])
+        #expect(try await cargoEvents == ["tag satisfied 100/0", "tag unsatisfied -"])
+
+        // The agent stops: an iterating program gets a clear error, not a silent end.
+        _ = agent.stop()
+        do {
+            for try await _ in road.events {}
+            Issue.record("the sequence ended without an error")
+        } catch let error as MonitorError {
+            #expect(error.code == "disconnected", "\(error)")
+        }
+    }
+
+    @Test func theGreeterExampleRunsAgainstAnAgent() throws {
+        let site = try AgentEndToEndTests.site("greeter")
+        let agent = try AgentEndToEndTests.start(site)
+        defer { _ = agent.stop(signal: SIGKILL) }
+        let greeter = Process()
+        greeter.executableURL = URL(fileURLWithPath: try locusBinary().replacingOccurrences(of: "/locus", with: "/monitor-greeter"))
+        guard FileManager.default.isExecutableFile(atPath: greeter.executableURL!.path) else {
+            // LOCUS_BINARY points at a device build: the examples are host programs, tested with the host build.
+            return
+        }
+        greeter.arguments = [site.state]
+        let outputPath = site.directory + "/greeter.out"
+        FileManager.default.createFile(atPath: outputPath, contents: nil)
+        greeter.standardOutput = FileHandle(forWritingAtPath: outputPath)
+        try greeter.run()
+        defer { greeter.terminate(); greeter.waitUntilExit() }
+        var text = ""
+        try? AgentEndToEndTests.waitFor("the greeter's first line", seconds: 20) {
+            text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+            return text.contains("work: unsatisfied")
+        }
+        #expect(text.contains("work: unsatisfied"), "\(text)")
+        #expect(try locus(["monitor", "gate", "identifiers", "--state", site.state]).output == "work\n")
+    }
 }
