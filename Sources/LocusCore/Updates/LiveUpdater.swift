@@ -114,7 +114,7 @@ public final class LiveUpdater {
             return
         }
         lastAccepted = (latitude, longitude, nowNs)
-        var diagnostics: UpdateDiagnostics = []
+        var diagnostics = UpdateDiagnostics(rawValue: 0)
         if accuracyM > settings.tier.desiredAccuracyM { diagnostics.insert(.accuracyLimited) }
         let transition = stationary.observe(latitude: latitude, longitude: longitude, accuracyM: accuracyM, timeNs: nowNs)
         if let visit = visits.visit(for: transition) { deliver(.visit(visit)) }

@@ -3,8 +3,9 @@
 // supply, so read the results as comparisons between tiers, not as a battery budget.
 
 /// Typical supply currents of a receiver family, mA, at its nominal supply.
-public struct ReceiverCurrents: Equatable, Sendable {
-    public var name: String
+public struct ReceiverCurrents: Sendable {
+    /// A static string: no reference counting in the per-gap accounting.
+    public var name: StaticString
     public var supplyV: Double
     public var acquisitionMA: Double
     public var trackingMA: Double
@@ -36,7 +37,7 @@ public struct ReceiverCurrents: Equatable, Sendable {
 }
 
 /// Time and charge spent per receiver state over a schedule of fixes.
-public struct PowerAccount: Equatable, Sendable {
+public struct PowerAccount: Sendable {
     public let currents: ReceiverCurrents
     public let dutyCycle: ReceiverDutyCycle
     public private(set) var acquisitionS = 0.0

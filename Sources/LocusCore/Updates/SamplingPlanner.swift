@@ -55,7 +55,7 @@ public struct FenceEdges: Sendable {
 
     public var isEmpty: Bool { centres.isEmpty }
 
-    @_noAllocation
+    /// Not `@_noAllocation`: it reads the arrays (retain/release); it allocates nothing.
     public func nearestEdgeM(latitude: Double, longitude: Double) -> Double? {
         guard !centres.isEmpty else { return nil }
         let point = GeoPoint(latitude: latitude, longitude: longitude)
