@@ -40,8 +40,15 @@ func liveFix(_ second: Int, _ latitude: Double, _ longitude: Double, hdop: Doubl
 /// Runs fixes through an updater and collects what it delivers.
 func collect(_ updater: LiveUpdater, _ fixes: [Fix]) -> [LiveOutput] {
     var outputs: [LiveOutput] = []
-    for fix in fixes { updater.observe(fix, now: fix.time!) { outputs.append($0) } }
+    for fix in fixes {
+        updater.observe(fix, now: fix.time!)
+        drain(updater, into: &outputs)
+    }
     return outputs
+}
+
+func drain(_ updater: LiveUpdater, into outputs: inout [LiveOutput]) {
+    while let output = updater.nextOutput() { outputs.append(output) }
 }
 
 func updates(_ outputs: [LiveOutput]) -> [LocationUpdate] {
@@ -231,24 +238,24 @@ func updates(_ outputs: [LiveOutput]) -> [LocationUpdate] {
         var outputs: [LiveOutput] = []
         for second in 0..<4 {
             let fix = liveFix(second, 45.0 + Double(second) * 10 / 111_132, 7.0, speed: 10)
-            updater.observe(fix, now: fix.time!) { outputs.append($0) }
+            updater.observe(fix, now: fix.time!); drain(updater, into: &outputs)
         }
         #expect(outputs.isEmpty)
-        updater.monitorEvent(now: UTCTime(seconds: 1_710_496_804)) { outputs.append($0) }
+        updater.monitorEvent(now: UTCTime(seconds: 1_710_496_804)); drain(updater, into: &outputs)
         #expect(updates(outputs).count == 4)
         #expect(outputs.last == .batchEnd(.event))
         // Count bound: ten more make exactly one batch.
         outputs = []
         for second in 4..<14 {
             let fix = liveFix(second, 45.0 + Double(second) * 10 / 111_132, 7.0, speed: 10)
-            updater.observe(fix, now: fix.time!) { outputs.append($0) }
+            updater.observe(fix, now: fix.time!); drain(updater, into: &outputs)
         }
         #expect(updates(outputs).count == 10 && outputs.last == .batchEnd(.count))
         // Age bound: one update, then ten minutes later it is delivered by tick.
         outputs = []
         let fix = liveFix(14, 45.0 + 140 / 111_132, 7.0, speed: 10)
-        updater.observe(fix, now: fix.time!) { outputs.append($0) }
-        updater.tick(now: UTCTime(seconds: 1_710_496_814 + 600)) { outputs.append($0) }
+        updater.observe(fix, now: fix.time!); drain(updater, into: &outputs)
+        updater.tick(now: UTCTime(seconds: 1_710_496_814 + 600)); drain(updater, into: &outputs)
         #expect(updates(outputs).count == 1)
         #expect(outputs.contains(.batchEnd(.age)))
     }
@@ -279,7 +286,7 @@ func updates(_ outputs: [LiveOutput]) -> [LocationUpdate] {
         #expect(updates(outputs).first?.diagnostics == .accuracyLimited)
         // A receiver that goes silent is reported too.
         outputs = []
-        updater.tick(now: UTCTime(seconds: 1_710_496_801 + 60)) { outputs.append($0) }
+        updater.tick(now: UTCTime(seconds: 1_710_496_801 + 60)); drain(updater, into: &outputs)
         #expect(updates(outputs).first?.diagnostics == .locationUnavailable)
     }
 
@@ -294,12 +301,15 @@ func updates(_ outputs: [LiveOutput]) -> [LocationUpdate] {
         let updater = LiveUpdater(settings: LiveUpdateSettings(preset: .automotiveNavigation, tier: .best, batchCount: 16, batchAgeMs: 60_000))
         let fixes = (0..<200).map { liveFix($0, 45.0 + Double($0) * 10 / 111_132, 7.0, speed: 10) }
         var delivered = 0
-        for fix in fixes.prefix(20) { updater.observe(fix, now: fix.time!) { _ in delivered += 1 } }
+        for fix in fixes.prefix(20) { updater.observe(fix, now: fix.time!); while updater.nextOutput() != nil { delivered += 1 } }
         // Through a buffer pointer: a debug build's `for fix in array` copies each Fix through
         // a heap box, which would be counted against the updater.
         let count = fixes.withUnsafeBufferPointer { buffer in
             allocations {
-                for index in 20..<buffer.count { updater.observe(buffer[index], now: buffer[index].time!) { _ in delivered += 1 } }
+                for index in 20..<buffer.count {
+                    updater.observe(buffer[index], now: buffer[index].time!)
+                    while updater.nextOutput() != nil { delivered += 1 }
+                }
             }
         }
         #expect(count == 0)

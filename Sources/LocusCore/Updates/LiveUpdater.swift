@@ -66,11 +66,19 @@ public struct LiveUpdateSettings: Equatable, Sendable {
 
 /// Fixes in, updates out: accuracy and speed filters, stationary pause and resume, distance
 /// filter or significant change, visits, diagnostics, and deferred batching. The batch buffer
-/// is allocated once, in `init`; observing a fix allocates nothing.
+/// and the outbox are allocated once, in `init`; observing a fix allocates nothing.
+///
+/// Outputs go to an outbox the caller empties with `nextOutput()` after every call (as the
+/// monitor engine's events are drained): no closure crosses the allocation-free entry points.
 public final class LiveUpdater {
     public let settings: LiveUpdateSettings
     private var batch: UnsafeMutableBufferPointer<LocationUpdate>
     private var batchCount = 0
+    /// Ring of outputs not yet taken: one call produces at most two batches' updates, their two
+    /// batch ends and a visit.
+    private var outbox: UnsafeMutableBufferPointer<LiveOutput>
+    private var outboxStart = 0
+    private var outboxCount = 0
     private var batchStartNs: Int64 = 0
     private var stationary: StationaryDetector
     private let visits: VisitDetector
@@ -86,6 +94,7 @@ public final class LiveUpdater {
         precondition(settings.batchCount >= 1, "a batch holds at least one update")
         self.settings = settings
         batch = .allocate(capacity: settings.batchCount)
+        outbox = .allocate(capacity: 2 * settings.batchCount + 3)
         stationary = StationaryDetector(settings.configuration)
         visits = VisitDetector(minimumMs: settings.visitMinimumMs)
     }
@@ -93,17 +102,37 @@ public final class LiveUpdater {
     deinit {
         batch.baseAddress!.deinitialize(count: batchCount)
         batch.deallocate()
+        while nextOutput() != nil {}
+        outbox.deallocate()
     }
 
     public var isStationary: Bool { stationary.isStationary }
 
+    /// The oldest output not yet taken, in order; nil when the outbox is empty.
+    @_noAllocation
+    public func nextOutput() -> LiveOutput? {
+        guard outboxCount > 0 else { return nil }
+        let output = (outbox.baseAddress! + outboxStart).move()
+        outboxStart = (outboxStart + 1) % outbox.count
+        outboxCount -= 1
+        return output
+    }
+
+    private func put(_ output: LiveOutput) {
+        // Locals, not `self`, in the autoclosure: capturing self would retain it.
+        let capacity = outbox.count, used = outboxCount
+        precondition(used < capacity, "LiveUpdater outbox full: drain it with nextOutput() after every call")
+        (outbox.baseAddress! + (outboxStart + outboxCount) % outbox.count).initialize(to: output)
+        outboxCount += 1
+    }
+
     /// A fix from the receiver (with or without a position).
     @_noAllocation
-    public func observe(_ fix: Fix, now: UTCTime, _ deliver: (LiveOutput) -> Void) {
+    public func observe(_ fix: Fix, now: UTCTime) {
         let nowNs = now.totalNanoseconds
-        flushIfOld(nowNs, deliver)
+        flushIfOld(nowNs)
         guard fix.hasPosition, let latitude = fix.latitude, let longitude = fix.longitude else {
-            reportUnavailable(fix, nowNs: nowNs, deliver)
+            reportUnavailable(fix, nowNs: nowNs)
             return
         }
         lastFixNs = nowNs
@@ -117,20 +146,20 @@ public final class LiveUpdater {
         var diagnostics = UpdateDiagnostics(rawValue: 0)
         if accuracyM > settings.tier.desiredAccuracyM { diagnostics.insert(.accuracyLimited) }
         let transition = stationary.observe(latitude: latitude, longitude: longitude, accuracyM: accuracyM, timeNs: nowNs)
-        if let visit = visits.visit(for: transition) { deliver(.visit(visit)) }
+        if let visit = visits.visit(for: transition) { put(.visit(visit)) }
         if settings.significantChange {
             if let last = lastDelivered,
                Geodesy.approximateDistanceM(last.latitude, last.longitude, latitude, longitude) < LiveUpdateSettings.significantChangeM { return }
-            enqueue(LocationUpdate(fix: fix, time: now, isStationary: false, diagnostics: diagnostics), nowNs, deliver)
+            enqueue(LocationUpdate(fix: fix, time: now, isStationary: false, diagnostics: diagnostics), nowNs)
             return
         }
         switch transition {
         case .becameStationary:
             diagnostics.insert(.stationary)
-            enqueue(LocationUpdate(fix: fix, time: now, isStationary: true, diagnostics: diagnostics), nowNs, deliver)
+            enqueue(LocationUpdate(fix: fix, time: now, isStationary: true, diagnostics: diagnostics), nowNs)
             return
         case .resumedMoving:
-            enqueue(LocationUpdate(fix: fix, time: now, isStationary: false, diagnostics: diagnostics), nowNs, deliver)
+            enqueue(LocationUpdate(fix: fix, time: now, isStationary: false, diagnostics: diagnostics), nowNs)
             return
         case .none:
             break
@@ -138,30 +167,30 @@ public final class LiveUpdater {
         if stationary.isStationary { return }
         if let last = lastDelivered, settings.distanceFilterM > 0,
            Geodesy.approximateDistanceM(last.latitude, last.longitude, latitude, longitude) < settings.distanceFilterM { return }
-        enqueue(LocationUpdate(fix: fix, time: now, isStationary: false, diagnostics: diagnostics), nowNs, deliver)
+        enqueue(LocationUpdate(fix: fix, time: now, isStationary: false, diagnostics: diagnostics), nowNs)
     }
 
     /// Time passing without fixes: a batch past its age is delivered, and a receiver silent for
     /// longer than the tier's interval (or five fix intervals) is reported unavailable.
     @_noAllocation
-    public func tick(now: UTCTime, _ deliver: (LiveOutput) -> Void) {
+    public func tick(now: UTCTime) {
         let nowNs = now.totalNanoseconds
-        flushIfOld(nowNs, deliver)
+        flushIfOld(nowNs)
         guard let lastFixNs, unavailableSinceNs == nil else { return }
         let silenceNs = max(settings.tier.maximumIntervalMs, 5 * settings.configuration.fixIntervalMs) * 1_000_000
-        if nowNs - lastFixNs > silenceNs { reportUnavailable(Fix(timeOfDayNs: 0), nowNs: nowNs, deliver) }
+        if nowNs - lastFixNs > silenceNs { reportUnavailable(Fix(timeOfDayNs: 0), nowNs: nowNs) }
     }
 
     /// A monitor event fired: whatever is batched goes out now.
     @_noAllocation
-    public func monitorEvent(now: UTCTime, _ deliver: (LiveOutput) -> Void) {
-        flush(.event, deliver)
+    public func monitorEvent(now: UTCTime) {
+        flush(.event)
     }
 
     /// The end of the stream: the last batch, and a stay still going on as a visit.
-    public func finish(now: UTCTime, _ deliver: (LiveOutput) -> Void) {
-        flush(.end, deliver)
-        if let visit = visits.openVisit(stationary.currentStay, now: now) { deliver(.visit(visit)) }
+    public func finish(now: UTCTime) {
+        flush(.end)
+        if let visit = visits.openVisit(stationary.currentStay, now: now) { put(.visit(visit)) }
     }
 
     // MARK: pieces
@@ -176,31 +205,31 @@ public final class LiveUpdater {
     }
 
     /// The first fix without a position says so at once; while it lasts, once per tier interval.
-    private func reportUnavailable(_ fix: Fix, nowNs: Int64, _ deliver: (LiveOutput) -> Void) {
+    private func reportUnavailable(_ fix: Fix, nowNs: Int64) {
         if unavailableSinceNs != nil, nowNs - lastUnavailableUpdateNs < settings.tier.maximumIntervalMs * 1_000_000 { return }
         if unavailableSinceNs == nil { unavailableSinceNs = nowNs }
         lastUnavailableUpdateNs = nowNs
         let update = LocationUpdate(fix: fix, time: UTCTime(nanoseconds: nowNs), isStationary: false, diagnostics: .locationUnavailable)
-        enqueue(update, nowNs, deliver, track: false)
+        enqueue(update, nowNs, track: false)
     }
 
-    private func enqueue(_ update: LocationUpdate, _ nowNs: Int64, _ deliver: (LiveOutput) -> Void, track: Bool = true) {
+    private func enqueue(_ update: LocationUpdate, _ nowNs: Int64, track: Bool = true) {
         if track, let latitude = update.fix.latitude, let longitude = update.fix.longitude { lastDelivered = (latitude, longitude) }
         if batchCount == 0 { batchStartNs = nowNs }
         (batch.baseAddress! + batchCount).initialize(to: update)
         batchCount += 1
-        if batchCount == settings.batchCount { flush(.count, deliver) }
+        if batchCount == settings.batchCount { flush(.count) }
     }
 
-    private func flushIfOld(_ nowNs: Int64, _ deliver: (LiveOutput) -> Void) {
+    private func flushIfOld(_ nowNs: Int64) {
         // Age 0 means no age bound: batches are then bounded by count (and events) only.
-        if batchCount > 0, settings.batchAgeMs > 0, nowNs - batchStartNs >= settings.batchAgeMs * 1_000_000 { flush(.age, deliver) }
+        if batchCount > 0, settings.batchAgeMs > 0, nowNs - batchStartNs >= settings.batchAgeMs * 1_000_000 { flush(.age) }
     }
 
-    private func flush(_ reason: FlushReason, _ deliver: (LiveOutput) -> Void) {
+    private func flush(_ reason: FlushReason) {
         guard batchCount > 0 else { return }
-        for index in 0..<batchCount { deliver(.update((batch.baseAddress! + index).move())) }
+        for index in 0..<batchCount { put(.update((batch.baseAddress! + index).move())) }
         batchCount = 0
-        deliver(.batchEnd(reason))
+        put(.batchEnd(reason))
     }
 }
