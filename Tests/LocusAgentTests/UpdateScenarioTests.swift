@@ -311,6 +311,12 @@ private func distanceM(_ a: [String: Any], _ b: [String: Any]) -> Double {
         #expect(secondOfDay(updates.dropFirst().first?["time"]) > Double(15 * 3600 + 120 + 60))
     }
 
+    @Test func updatesAndPowerReportAreSeparateRuns() throws {
+        let result = try locus(["replay", "--config", "site.toml", "--nmea", "x.nmea", "--updates", "--power-report"])
+        #expect(result.status != 0)
+        #expect(result.error.contains("separate runs"))
+    }
+
     @Test func powerReportsCheaperTiersAreLaterButNeverMiss() throws {
         for scenario in [Self.commute, Self.walkingLoops, Self.flight] {
             let lines = try scenario.run("--power-report")

@@ -185,6 +185,41 @@ func updates(_ outputs: [LiveOutput]) -> [LocationUpdate] {
     }
 }
 
+@Suite struct VisitDetectorTests {
+    func stay(arrival: Int64, departure: Int64) -> StationaryDetector.Transition {
+        .resumedMoving(StationaryDetector.Stay(arrivalNs: arrival * 1_000_000_000, lastNearNs: departure * 1_000_000_000,
+                                               latitude: 45, longitude: 7, radiusM: 12))
+    }
+
+    @Test func onlyStaysOfTheMinimumAreVisits() {
+        let detector = VisitDetector(minimumMs: 300_000)
+        #expect(detector.visit(for: stay(arrival: 100, departure: 399)) == nil)
+        let visit = detector.visit(for: stay(arrival: 100, departure: 400))
+        #expect(visit?.arrival == UTCTime(seconds: 100) && visit?.departure == UTCTime(seconds: 400) && visit?.radiusM == 12)
+        #expect(detector.visit(for: .none) == nil)
+    }
+
+    @Test func aStopIsOneVisitWithItsTimes() {
+        // Drive 60 s north at 10 m/s, stop 10 min with 3 m wander, drive on.
+        let updater = LiveUpdater(settings: LiveUpdateSettings(preset: .automotiveNavigation, tier: .best, visitMinimumMs: 300_000))
+        var drift = Drift(state: 99)
+        var fixes: [Fix] = []
+        for second in 0..<60 { fixes.append(liveFix(second, 45.0 + Double(second) * 10 / 111_132, 7.0, speed: 10)) }
+        let stopLatitude = 45.0 + 600 / 111_132
+        for second in 60..<660 {
+            let (latitude, longitude) = drift.around(stopLatitude, 7.0, radiusM: 3)
+            fixes.append(liveFix(second, latitude, longitude))
+        }
+        for second in 660..<720 { fixes.append(liveFix(second, stopLatitude + Double(second - 659) * 10 / 111_132, 7.0, speed: 10)) }
+        let visits = collect(updater, fixes).compactMap { if case .visit(let visit) = $0 { return visit } else { return nil } }
+        #expect(visits.count == 1)
+        let start = Int64(1_710_496_800)
+        #expect(abs(visits[0].arrival.seconds - (start + 60)) <= 3)
+        #expect(abs(visits[0].departure.seconds - (start + 659)) <= 3)
+        #expect(Geodesy.distanceM(visits[0].latitude, visits[0].longitude, stopLatitude, 7.0) < 3)
+    }
+}
+
 @Suite struct SamplingPlannerTests {
     let planner = SamplingPlanner(minimumIntervalMs: 1_000, maximumIntervalMs: 120_000, maximumSpeedMps: 50)
     let now = UTCTime(seconds: 1_000)
