@@ -13,8 +13,8 @@ struct ScenarioTrack {
         case drive(headingDeg: Double, speedMps: Double, seconds: Int)
         /// Standing still while fixes wander within `driftM` (multipath), HDOP `hdop`.
         case stop(seconds: Int, driftM: ClosedRange<Double>, hdop: Double)
-        /// Round a circle of `radiusM` centred `centreNorthM` north of the current point... as
-        /// a loop starting and ending where it is.
+        /// Round a circle of `radiusM` whose west point is the current point, clockwise, for
+        /// `turns` turns.
         case loop(radiusM: Double, speedMps: Double, turns: Double)
         /// No fix (RMC status V, GGA quality 0).
         case outage(seconds: Int)
