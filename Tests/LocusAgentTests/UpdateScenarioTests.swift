@@ -317,7 +317,7 @@ private func distanceM(_ a: [String: Any], _ b: [String: Any]) -> Double {
         #expect(result.error.contains("separate runs"))
     }
 
-    @Test func powerReportsCheaperTiersAreLaterButNeverMiss() throws {
+    @Test func powerReportCheaperTiersCostLessAndMissNoTransition() throws {
         for scenario in [Self.commute, Self.walkingLoops, Self.flight] {
             let lines = try scenario.run("--power-report")
             let reports = lines.filter { $0["class"] as? String == "POWER" }
