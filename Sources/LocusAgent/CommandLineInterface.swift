@@ -88,7 +88,7 @@ public enum CommandLineInterface {
             run: GeoCommand.run),
         Command(
             name: "replay", summary: "run the monitor engine on NMEA and BLE recordings",
-            usage: "locus replay --config SITE.toml [--nmea FILE] [--hci FILE] [--state DIR] [--speed max|N] [--format jsonl|text]",
+            usage: "locus replay --config SITE.toml [--nmea FILE] [--hci FILE] [--state DIR] [--speed max|N] [--format jsonl|text] [--updates | --power-report]",
             details: """
             Runs the site's monitors on recordings with a virtual clock: fixes take their time from
             the NMEA (RMC/ZDA dates), sightings from the capture (btsnoop timestamps, or lines of
@@ -97,6 +97,12 @@ public enum CommandLineInterface {
             --speed N replays N times faster than recorded (default: as fast as possible).
             --format text prints aligned lines for people instead of JSON. --state DIR persists
             as the agent does (log, locks), so a second replay continues from the saved records.
+            --updates prints the live-update stream instead of events, per the site's [updates]:
+            TPV lines (gpsd fields plus isStationary, diagnostics, batch, flush) and VISIT lines.
+            --power-report prints, per accuracy tier, the fixes boundary-aware sampling would
+            take, GNSS on-time, estimated mAh per day (typical currents of the board's receiver
+            family), BLE scan duty, wake-ups per hour, and TRANSITION lines saying how late each
+            geofence transition is seen compared with using every recorded fix.
             """,
             run: ReplayCommand.run),
         Command(

@@ -5,7 +5,7 @@ import LocusDevices
 /// recordings with a virtual clock. Fixes take their time from NMEA, sightings from the capture's
 /// timestamps; both are merged by time. Events are written as JSON lines.
 enum ReplayCommand {
-    static let usage = "usage: locus replay --config SITE.toml [--nmea FILE] [--hci FILE] [--state DIR] [--speed max|N] [--format jsonl|text]"
+    static let usage = "usage: locus replay --config SITE.toml [--nmea FILE] [--hci FILE] [--state DIR] [--speed max|N] [--format jsonl|text] [--updates | --power-report]"
 
     struct Options {
         var config: String? = nil
@@ -14,6 +14,8 @@ enum ReplayCommand {
         var speed: Double? = nil
         var state: String? = nil
         var text = false
+        var updates = false
+        var powerReport = false
     }
 
     /// One observation in time order.
@@ -54,12 +56,22 @@ enum ReplayCommand {
                     else { return CommandLineInterface.usageError("replay: --speed takes max or a positive number, not '\(value)'", hint: usage) }
                 }
                 index += 2
+            case "--updates":
+                options.updates = true
+                index += 1
+            case "--power-report":
+                options.powerReport = true
+                index += 1
             default:
                 return CommandLineInterface.usageError("replay: unknown argument '\(argument)'", hint: usage)
             }
         }
         guard let configPath = options.config else { return CommandLineInterface.usageError("replay needs --config SITE.toml", hint: usage) }
         guard options.nmea != nil || options.hci != nil else { return CommandLineInterface.usageError("replay needs --nmea FILE, --hci FILE or both", hint: usage) }
+        if options.updates || options.powerReport {
+            guard !(options.updates && options.powerReport) else { return CommandLineInterface.usageError("replay: --updates and --power-report are separate runs", hint: usage) }
+            guard options.state == nil, !options.text else { return CommandLineInterface.usageError("replay: --updates and --power-report take neither --state nor --format text", hint: usage) }
+        }
         let loaded: LoadedConfig
         switch LoadedConfig.load(configPath) {
         case .success(let value): loaded = value
@@ -82,6 +94,8 @@ enum ReplayCommand {
             Console.error("locus: replay: the recordings hold no timed fix or beacon sighting\n")
             return 1
         }
+        if options.updates { return ReplayUpdates.updates(observations, loaded: loaded) }
+        if options.powerReport { return ReplayUpdates.powerReport(observations, loaded: loaded) }
         let engine = EngineSetup.engine(for: loaded.site, board: loaded.board)
         let start = UTCTime(nanoseconds: first.timeNs)
         var session: StateSession? = nil

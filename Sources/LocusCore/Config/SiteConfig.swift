@@ -108,6 +108,10 @@ public struct SiteConfig {
         public var batchCount: Int = 1
         public var batchAgeMs: Int64 = 0
         public var distanceFilterM: Double = 0
+        /// `significant_change = true`: an update only after moving 500 m.
+        public var significantChange = false
+        /// `visit_minimum`: a stay at least this long is a visit.
+        public var visitMinimumMs: Int64 = 300_000
     }
 
     public enum FixPrivacy: Equatable, Sendable { case full, coarse, none }

@@ -83,6 +83,8 @@ enum SiteSchema {
             batch.finish()
         }
         if let filter = section.number("distance_filter", in: 0...100_000) { updates.distanceFilterM = filter }
+        if let significant = section.boolean("significant_change") { updates.significantChange = significant }
+        if let minimum = section.duration("visit_minimum", in: 0...86_400_000) { updates.visitMinimumMs = minimum }
     }
 
     private static func readMonitors(_ section: inout TableReader) -> [MonitorConfig] {

@@ -1,0 +1,219 @@
+import LocusCore
+import LocusDevices
+
+/// `locus replay --updates` and `--power-report`: the live-update policy and the power model on
+/// a recording, with the same virtual clock as the event replay.
+enum ReplayUpdates {
+    /// The update stream: one TPV-style line per delivered update (gpsd's TPV fields plus
+    /// isStationary, diagnostics, and the batch it was delivered in), one VISIT line per visit.
+    /// Monitor events are not printed; each one flushes the batch at once, as in the agent.
+    static func updates(_ observations: [ReplayCommand.Observation], loaded: LoadedConfig) -> Int32 {
+        let engine = freshEngine(loaded, start: observations[0].timeNs)
+        let updater = LiveUpdater(settings: settings(loaded.site.updates))
+        var batchNumber = 0
+        var pending: [String] = []
+        func deliver() {
+            while let output = updater.nextOutput() {
+                switch output {
+                case .update(let update):
+                    pending.append(updateLine(update))
+                case .batchEnd(let reason):
+                    batchNumber += 1
+                    for line in pending {
+                        Console.out(String(line.dropLast()) + ",\"batch\":\(batchNumber),\"flush\":\"\(reason)\"}\n")
+                    }
+                    pending = []
+                case .visit(let visit):
+                    Console.out(visitLine(visit) + "\n")
+                }
+            }
+        }
+        var lastNs = observations[0].timeNs
+        for observation in observations {
+            let now = UTCTime(nanoseconds: observation.timeNs)
+            lastNs = observation.timeNs
+            engine.tick(now: now)
+            if drainCount(engine) > 0 { updater.monitorEvent(now: now); deliver() }
+            updater.tick(now: now)
+            deliver()
+            switch observation {
+            case .fix(let fix):
+                updater.observe(fix, now: now)
+                deliver()
+                engine.observe(fix)
+            case .sighting(let sighting):
+                engine.observe(sighting)
+            }
+            if drainCount(engine) > 0 { updater.monitorEvent(now: now); deliver() }
+        }
+        updater.finish(now: UTCTime(nanoseconds: lastNs))
+        deliver()
+        return 0
+    }
+
+    static func settings(_ updates: SiteConfig.Updates) -> LiveUpdateSettings {
+        LiveUpdateSettings(preset: updates.preset, tier: updates.accuracy, batchCount: updates.batchCount,
+                           batchAgeMs: updates.batchAgeMs, distanceFilterM: updates.distanceFilterM,
+                           significantChange: updates.significantChange, visitMinimumMs: updates.visitMinimumMs)
+    }
+
+    static func freshEngine(_ loaded: LoadedConfig, start: Int64) -> MonitorEngine {
+        let engine = EngineSetup.engine(for: loaded.site, board: loaded.board)
+        for (name, result) in EngineSetup.addConfigured(loaded.site, to: engine, now: UTCTime(nanoseconds: start)) {
+            Console.error("locus: replay: condition \(name) not added: \(result == .limitExceeded ? "capacity.conditions is full" : "too many monitors")\n")
+        }
+        return engine
+    }
+
+    /// Acknowledges every pending event (nothing is persisted here) and says how many there were.
+    static func drainCount(_ engine: MonitorEngine) -> Int {
+        var count = 0
+        while engine.oldestPendingEvent() != nil {
+            engine.acknowledgeOldest()
+            count += 1
+        }
+        return count
+    }
+
+    static func updateLine(_ update: LocationUpdate) -> String {
+        var fix = update.fix
+        if fix.time == nil { fix.time = update.time }
+        if !fix.hasPosition && fix.mode == .unknown { fix.mode = .noFix }
+        var names: [String] = []
+        if update.diagnostics.contains(.stationary) { names.append("\"stationary\"") }
+        if update.diagnostics.contains(.locationUnavailable) { names.append("\"locationUnavailable\"") }
+        if update.diagnostics.contains(.accuracyLimited) { names.append("\"accuracyLimited\"") }
+        let tpv = TPV.json(fix)
+        return String(tpv.dropLast()) + ",\"isStationary\":\(update.isStationary ? "true" : "false"),\"diagnostics\":[\(names.joined(separator: ","))]}"
+    }
+
+    static func visitLine(_ visit: Visit) -> String {
+        var json = JSONText()
+        json.string("class", "VISIT")
+        json.string("arrival", visit.arrival.iso8601)
+        json.string("departure", visit.departure.iso8601)
+        json.number("lat", visit.latitude, decimals: 9)
+        json.number("lon", visit.longitude, decimals: 9)
+        json.number("radius", visit.radiusM, decimals: 1)
+        return json.closed
+    }
+
+    // MARK: power report
+
+    struct Detection {
+        var key: String
+        var timeNs: Int64
+    }
+
+    /// For every tier: which fixes boundary-aware sampling would take, what the receiver would
+    /// spend on them, and how late each geofence transition is seen compared with every fix
+    /// (the recording's own rate, 1 Hz for the scenarios).
+    static func powerReport(_ observations: [ReplayCommand.Observation], loaded: LoadedConfig) -> Int32 {
+        let fixes: [Fix] = observations.compactMap { if case .fix(let fix) = $0 { return fix } else { return nil } }
+        guard let first = fixes.first, let last = fixes.last else {
+            Console.error("locus: replay: --power-report needs an NMEA recording with timed fixes\n")
+            return 1
+        }
+        var edges = FenceEdges()
+        for monitor in loaded.site.monitors {
+            for condition in monitor.conditions {
+                if case .circle(let latitude, let longitude, let radiusM) = condition.kind { edges.add(latitude: latitude, longitude: longitude, radiusM: radiusM) }
+            }
+        }
+        let reference = detections(fixes, loaded: loaded)
+        let configuration = LiveConfiguration(preset: loaded.site.updates.preset)
+        let receiver = loaded.board.gnss?.receiver ?? .genericNMEA
+        let currents = ReceiverCurrents.family(receiver)
+        let durationS = Double(last.time!.totalNanoseconds - first.time!.totalNanoseconds) / 1e9
+        for tier in [AccuracyTier.best, .nearestTenMeters, .hundredMeters, .kilometer, .threeKilometers] {
+            let policy = TierPolicy(tier: tier)
+            let planner = SamplingPlanner(configuration, policy)
+            var account = PowerAccount(currents: currents, dutyCycle: policy.dutyCycle)
+            var sampled: [Fix] = []
+            var dueNs = Int64.min
+            for fix in fixes where fix.time!.totalNanoseconds >= dueNs {
+                if let previous = sampled.last { account.gap(Double(fix.time!.totalNanoseconds - previous.time!.totalNanoseconds) / 1e9) }
+                sampled.append(fix)
+                var distance: Double? = nil
+                if fix.hasPosition, let latitude = fix.latitude, let longitude = fix.longitude {
+                    distance = edges.nearestEdgeM(latitude: latitude, longitude: longitude)
+                } else if !edges.isEmpty {
+                    distance = 0   // no position: fix again as soon as the receiver can
+                }
+                dueNs = planner.nextFixTime(now: fix.time!, distanceToEdgeM: distance, accuracyM: fix.horizontalAccuracyM).totalNanoseconds
+            }
+            if let previous = sampled.last { account.gap(Double(last.time!.totalNanoseconds - previous.time!.totalNanoseconds) / 1e9) }
+            let seen = detections(sampled, loaded: loaded)
+            var used = [Bool](repeating: false, count: seen.count)
+            var lateness: [Double] = []
+            var transitionLines: [String] = []
+            for detection in reference {
+                var line = JSONText()
+                line.string("class", "TRANSITION")
+                line.string("tier", "\(tier)")
+                line.string("condition", detection.key)
+                line.string("continuous", UTCTime(nanoseconds: detection.timeNs).iso8601)
+                if let index = seen.indices.first(where: { !used[$0] && seen[$0].key == detection.key }) {
+                    used[index] = true
+                    let lateS = Double(seen[index].timeNs - detection.timeNs) / 1e9
+                    lateness.append(lateS)
+                    line.string("sampled", UTCTime(nanoseconds: seen[index].timeNs).iso8601)
+                    line.number("lateS", lateS, decimals: 1)
+                } else {
+                    line.raw("sampled", "null")
+                }
+                transitionLines.append(line.closed)
+            }
+            var json = JSONText()
+            json.string("class", "POWER")
+            json.string("receiver", "\(currents.name)")
+            json.string("preset", "\(configuration.preset)")
+            json.string("tier", "\(tier)")
+            json.boolean("configured", tier == loaded.site.updates.accuracy)
+            json.string("dutyCycle", describe(policy.dutyCycle))
+            json.number("hours", durationS / 3_600, decimals: 3)
+            json.integer("fixes", fixes.count)
+            json.integer("fixesUsed", sampled.count)
+            json.number("gnssOnTimeS", account.onTimeS, decimals: 1)
+            json.number("gnssOnPercent", account.durationS > 0 ? 100 * account.onTimeS / account.durationS : 0, decimals: 1)
+            json.number("mAhPerDay", account.mAhPerDay, decimals: 1)
+            json.number("bleScanDuty", policy.bleScanDuty, decimals: 3)
+            json.number("wakeUpsPerHour", account.wakeUpsPerHour, decimals: 1)
+            json.integer("transitions", reference.count)
+            json.integer("missed", reference.count - lateness.count)
+            json.number("lateMaxS", lateness.max() ?? 0, decimals: 1)
+            json.number("lateMeanS", lateness.isEmpty ? 0 : lateness.reduce(0, +) / Double(lateness.count), decimals: 1)
+            Console.out(json.closed + "\n")
+            for line in transitionLines { Console.out(line + "\n") }
+        }
+        return 0
+    }
+
+    static func describe(_ dutyCycle: ReceiverDutyCycle) -> String {
+        switch dutyCycle {
+        case .continuous: return "continuous"
+        case .cyclicTracking(let periodMs): return "cyclic-tracking \(periodMs / 1_000)s"
+        case .onOff(let periodMs): return "on-off \(periodMs / 1_000)s"
+        }
+    }
+
+    /// The transitions the engine reports on these fixes, each dated by the fix that showed it.
+    static func detections(_ fixes: [Fix], loaded: LoadedConfig) -> [Detection] {
+        let engine = freshEngine(loaded, start: fixes[0].time!.totalNanoseconds)
+        var found: [Detection] = []
+        func drain(_ timeNs: Int64) {
+            while let event = engine.oldestPendingEvent() {
+                found.append(Detection(key: "\(event.monitor)/\(event.identifier)/\(event.state)", timeNs: timeNs))
+                engine.acknowledgeOldest()
+            }
+        }
+        for fix in fixes {
+            let timeNs = fix.time!.totalNanoseconds
+            engine.tick(now: fix.time!)
+            drain(timeNs)
+            engine.observe(fix)
+            drain(timeNs)
+        }
+        return found
+    }
+}

@@ -1,0 +1,235 @@
+/// Diagnostics on an update, after iOS 18's CLLocationUpdate.
+public struct UpdateDiagnostics: OptionSet, Equatable, Sendable {
+    public let rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    /// The device has stopped; updates pause until it moves.
+    public static let stationary = UpdateDiagnostics(rawValue: 1 << 0)
+    /// No fix: said in an update rather than by going quiet.
+    public static let locationUnavailable = UpdateDiagnostics(rawValue: 1 << 1)
+    /// The fix is less accurate than the tier asks for.
+    public static let accuracyLimited = UpdateDiagnostics(rawValue: 1 << 2)
+}
+
+/// One delivered update (CLLocationUpdate): the fix, or the time a fix was missed.
+public struct LocationUpdate: Equatable, Sendable {
+    public var fix: Fix
+    public var time: UTCTime
+    public var isStationary: Bool
+    public var diagnostics: UpdateDiagnostics
+}
+
+/// What `LiveUpdater` hands its caller, in order.
+public enum LiveOutput: Equatable, Sendable {
+    case update(LocationUpdate)
+    /// The updates since the previous `batchEnd` were one batch, delivered for this reason.
+    case batchEnd(FlushReason)
+    case visit(Visit)
+}
+
+public enum FlushReason: Equatable, Sendable, CustomStringConvertible {
+    case count, age, event, end
+    public var description: String {
+        switch self {
+        case .count: return "count"
+        case .age: return "age"
+        case .event: return "event"
+        case .end: return "end"
+        }
+    }
+}
+
+/// The `[updates]` section as the updater uses it.
+public struct LiveUpdateSettings: Equatable, Sendable {
+    public var configuration: LiveConfiguration
+    public var tier: TierPolicy
+    public var batchCount: Int
+    public var batchAgeMs: Int64
+    public var distanceFilterM: Double
+    /// Deliver an update only after moving at least `significantChangeM` (no stationary updates).
+    public var significantChange: Bool
+    public var visitMinimumMs: Int64
+
+    public static let significantChangeM = 500.0
+
+    public init(preset: LivePreset = .default, tier: AccuracyTier = .hundredMeters, batchCount: Int = 1, batchAgeMs: Int64 = 0,
+                distanceFilterM: Double = 0, significantChange: Bool = false, visitMinimumMs: Int64 = 300_000) {
+        configuration = LiveConfiguration(preset: preset)
+        self.tier = TierPolicy(tier: tier)
+        self.batchCount = batchCount
+        self.batchAgeMs = batchAgeMs
+        self.distanceFilterM = distanceFilterM
+        self.significantChange = significantChange
+        self.visitMinimumMs = visitMinimumMs
+    }
+}
+
+/// Fixes in, updates out: accuracy and speed filters, stationary pause and resume, distance
+/// filter or significant change, visits, diagnostics, and deferred batching. The batch buffer
+/// and the outbox are allocated once, in `init`; observing a fix allocates nothing.
+///
+/// Outputs go to an outbox the caller empties with `nextOutput()` after every call (as the
+/// monitor engine's events are drained): no closure crosses the allocation-free entry points.
+public final class LiveUpdater {
+    public let settings: LiveUpdateSettings
+    private var batch: UnsafeMutableBufferPointer<LocationUpdate>
+    private var batchCount = 0
+    /// Ring of outputs not yet taken: one call produces at most two batches' updates, their two
+    /// batch ends and a visit.
+    private var outbox: UnsafeMutableBufferPointer<LiveOutput>
+    private var outboxStart = 0
+    private var outboxCount = 0
+    private var batchStartNs: Int64 = 0
+    private var stationary: StationaryDetector
+    private let visits: VisitDetector
+    private var lastAccepted: (latitude: Double, longitude: Double, timeNs: Int64)? = nil
+    private var lastDelivered: (latitude: Double, longitude: Double)? = nil
+    private var lastFixNs: Int64? = nil
+    private var unavailableSinceNs: Int64? = nil
+    private var lastUnavailableUpdateNs: Int64 = 0
+    /// Fixes dropped by the accuracy and speed filters (operating conditions, counted).
+    public private(set) var filteredCount = 0
+
+    public init(settings: LiveUpdateSettings) {
+        precondition(settings.batchCount >= 1, "a batch holds at least one update")
+        self.settings = settings
+        batch = .allocate(capacity: settings.batchCount)
+        outbox = .allocate(capacity: 2 * settings.batchCount + 3)
+        stationary = StationaryDetector(settings.configuration)
+        visits = VisitDetector(minimumMs: settings.visitMinimumMs)
+    }
+
+    deinit {
+        batch.baseAddress!.deinitialize(count: batchCount)
+        batch.deallocate()
+        while nextOutput() != nil {}
+        outbox.deallocate()
+    }
+
+    public var isStationary: Bool { stationary.isStationary }
+
+    /// The oldest output not yet taken, in order; nil when the outbox is empty.
+    @_noAllocation
+    public func nextOutput() -> LiveOutput? {
+        guard outboxCount > 0 else { return nil }
+        let output = (outbox.baseAddress! + outboxStart).move()
+        outboxStart = (outboxStart + 1) % outbox.count
+        outboxCount -= 1
+        return output
+    }
+
+    private func put(_ output: LiveOutput) {
+        // Locals, not `self`, in the autoclosure: capturing self would retain it.
+        let capacity = outbox.count, used = outboxCount
+        precondition(used < capacity, "LiveUpdater outbox full: drain it with nextOutput() after every call")
+        (outbox.baseAddress! + (outboxStart + outboxCount) % outbox.count).initialize(to: output)
+        outboxCount += 1
+    }
+
+    /// A fix from the receiver (with or without a position).
+    @_noAllocation
+    public func observe(_ fix: Fix, now: UTCTime) {
+        let nowNs = now.totalNanoseconds
+        flushIfOld(nowNs)
+        guard fix.hasPosition, let latitude = fix.latitude, let longitude = fix.longitude else {
+            reportUnavailable(fix, nowNs: nowNs)
+            return
+        }
+        lastFixNs = nowNs
+        unavailableSinceNs = nil
+        let accuracyM = fix.horizontalAccuracyM ?? 0
+        guard accuracyM <= settings.configuration.maximumAccuracyM, isPlausible(latitude, longitude, accuracyM, nowNs) else {
+            filteredCount += 1
+            return
+        }
+        lastAccepted = (latitude, longitude, nowNs)
+        var diagnostics = UpdateDiagnostics(rawValue: 0)
+        if accuracyM > settings.tier.desiredAccuracyM { diagnostics.insert(.accuracyLimited) }
+        let transition = stationary.observe(latitude: latitude, longitude: longitude, accuracyM: accuracyM, timeNs: nowNs)
+        if let visit = visits.visit(for: transition) { put(.visit(visit)) }
+        if settings.significantChange {
+            if let last = lastDelivered,
+               Geodesy.approximateDistanceM(last.latitude, last.longitude, latitude, longitude) < LiveUpdateSettings.significantChangeM { return }
+            enqueue(LocationUpdate(fix: fix, time: now, isStationary: false, diagnostics: diagnostics), nowNs)
+            return
+        }
+        switch transition {
+        case .becameStationary:
+            diagnostics.insert(.stationary)
+            enqueue(LocationUpdate(fix: fix, time: now, isStationary: true, diagnostics: diagnostics), nowNs)
+            return
+        case .resumedMoving:
+            enqueue(LocationUpdate(fix: fix, time: now, isStationary: false, diagnostics: diagnostics), nowNs)
+            return
+        case .none:
+            break
+        }
+        if stationary.isStationary { return }
+        if let last = lastDelivered, settings.distanceFilterM > 0,
+           Geodesy.approximateDistanceM(last.latitude, last.longitude, latitude, longitude) < settings.distanceFilterM { return }
+        enqueue(LocationUpdate(fix: fix, time: now, isStationary: false, diagnostics: diagnostics), nowNs)
+    }
+
+    /// Time passing without fixes: a batch past its age is delivered, and a receiver silent for
+    /// longer than the tier's interval (or five fix intervals) is reported unavailable.
+    @_noAllocation
+    public func tick(now: UTCTime) {
+        let nowNs = now.totalNanoseconds
+        flushIfOld(nowNs)
+        guard let lastFixNs, unavailableSinceNs == nil else { return }
+        let silenceNs = max(settings.tier.maximumIntervalMs, 5 * settings.configuration.fixIntervalMs) * 1_000_000
+        if nowNs - lastFixNs > silenceNs { reportUnavailable(Fix(timeOfDayNs: 0), nowNs: nowNs) }
+    }
+
+    /// A monitor event fired: whatever is batched goes out now.
+    @_noAllocation
+    public func monitorEvent(now: UTCTime) {
+        flush(.event)
+    }
+
+    /// The end of the stream: the last batch, and a stay still going on as a visit.
+    public func finish(now: UTCTime) {
+        flush(.end)
+        if let visit = visits.openVisit(stationary.currentStay, now: now) { put(.visit(visit)) }
+    }
+
+    // MARK: pieces
+
+    /// A jump that would need more than the preset's maximum speed (beyond both fixes' accuracy)
+    /// is an outlier.
+    private func isPlausible(_ latitude: Double, _ longitude: Double, _ accuracyM: Double, _ nowNs: Int64) -> Bool {
+        guard let last = lastAccepted, nowNs > last.timeNs else { return true }
+        let distanceM = Geodesy.approximateDistanceM(last.latitude, last.longitude, latitude, longitude)
+        let seconds = Double(nowNs - last.timeNs) / 1e9
+        return distanceM - 2 * accuracyM <= settings.configuration.maximumSpeedMps * seconds
+    }
+
+    /// The first fix without a position says so at once; while it lasts, once per tier interval.
+    private func reportUnavailable(_ fix: Fix, nowNs: Int64) {
+        if unavailableSinceNs != nil, nowNs - lastUnavailableUpdateNs < settings.tier.maximumIntervalMs * 1_000_000 { return }
+        if unavailableSinceNs == nil { unavailableSinceNs = nowNs }
+        lastUnavailableUpdateNs = nowNs
+        let update = LocationUpdate(fix: fix, time: UTCTime(nanoseconds: nowNs), isStationary: false, diagnostics: .locationUnavailable)
+        enqueue(update, nowNs, track: false)
+    }
+
+    private func enqueue(_ update: LocationUpdate, _ nowNs: Int64, track: Bool = true) {
+        if track, let latitude = update.fix.latitude, let longitude = update.fix.longitude { lastDelivered = (latitude, longitude) }
+        if batchCount == 0 { batchStartNs = nowNs }
+        (batch.baseAddress! + batchCount).initialize(to: update)
+        batchCount += 1
+        if batchCount == settings.batchCount { flush(.count) }
+    }
+
+    private func flushIfOld(_ nowNs: Int64) {
+        // Age 0 means no age bound: batches are then bounded by count (and events) only.
+        if batchCount > 0, settings.batchAgeMs > 0, nowNs - batchStartNs >= settings.batchAgeMs * 1_000_000 { flush(.age) }
+    }
+
+    private func flush(_ reason: FlushReason) {
+        guard batchCount > 0 else { return }
+        for index in 0..<batchCount { put(.update((batch.baseAddress! + index).move())) }
+        batchCount = 0
+        put(.batchEnd(reason))
+    }
+}
