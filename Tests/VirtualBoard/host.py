@@ -5,9 +5,10 @@ clock, and counts the checks.
 
 The guest speaks in console lines (everything else on the console is only logged):
   vboard: booted ...                  the kernel is up and the drivers are loaded
-  vboard: scenario TITLE              a scenario starts (the previous one ends)
+  vboard: scenario TITLE              a scenario starts (the previous one and its feed end)
   vboard: feed FROM TO                stream the recording's epochs FROM <= hhmmss < TO at their
                                       recorded pace (one epoch a second), in the background
+  vboard: feed stop                   end the feed
   vboard: line NAME VALUE             the guest saw a GPIO line change (sampled in the guest)
   vboard: latency NAME VALUE HHMMSS MS  check: NAME went to VALUE within MS of sending the fix
                                       of HHMMSS
@@ -52,6 +53,7 @@ class Board:
         self.sent = {}          # hhmmss -> host time the epoch was written
         self.changes = []       # (host time, name, value)
         self.scenario = None    # (title, host start time)
+        self.feeds = 0          # feeds started; only the newest one writes
         self.directory = tempfile.mkdtemp(prefix="vboard-")
         self.socket_path = os.path.join(self.directory, "uart.sock")
         image = os.path.join(build, arch, "image")
@@ -78,11 +80,14 @@ class Board:
             self.failed += 1
         print(("ok    " if passed else "FAIL  ") + description, flush=True)
 
-    def feed(self, first, last, uart):
-        """Writes the epochs first <= hhmmss < last, one a second, on the recording's pace."""
+    def feed(self, first, last, uart, generation):
+        """Writes the epochs first <= hhmmss < last, one a second, on the recording's pace, until
+        a newer feed starts."""
         epochs = [e for e in self.recording.epochs if first <= e[0] < last]
         start = time.monotonic()
         for index, (stamp, lines) in enumerate(epochs):
+            if generation != self.feeds:
+                return
             delay = start + index - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
@@ -143,11 +148,15 @@ class Board:
                 booted = True
                 print(f"vboard {self.arch}: boot {time.monotonic() - began:.1f} s ({line[15:]})", flush=True)
             elif line.startswith("vboard: scenario "):
+                self.feeds += 1  # a scenario starts with a silent UART
                 self.end_scenario()
                 self.scenario = (line[17:], time.monotonic())
                 print(f"== {line[8:]}", flush=True)
             elif line.startswith("vboard: feed ") and len(words) == 4:
-                threading.Thread(target=self.feed, args=(words[2], words[3], uart), daemon=True).start()
+                self.feeds += 1
+                threading.Thread(target=self.feed, args=(words[2], words[3], uart, self.feeds), daemon=True).start()
+            elif line == "vboard: feed stop":
+                self.feeds += 1
             elif line.startswith("vboard: line ") and len(words) >= 4:
                 self.changes.append((time.monotonic(), words[2], words[3]))
             elif line.startswith("vboard: latency ") and len(words) == 6:

@@ -20,7 +20,8 @@
  * first enables scanning. ADDRESS is a random device address written most significant octet
  * first, RSSI in dBm, PAYLOAD the advertising data (AD structures) in hex, at most 31 octets.
  * A report that falls due while scanning is off is dropped, as a real controller would; one line is
- * printed on stdout per report sent, and "vhci: scanning on|off (legacy|extended)" on changes.
+ * printed on stdout per report sent, and "vhci: scanning on|off (legacy|extended)" on changes;
+ * taking the adapter down turns scanning off.
  * The controller runs until killed or the host side closes.
  */
 #include <errno.h>
@@ -103,9 +104,15 @@ static void read_schedule(const char *path) {
     fclose(file);
 }
 
+static void set_scanning(int enable, int extended);
+
 static void send_packet(const uint8_t *packet, int size) {
-    /* /dev/vhci takes one whole packet per write; a short write would desynchronise the host. */
-    if (write(fd, packet, size) != size) die("write /dev/vhci");
+    /* /dev/vhci takes one whole packet per write; a short write would desynchronise the host.
+     * ENXIO: the host has taken the adapter down (hciconfig down), which stops the scan without
+     * telling the controller; a real controller's reports are dropped the same way. */
+    ssize_t written = write(fd, packet, size);
+    if (written < 0 && errno == ENXIO) { set_scanning(0, scanning_extended); return; }
+    if (written != size) die("write /dev/vhci");
 }
 
 /* Return parameters after the status octet, sized as the Core spec defines them (the kernel
