@@ -104,7 +104,7 @@ finish() {
     AGENT= CONTROLLER= SAMPLERS=
 }
 
-# fix_time EVENTLINE: the hhmmss of the event's date (the fix's time, by GNSS time).
+# fix_time < EVENT-LINES: the hhmmss of the first event's date (GNSS time: the fix's own time).
 fix_time() { sed -n 's/.*T\([0-9][0-9]\):\([0-9][0-9]\):\([0-9][0-9]\)\..*/\1\2\3/p' | head -1; }
 
 scenario_fence() {
@@ -117,7 +117,8 @@ EOF
     sample relay1 $RELAY1 & SAMPLERS=$!
     agent s1 /tmp/s1.err
     check "agent reads the GNSS UART" wait_for 10 /tmp/s1.err "gnss: reading /dev/ttyS"
-    # The port is raw now: the host may send (an earlier send would echo back, see host.py).
+    # The agent has the port open and raw: only now may the host send (bytes that arrive earlier
+    # are echoed back by the tty and stall the open for seconds).
     echo "vboard: feed 094737 094810"
     check "harbour/berth satisfied after the dwell" wait_for 30 /tmp/s1.err "event .*harbour/berth .*satisfied"
     usleep 300000
