@@ -94,6 +94,8 @@ public final class CircleIndex {
     private let bucketShift: UInt64
     private let entries: UnsafeMutablePointer<Entry>
     @exclusivity(unchecked) private var freeEntry: Int32 = -1
+    /// Entries at and above this index have never been used (and never initialized).
+    @exclusivity(unchecked) private var entriesNeverUsed = 0
     private let overflow: UnsafeMutablePointer<Int32>
     @exclusivity(unchecked) private var epoch: UInt32 = 0
     private let grid: CellGrid
@@ -130,11 +132,10 @@ public final class CircleIndex {
         idTable.initialize(repeating: 0, count: idSize)
         buckets = .allocate(capacity: bucketSize)
         buckets.initialize(repeating: -1, count: bucketSize)
+        // Entries are handed out from the free list, else from the never-used rest of the pool,
+        // which stays untouched (no memory) until needed.
         entries = .allocate(capacity: max(1, pool))
-        for index in 0..<max(1, pool) {
-            (entries + index).initialize(to: Entry(tag: 0, slot: -1, next: index + 1 < pool ? Int32(index + 1) : -1, previous: -1, sibling: -1))
-        }
-        freeEntry = pool > 0 ? 0 : -1
+        freeEntry = -1
         overflow = .allocate(capacity: max(1, capacity))
         overflow.initialize(repeating: -1, count: max(1, capacity))
         allocatedBytes = max(1, capacity) * (MemoryLayout<Circle>.stride + MemoryLayout<Int32>.stride)
@@ -227,12 +228,19 @@ public final class CircleIndex {
         }
         var walk = CellWalk(grid, range)
         while let key = walk.next() {
-            let entry = freeEntry
-            freeEntry = entries[Int(entry)].next
+            let entry: Int32
+            if freeEntry >= 0 {
+                entry = freeEntry
+                freeEntry = entries[Int(entry)].next
+            } else {
+                entry = Int32(entriesNeverUsed)
+                entriesNeverUsed += 1
+            }
             entriesInUse += 1
             let (bucket, tag) = cellHash(key, shift: bucketShift)
             let head = buckets[bucket]
-            entries[Int(entry)] = Entry(tag: tag, slot: Int32(slot), next: head, previous: -Int32(bucket) - 1, sibling: circles[slot].firstEntry)
+            (entries + Int(entry)).initialize(to: Entry(tag: tag, slot: Int32(slot), next: head, previous: -Int32(bucket) - 1,
+                                                         sibling: circles[slot].firstEntry))
             if head >= 0 { entries[Int(head)].previous = entry }
             buckets[bucket] = entry
             circles[slot].firstEntry = entry

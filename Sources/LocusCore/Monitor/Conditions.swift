@@ -143,7 +143,7 @@ public struct Explanation: Equatable, Sendable {
     public enum Source: UInt8, Equatable, Sendable {
         case fix = 1, sighting = 2, timeout = 3, transit = 4, assumption = 5
     }
-    public var source: Source
+    // Stored by alignment (8, 4, 1 bytes): 56 bytes.
     /// Geofences: the fix, its horizontal accuracy and the distance to the edge (negative inside).
     public var latitude: Double = 0
     public var longitude: Double = 0
@@ -154,6 +154,7 @@ public struct Explanation: Equatable, Sendable {
     private var storedRSSIFiltered: Float = 0
     private var storedDistanceM: Float = 0
     private var storedSamples: Int32 = 0
+    public var source: Source
     /// Beacons: the RSSI window's minimum and maximum.
     public var rssiMinimum: Int8 = 0
     public var rssiMaximum: Int8 = 0

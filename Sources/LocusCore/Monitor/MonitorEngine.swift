@@ -42,47 +42,48 @@ public final class MonitorEngine {
     /// The accuracy assumed for a fix that carries none (no GST, no HDOP).
     public static let unknownAccuracyM = 1_000.0
 
+    /// Fields ordered by alignment (8, 4, 2, 1 bytes): 10,000 slots pay no padding.
     struct Slot {
-        var inUse = false
-        var generation: UInt32 = 0
-        var monitor: Int16 = 0
-        var identifier: FixedName
         var condition: Condition
         /// Circles: the centre with its Earth-centred coordinates precomputed.
         var center: GeoPoint = GeoPoint(latitude: 0, longitude: 0)
         var settings: ConditionSettings
         /// The last handled event, stored without the names the slot already holds.
         var lastEvent: StoredEvent
-        /// Events of this slot waiting in the ring.
-        var pendingEvents: Int16 = 0
-        /// The state the pending events lead to (valid while `pendingEvents > 0`).
-        var pendingState: ConditionState = .unknown
         /// An observed state different from the current one, and since when (UTC ns).
-        var candidate: ConditionState = .unknown
         var candidateSinceNs: Int64 = 0
+        var lastSeenNs: Int64 = 0
         /// The observation that started the candidate state: a dwell completed by the timer is
         /// explained by it.
         var candidateExplanation = Explanation(source: .fix)
-        var lastSeenNs: Int64 = 0
+        var lastSighting: BeaconIdentity? = nil
+        var generation: UInt32 = 0
+        /// Position in the attention set, or -1.
+        var attentionIndex: Int32 = -1
+        var monitor: Int16 = 0
+        /// Events of this slot waiting in the ring.
+        var pendingEvents: Int16 = 0
+        var identifier: FixedName
+        var inUse = false
+        /// The state the pending events lead to (valid while `pendingEvents > 0`).
+        var pendingState: ConditionState = .unknown
+        var candidate: ConditionState = .unknown
         var accuracyLimited = false
         /// Declared in the site file (as opposed to added at run time).
         var fromSiteFile = true
         /// The state the condition was added with (logged with it).
         var assumed: ConditionState = .unknown
-        /// Position in the attention set, or -1.
-        var attentionIndex: Int32 = -1
-        var lastSighting: BeaconIdentity? = nil
 
         /// The state the record is in once pending events are handled.
         var effectiveState: ConditionState { pendingEvents > 0 ? pendingState : lastEvent.state }
     }
 
     struct StoredEvent {
-        var state: ConditionState
         var date: UTCTime
         var refinement: BeaconIdentity?
-        var diagnostics: EventDiagnostics
         var explanation: Explanation
+        var state: ConditionState
+        var diagnostics: EventDiagnostics
 
         init(_ event: MonitorEvent) {
             state = event.state
@@ -168,8 +169,8 @@ public final class MonitorEngine {
         let blankEvent = MonitorEvent(monitor: FixedName("x")!, identifier: FixedName("x")!, state: .unknown,
                                       date: UTCTime(seconds: 0), refinement: nil, diagnostics: [],
                                       explanation: Explanation(source: .assumption))
-        blankSlot = Slot(identifier: FixedName("x")!, condition: .circle(CircularGeographicCondition(latitude: 0, longitude: 0, radiusM: 1)),
-                         settings: ConditionSettings(), lastEvent: StoredEvent(blankEvent))
+        blankSlot = Slot(condition: .circle(CircularGeographicCondition(latitude: 0, longitude: 0, radiusM: 1)),
+                         settings: ConditionSettings(), lastEvent: StoredEvent(blankEvent), identifier: FixedName("x")!)
         // Slots are initialized when first used (`slotsInitialized`), so the memory of a capacity
         // that is never filled is never touched.
         slots = .allocate(capacity: capacity.conditions)
