@@ -58,6 +58,10 @@ public actor Monitor {
 
     deinit { channel.hangUp() }
 
+    /// Releases the monitor now (as dropping the last reference does): a loop over `events`
+    /// ends with `disconnected`, and another client may open the name.
+    public func close() { channel.hangUp() }
+
     /// `add(_:identifier:assuming:)`: an existing identifier is replaced and its record starts over.
     public func add(_ condition: some MonitoringCondition, identifier: String, assuming: State? = nil) async throws {
         var request: [String: Any] = ["op": "add", "monitor": name, "identifier": identifier]

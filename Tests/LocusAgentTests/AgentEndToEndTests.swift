@@ -97,7 +97,7 @@ import Testing
     static func feed(_ site: Site, nmea: String?, hci: String?, speed: String = "10", linger: Int = 0) throws -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try locusBinary())
-        var arguments = ["feed", "--speed", speed, "--linger", "\(linger)", "--wait", "20"]
+        var arguments = ["feed", "--speed", speed, "--linger", "\(linger)", "--wait", "60"]
         if let nmea {
             let path = site.directory + "/track.nmea"
             try nmea.write(toFile: path, atomically: true, encoding: .utf8)
@@ -109,7 +109,9 @@ import Testing
             arguments += ["--hci", path, "--ble", site.state + "/sim/ble"]
         }
         process.arguments = arguments
-        process.standardError = FileHandle.nullDevice
+        let stderrPath = site.directory + "/feed.err"
+        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        process.standardError = FileHandle(forWritingAtPath: stderrPath)
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         return process

@@ -10,6 +10,10 @@ import Testing
         defer { _ = agent.stop(signal: SIGKILL) }
 
         var monitor: Monitor? = try await Monitor("road", stateDirectory: site.state)
+        let first = monitor!
+        // A test that waits for events must end even if none come.
+        let watchdog = Task { try await Task.sleep(for: .seconds(60)); await first.close() }
+        defer { watchdog.cancel() }
         try await monitor!.add(CircularGeographicCondition(center: Coordinate(latitude: 45.05, longitude: 7.0), radius: 100),
                                identifier: "depot", assuming: .unsatisfied)
         try await monitor!.add(BeaconIdentityCondition(uuid: UUID(uuidString: "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0")!, major: 7),
@@ -31,6 +35,7 @@ import Testing
             break
         }
         #expect(taken == ["fence unsatisfied"])
+        await monitor!.close()
         monitor = nil
         feeder.waitUntilExit()
         try AgentEndToEndTests.waitFor("the fence to be left", seconds: 10) {
@@ -38,6 +43,8 @@ import Testing
         }
         // Opened again: what was not taken, in order, and nothing twice.
         let again = try await Monitor("road", stateDirectory: site.state)
+        let againWatchdog = Task { try await Task.sleep(for: .seconds(60)); await again.close() }
+        defer { againWatchdog.cancel() }
         var rest: [String] = []
         for try await event in again.events {
             rest.append("\(event.identifier) \(event.state)")
@@ -52,6 +59,12 @@ import Testing
         defer { _ = agent.stop(signal: SIGKILL) }
         let road = try await Monitor("road", stateDirectory: site.state)
         let cargo = try await Monitor("cargo", stateDirectory: site.state)
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(60))
+            await road.close()
+            await cargo.close()
+        }
+        defer { watchdog.cancel() }
         let feeder = try AgentEndToEndTests.feed(site, nmea: syntheticTrack(seconds: 30, startLatitude: 45.0, longitude: 7.0, speedMps: 10),
                                                  hci: AgentEndToEndTests.sightings(from: 5, to: 8))
         defer { feeder.waitUntilExit() }
