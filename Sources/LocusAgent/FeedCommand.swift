@@ -44,6 +44,14 @@ enum FeedCommand {
 
         var items: [Item] = []
         var ports: [(path: String, master: Int32)] = []
+        // The links go with the ports: pseudo-terminal numbers are reused, and a link left behind
+        // would lead a reader to whichever terminal gets the number next.
+        defer {
+            for port in ports {
+                _ = Files.close(port.master)
+                _ = Files.remove(port.path)
+            }
+        }
         if let nmea = values["--nmea"], let path = values["--gnss"] {
             guard let lines = nmeaItems(nmea, port: ports.count) else { return 1 }
             items += lines
@@ -56,7 +64,6 @@ enum FeedCommand {
             guard let master = openPort(path) else { return 1 }
             ports.append((path, master))
         }
-        defer { for port in ports { _ = Files.close(port.master) } }
         items = timeline(items)
 
         // Start once every port has a reader (a pty master hangs up while no slave is open).

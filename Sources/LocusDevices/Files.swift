@@ -74,6 +74,13 @@ extension Files {
         return renamed < 0 ? SystemError(code: -renamed) : nil
     }
 
+    /// Removes a file or link. nil on success.
+    @discardableResult
+    public static func remove(_ path: String) -> SystemError? {
+        let result = locus_unlink(path)
+        return result < 0 ? SystemError(code: -result) : nil
+    }
+
     /// Makes `path` a symbolic link to `target` (replacing what was there). nil on success.
     public static func symlink(_ target: String, at path: String) -> SystemError? {
         let result = locus_symlink(target, path)
