@@ -32,13 +32,23 @@ import Testing
         var state: String
     }
 
-    static func site(_ name: String, extra: String = "", fenceDwell: String = "0s") throws -> Site {
+    /// The outputs the test site's actions drive, for boards other than Boards/sim.toml.
+    static let boardOutputs = "[gpio.outputs]\nrelay1 = { line = 0 }\nrelay2 = { line = 1 }\nbuzzer = { line = 2 }\n"
+
+    /// A site file in a directory of its own, on the simulated board or on `board` (a board
+    /// file's text, written beside the site).
+    static func site(_ name: String, extra: String = "", fenceDwell: String = "0s", board: String? = nil) throws -> Site {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("locus-e2e-\(name)-\(getpid())").path
         try? FileManager.default.removeItem(atPath: directory)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        var boardPath = repositoryRoot + "/Boards/sim.toml"
+        if let board {
+            boardPath = "board.toml"
+            try board.write(toFile: directory + "/board.toml", atomically: true, encoding: .utf8)
+        }
         let fence = String(format: "%.7f", 45.0 + 200 / 111_132.0)
         let site = """
-        board = "\(repositoryRoot)/Boards/sim.toml"
+        board = "\(boardPath)"
         [log]
         fix_interval = "5s"
 
@@ -295,15 +305,10 @@ import Testing
     }
 
     @Test func anUnwritableStateDirectoryMeansMonitoringInMemoryAndSaysSo() throws {
-        let site = try Self.site("memory")
+        let gnss = FileManager.default.temporaryDirectory.appendingPathComponent("locus-e2e-memory-\(getpid())/gnss").path
+        let site = try Self.site("memory", board: "[board]\nname = \"memory\"\n[gnss]\ndevice = \"\(gnss)\"\n[gpio]\nsimulated = true\n" + Self.boardOutputs)
         // The state directory's parent is a regular file: it cannot be created.
         try "".write(toFile: site.directory + "/blocker", atomically: true, encoding: .utf8)
-        let board = "[board]\nname = \"memory\"\n[gnss]\ndevice = \"\(site.directory)/gnss\"\n[gpio]\nsimulated = true\n"
-            + "[gpio.outputs]\nrelay1 = { line = 0 }\nrelay2 = { line = 1 }\nbuzzer = { line = 2 }\n"
-        try board.write(toFile: site.directory + "/board.toml", atomically: true, encoding: .utf8)
-        let text = try String(contentsOfFile: site.sitePath, encoding: .utf8)
-            .replacingOccurrences(of: "board = \"\(repositoryRoot)/Boards/sim.toml\"", with: "board = \"board.toml\"")
-        try text.write(toFile: site.sitePath, atomically: true, encoding: .utf8)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try locusBinary())
         process.arguments = ["run", "--config", site.sitePath, "--state", site.directory + "/blocker/state"]
@@ -445,13 +450,7 @@ import Testing
     }
 
     @Test func aMissingGPIOChipStopsTheStartWithTheReason() throws {
-        let site = try Self.site("nochip")
-        let board = "[board]\nname = \"no chip\"\n[gpio]\nchip = \"gpiochip-absent\"\n"
-            + "[gpio.outputs]\nrelay1 = { line = 0 }\nrelay2 = { line = 1 }\nbuzzer = { line = 2 }\n"
-        try board.write(toFile: site.directory + "/board.toml", atomically: true, encoding: .utf8)
-        let text = try String(contentsOfFile: site.sitePath, encoding: .utf8)
-            .replacingOccurrences(of: "board = \"\(repositoryRoot)/Boards/sim.toml\"", with: "board = \"board.toml\"")
-        try text.write(toFile: site.sitePath, atomically: true, encoding: .utf8)
+        let site = try Self.site("nochip", board: "[board]\nname = \"no chip\"\n[gpio]\nchip = \"gpiochip-absent\"\n" + Self.boardOutputs)
         let run = try locus(["run", "--config", site.sitePath, "--state", site.state])
         #expect(run.status == 1)
         #expect(run.error.contains("locus: run: cannot open GPIO chip gpiochip-absent: "), "\(run.error)")
