@@ -37,6 +37,7 @@ let package = Package(
         .target(name: "LocusMonitor"),
         .executableTarget(name: "monitor-greeter", dependencies: ["LocusMonitor"], path: "Examples/MonitorGreeter"),
         .executableTarget(name: "relay-controller", dependencies: ["LocusMonitor"], path: "Examples/RelayController"),
+        .executableTarget(name: "live-updates-logger", dependencies: ["LocusMonitor"], path: "Examples/LiveUpdatesLogger"),
 
         .executableTarget(name: "locus-bench", dependencies: ["LocusCore", "AllocCounter"], path: "Benchmarks/LocusBench", swiftSettings: hotPathChecks),
 

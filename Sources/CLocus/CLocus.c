@@ -111,6 +111,8 @@ int locus_open(const char *path, int flags, int mode) {
     return (int)RETRY(open(path, os, (mode_t)mode));
 }
 
+int locus_mkfifo(const char *path, int mode) { return mkfifo(path, (mode_t)mode) == 0 ? 0 : -errno; }
+
 int locus_close(int fd) {
     // close(2) must not be retried on EINTR on Linux: the descriptor is gone either way.
     return close(fd) == 0 ? 0 : -errno;

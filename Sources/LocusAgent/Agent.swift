@@ -48,6 +48,16 @@ final class Agent {
     var logRetryDelayNs: Int64 = 1_000_000_000
     var logFailing = false
 
+    // Live updates (AgentUpdates.swift).
+    let siteUpdater: LiveUpdater
+    /// Each control slot's update stream, if it asked for one.
+    var streams: [UpdateStream?] = []
+    var pause: PauseController
+    /// The tier the receiver and the BLE scan run at.
+    var radioTier: AccuracyTier
+    /// `[updates] motion_input`: wakes the paused receiver.
+    var motion: GPIOInput?
+
     // Control.
     var control: ControlServer?
     var subscriptions: [Subscription]
@@ -99,6 +109,11 @@ final class Agent {
         fixIntervalNs = loaded.site.log.fixIntervalMs * 1_000_000
         subscriptions = Array(repeating: Subscription(), count: control?.capacity ?? 0)
         let board = loaded.board
+        let updates = loaded.site.updates
+        siteUpdater = LiveUpdater(settings: ReplayUpdates.settings(updates))
+        pause = PauseController(siteUpdater.settings.configuration, siteUpdater.settings.tier)
+        radioTier = updates.accuracy
+        let scanSettings = TierPolicy(tier: updates.accuracy).scanSettings
         if let gnss = board.gnss {
             self.gnss = SerialReader(path: Paths.resolve(gnss.device, relativeTo: stateDirectory), baud: gnss.baud)
             hasGNSS = true
@@ -113,16 +128,16 @@ final class Agent {
         switch board.bluetooth {
         case .hci(let index)?:
             bluetoothKind = .adapter(index)
-            scanner = HCIScanner(adapterIndex: index, settings: ScanSettings(dutyCycle: .balanced))
+            scanner = HCIScanner(adapterIndex: index, settings: scanSettings)
             feed = SerialReader(path: "", baud: 9600, bufferSize: 1)
         case .feed(let path)?:
             let resolved = Paths.resolve(path, relativeTo: stateDirectory)
             bluetoothKind = .feed(resolved)
-            scanner = HCIScanner(adapterIndex: 0, settings: ScanSettings(dutyCycle: .balanced))
+            scanner = HCIScanner(adapterIndex: 0, settings: scanSettings)
             feed = SerialReader(path: resolved, baud: 115200)
         case nil:
             bluetoothKind = .none
-            scanner = HCIScanner(adapterIndex: 0, settings: ScanSettings(dutyCycle: .balanced))
+            scanner = HCIScanner(adapterIndex: 0, settings: scanSettings)
             feed = SerialReader(path: "", baud: 9600, bufferSize: 1)
         }
     }
@@ -166,6 +181,7 @@ final class Agent {
         let scannerIndex = pollSet.add(scanner.descriptor)
         let listenIndex = pollSet.add(control?.listener ?? -1)
         let readOnlyIndex = pollSet.add(control?.readOnlyListener ?? -1)
+        let motionIndex = pollSet.add(motion?.descriptor ?? -1)
         if let control {
             for slot in 0..<control.capacity { clientPollIndex[slot] = pollSet.add(control.descriptor(slot), write: control.wantsWrite(slot)) }
         }
@@ -181,6 +197,7 @@ final class Agent {
         if pollSet.readable(gnssIndex) { readGNSS(now) }
         if pollSet.readable(feedIndex) { readFeed(now) }
         if pollSet.readable(scannerIndex) { readScanner(now) }
+        if pollSet.readable(motionIndex), let motion, motion.readEdges() > 0 { motionInput(now) }
         if case .adapter = bluetoothKind, scanner.isOpen, now >= nextAdapterCheckNs {
             nextAdapterCheckNs = now + Agent.adapterCheckIntervalNs
             if let event = scanner.checkAdapter(now: now) { AgentLog.warning("locus: bluetooth: \(event)") }
@@ -194,6 +211,7 @@ final class Agent {
             }
         }
         engine.tick(now: utcNow(now))
+        tickUpdates(now)
         drainEvents(now)
         updateOutputs(now)
         catchUpSubscribers()
@@ -207,10 +225,9 @@ final class Agent {
             guard let time else { return }
             deadline = min(deadline ?? time, time)
         }
-        if let utc = engine.nextDeadline() {
-            let current = utcNow(now)
-            consider(now + max(0, utc.totalNanoseconds - current.totalNanoseconds))
-        }
+        let current = utcNow(now).totalNanoseconds
+        if let utc = engine.nextDeadline() { consider(now + max(0, utc.totalNanoseconds - current)) }
+        if let utc = updatesDeadlineNs { consider(now + max(0, utc - current)) }
         consider(plan.nextPulseEnd(after: now))
         if hasGNSS { consider(gnss.nextAttemptAtNs) }
         switch bluetoothKind {
@@ -306,13 +323,7 @@ final class Agent {
         statistics.fixes += 1
         statistics.lastFix = fix
         engine.observe(fix)
-        if now >= nextFixLogNs, let session, let logged = PrivacyFilter.fix(fix, privacy) {
-            nextFixLogNs = now + fixIntervalNs
-            do { try session.persistence.fix(logged) } catch {
-                // A fix record is informative; events are what must not be lost. Reported once
-                // per failure streak by the event path.
-            }
-        }
+        updateWithFix(fix, now)
     }
 
     func readFeed(_ now: Int64) {

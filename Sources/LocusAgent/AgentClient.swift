@@ -158,4 +158,65 @@ enum AgentCommands {
         }
         return CommandLineInterface.failure("events", "the agent closed the connection (stopped?)")
     }
+
+    static let updatesUsage = "usage: locus updates [--state DIR] [--config PRESET] [--accuracy TIER] [--follow]"
+
+    /// `locus updates`: ask the agent for a live-update stream and print it.
+    static func updates(_ arguments: [String]) -> Int32 {
+        var rest = arguments
+        let directory: String
+        switch stateDirectory(&rest, usage: updatesUsage) {
+        case .success(let value): directory = value
+        case .failure(let status): return status.code
+        }
+        var json = JSONText()
+        json.string("op", "updates")
+        var follow = false
+        var index = 0
+        while index < rest.count {
+            let argument = rest[index]
+            switch argument {
+            case "--follow":
+                follow = true
+                index += 1
+            case "--config", "--accuracy":
+                guard index + 1 < rest.count else { return CommandLineInterface.usageError("updates: \(argument) needs a value", hint: updatesUsage) }
+                let value = rest[index + 1]
+                if argument == "--config" {
+                    guard LivePreset.named(value) != nil else {
+                        return CommandLineInterface.usageError("updates: no preset '\(value)' (presets: \(LivePreset.names.map { $0.0 }.joined(separator: ", ")))", hint: updatesUsage)
+                    }
+                    json.string("preset", value)
+                } else {
+                    guard AccuracyTier.named(value) != nil else {
+                        return CommandLineInterface.usageError("updates: no accuracy tier '\(value)' (tiers: \(AccuracyTier.names.map { $0.0 }.joined(separator: ", ")))", hint: updatesUsage)
+                    }
+                    json.string("accuracy", value)
+                }
+                index += 2
+            default:
+                return CommandLineInterface.usageError("updates: unexpected argument '\(argument)'", hint: updatesUsage)
+            }
+        }
+        var client: AgentClient
+        switch connect(directory, "updates") {
+        case .success(let value): client = value
+        case .failure(let status): return status.code
+        }
+        switch client.request(json) {
+        case .success(let reply):
+            if let message = AgentClient.errorMessage(reply) { return CommandLineInterface.failure("updates", message) }
+        case .failure(let status):
+            return status.code
+        }
+        while let line = client.nextLine() {
+            if let update = AgentClient.member("update", of: line) ?? AgentClient.member("visit", of: line) {
+                Console.out(update + "\n")
+                if !follow { return 0 }
+            } else if let message = AgentClient.errorMessage(line) {
+                return CommandLineInterface.failure("updates", message)
+            }
+        }
+        return CommandLineInterface.failure("updates", "the agent closed the connection (stopped?)")
+    }
 }

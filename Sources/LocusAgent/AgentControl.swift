@@ -9,6 +9,7 @@ extension Agent {
         for slot in control.acceptWaiting(on: listening, busyLine: busy) {
             subscriptions[slot] = Subscription()
             claims[slot] = nil
+            streams[slot] = nil
         }
     }
 
@@ -32,6 +33,7 @@ extension Agent {
             control.closeWhenFlushed(slot)
             subscriptions[slot] = Subscription()
             claims[slot] = nil
+            endStream(slot, now: now)
         }
     }
 
@@ -40,6 +42,7 @@ extension Agent {
         control.close(slot)
         subscriptions[slot] = Subscription()
         claims[slot] = nil
+        endStream(slot, now: MonotonicClock.now())
     }
 
     func handle(_ request: ControlRequest, id: Int64?, slot: Int, now: Int64) -> String {
@@ -139,6 +142,22 @@ extension Agent {
             }
             var json = ControlReply.ok(id)
             json.integer("consumer_seq", Int(max(cursor, sequence)))
+            return json.closed
+        case .updates(let preset, let accuracy):
+            guard privacy != .none else {
+                return ControlReply.error(id, ControlError(.permissionDenied, "this site does not give out positions ([privacy] fixes = \"none\")"))
+            }
+            let (chosenPreset, chosenTier) = startStream(slot, preset: preset, accuracy: accuracy, now)
+            var json = ControlReply.ok(id)
+            json.string("preset", "\(chosenPreset)")
+            json.string("accuracy", "\(chosenTier)")
+            json.string("radios", "\(radioTier)")
+            json.boolean("coarse", privacy == .coarse)
+            return json.closed
+        case .updatesStop:
+            endStream(slot, now: now)
+            var json = ControlReply.ok(id)
+            json.string("result", "stopped")
             return json.closed
         case .gpioClear(let name):
             guard let index = plan.index(of: name) else {
@@ -258,6 +277,17 @@ extension Agent {
             for index in plan.names.indices { gpioJSON.integer(plan.names[index].description, outputs.values[index] ? 1 : 0) }
         }
         json.raw("gpio", gpioJSON.closed)
+        var updatesJSON = JSONText()
+        updatesJSON.string("preset", "\(loaded.site.updates.preset)")
+        updatesJSON.string("accuracy", "\(loaded.site.updates.accuracy)")
+        updatesJSON.string("radios", "\(radioTier)")
+        updatesJSON.boolean("stationary", siteUpdater.isStationary)
+        updatesJSON.string("receiver", PauseText.phase(pause.phase))
+        updatesJSON.integer("probes", pause.probes)
+        updatesJSON.integer("motion_wakes", pause.motionWakes)
+        updatesJSON.integer("filtered", siteUpdater.filteredCount)
+        updatesJSON.integer("streams", streams.reduce(0) { $0 + ($1 == nil ? 0 : 1) })
+        json.raw("updates", updatesJSON.closed)
         var memoryJSON = JSONText()
         let heap = Process.heapUsage
         memoryJSON.integer("heap_in_use", Int(heap.inUse))
@@ -338,7 +368,7 @@ enum ControlReply {
         switch request {
         case .add, .remove, .gpioClear, .open, .ack: return true
         case .subscribe(_, _, let consumer): return consumer
-        case .hello, .status, .identifiers, .record, .records: return false
+        case .hello, .status, .identifiers, .record, .records, .updates, .updatesStop: return false
         }
     }
 
@@ -358,5 +388,16 @@ enum ControlReply {
         var filtered = record
         filtered.lastEvent = PrivacyFilter.event(record.lastEvent, privacy)
         return MonitorCommand.recordLine(identifier, filtered)
+    }
+}
+
+enum PauseText {
+    static func phase(_ phase: PauseController.Phase) -> String {
+        switch phase {
+        case .active: return "active"
+        case .asleep: return "asleep"
+        case .probing: return "probing"
+        case .held: return "held awake (motion input)"
+        }
     }
 }

@@ -7,6 +7,7 @@ extension Agent {
     func drainEvents(_ now: Int64) {
         if let retry = logRetryAtNs, now < retry { return }
         logRetryAtNs = nil
+        if engine.oldestPendingEvent() != nil { flushUpdatesForEvent(now) }
         while let pending = engine.oldestPendingEvent() {
             let event = PrivacyFilter.event(pending, privacy)
             let sequence: Int64

@@ -139,6 +139,21 @@ public enum CommandLineInterface {
             """,
             run: AgentCommands.status),
         Command(
+            name: "updates", summary: "live location updates from a running agent, as JSON lines",
+            usage: "locus updates [--state DIR] [--config PRESET] [--accuracy TIER] [--follow]",
+            details: """
+            CLLocationUpdate.liveUpdates through the agent's control socket: one JSON line per
+            update, gpsd's TPV fields plus isStationary, diagnostics (stationary,
+            locationUnavailable, accuracyLimited), the batch it came in and why the batch was
+            delivered (count, age, event); VISIT lines for stays longer than [updates]
+            visit_minimum. PRESET is default, automotiveNavigation, otherNavigation, fitness or
+            airborne; TIER is best, nearestTenMeters, hundredMeters, kilometer or threeKilometers
+            (both default to the site's [updates]). A finer tier than the site's raises the
+            radios' duty cycle while this runs. Without --follow it prints the first update and
+            exits; with it, every update until interrupted.
+            """,
+            run: AgentCommands.updates),
+        Command(
             name: "gpio", summary: "clear a latched GPIO output of a running agent",
             usage: "locus gpio clear NAME [--state DIR]",
             details: """

@@ -225,6 +225,13 @@ enum LogExport {
             if fix.accuracyM >= 0 { json.number("eph", fix.accuracyM, decimals: 1) }
             if fix.speedMps >= 0 { json.number("speed", fix.speedMps, decimals: 3) }
             if fix.trackDeg >= 0 { json.number("track", fix.trackDeg, decimals: 1) }
+        case .visit?:
+            guard let visit = LogPayload.readVisit(&reader) else { json.string("error", "undecodable visit payload"); break }
+            json.string("arrival", visit.arrival.iso8601)
+            json.string("departure", visit.departure.iso8601)
+            json.number("lat", visit.latitude, decimals: 9)
+            json.number("lon", visit.longitude, decimals: 9)
+            json.number("radius", visit.radiusM, decimals: 1)
         case .checkpoint?:
             json.integer("records", Int(reader.uint16()))
             if header.flags.contains(.moreFollow) { json.boolean("more_follow", true) }

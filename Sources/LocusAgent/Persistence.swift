@@ -194,6 +194,10 @@ final class Persistence {
         Persistence.set(&consumers, monitor, sequence)
     }
 
+    func visit(_ visit: Visit) throws(LogStoreError) {
+        _ = try append(.visit, time: visit.departure.totalNanoseconds) { LogPayload.write(visit, &$0) }
+    }
+
     func fix(_ fix: LogPayload.LoggedFix) throws(LogStoreError) {
         _ = try append(.fix, time: fix.timeNs) { LogPayload.write(fix, &$0) }
     }

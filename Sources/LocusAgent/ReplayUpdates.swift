@@ -54,7 +54,8 @@ enum ReplayUpdates {
     static func settings(_ updates: SiteConfig.Updates) -> LiveUpdateSettings {
         LiveUpdateSettings(preset: updates.preset, tier: updates.accuracy, batchCount: updates.batchCount,
                            batchAgeMs: updates.batchAgeMs, distanceFilterM: updates.distanceFilterM,
-                           significantChange: updates.significantChange, visitMinimumMs: updates.visitMinimumMs)
+                           significantChange: updates.significantChange, visitMinimumMs: updates.visitMinimumMs,
+                           stationaryWindowMs: updates.stationaryWindowMs)
     }
 
     static func freshEngine(_ loaded: LoadedConfig, start: Int64) -> MonitorEngine {

@@ -98,6 +98,16 @@ enum RunCommand {
                 AgentLog.info("locus: gpio \(output.name) on (restored from the log)")
             }
         }
+        if let name = loaded.site.updates.motionInput, let gpio = loaded.board.gpio, let input = gpio.inputs.first(where: { $0.name == name }) {
+            if case .simulated = gpio.chip { _ = Files.makeDirectory(Paths.join(directory, "sim"), mode: 0o750) }
+            do {
+                agent.motion = try GPIOInput(chip: gpio.chip, input: input, simulationPath: Paths.join(directory, "sim/input-\(name)"))
+                AgentLog.info("locus: gpio: input \(name) (line \(input.line)) wakes the paused receiver")
+            } catch {
+                session?.close(time: start)
+                return .failure(ExitStatus(code: CommandLineInterface.failure("run", error.description)))
+            }
+        }
         // Last: the socket's appearance tells clients (and tests) that the agent is set up.
         if loaded.site.capacity.subscribers > 0 {
             let path = Paths.join(directory, "control.sock")
@@ -112,6 +122,7 @@ enum RunCommand {
 
         agent.subscriptions = Array(repeating: Agent.Subscription(), count: agent.control?.capacity ?? 0)
         agent.claims = Array(repeating: nil, count: agent.control?.capacity ?? 0)
+        agent.streams = Array(repeating: nil, count: agent.control?.capacity ?? 0)
         return .success(agent)
     }
 }

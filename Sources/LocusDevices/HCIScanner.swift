@@ -228,7 +228,7 @@ public struct HCIScanner<Driver: HCIDriver>: ~Copyable {
     static var replySize: Int { 72 }
 
     public let adapterIndex: Int
-    public let settings: ScanSettings
+    public private(set) var settings: ScanSettings
     public let driver: Driver
     public private(set) var descriptor: Int32 = -1
     /// The commands in use while open.
@@ -321,6 +321,17 @@ public struct HCIScanner<Driver: HCIDriver>: ~Copyable {
     /// Disables scanning, restores the socket's filter and closes it. The first problem is
     /// returned for the log; the rest of the shutdown happens anyway. No restart is scheduled
     /// until `startIfDue` is called again.
+    /// New scan timing (an accuracy tier's duty cycle): a running scan is stopped and started
+    /// again at once with it, since LE Set Scan Parameters is refused while scanning.
+    public mutating func reconfigure(_ settings: ScanSettings) -> HCIScannerError? {
+        guard settings != self.settings else { return nil }
+        self.settings = settings
+        guard isOpen else { return nil }
+        let problem = stop()
+        nextAttemptNs = 0
+        return problem
+    }
+
     public mutating func stop() -> HCIScannerError? {
         guard isOpen else { return nil }
         let problem = teardown()

@@ -78,9 +78,17 @@ final class ControlChannel: @unchecked Sendable {
 
     /// The next streamed event's object, waiting as long as it takes; nil once the agent has gone.
     func nextEvent() async -> [String: Any]? {
-        guard let line = await nextEventLine(),
-              let message = (try? JSONSerialization.jsonObject(with: line)) as? [String: Any] else { return nil }
-        return message["event"] as? [String: Any]
+        while let message = await nextStreamed() {
+            if let event = message["event"] as? [String: Any] { return event }
+        }
+        return nil
+    }
+
+    /// The next streamed line (an event, an update, a visit, or an error the agent sent before
+    /// hanging up), waiting as long as it takes; nil once the agent has gone.
+    func nextStreamed() async -> [String: Any]? {
+        guard let line = await nextEventLine() else { return nil }
+        return (try? JSONSerialization.jsonObject(with: line)) as? [String: Any] ?? [:]
     }
 
     private func nextEventLine() async -> Data? {
@@ -118,7 +126,10 @@ final class ControlChannel: @unchecked Sendable {
                 let line = Data(pending[..<newline])
                 pending.removeFirst(newline + 1)
                 guard let message = (try? JSONSerialization.jsonObject(with: line)) as? [String: Any] else { continue }
-                deliver(line, isEvent: message["event"] != nil, id: message["id"] as? Int)
+                // Stream items carry no id; so does an error the agent sends before closing a stream.
+                let streamed = message["event"] != nil || message["update"] != nil || message["visit"] != nil
+                    || (message["id"] is NSNull && message["ok"] as? Bool == false)
+                deliver(line, isEvent: streamed, id: message["id"] as? Int)
             }
         }
         lock.lock()

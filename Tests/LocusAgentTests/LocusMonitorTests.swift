@@ -121,4 +121,87 @@ import Testing
         #expect(text.contains("work: unsatisfied"), "\(text)")
         #expect(try locus(["monitor", "gate", "identifiers", "--state", site.state]).output == "work\n")
     }
+
+    /// The agent's update-stream count and radio tier, from `locus status`.
+    static func updatesStatus(_ state: String) -> [String: Any] {
+        guard let output = try? locus(["status", "--state", state]).output,
+              let object = try? JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any] else { return [:] }
+        return object["updates"] as? [String: Any] ?? [:]
+    }
+
+    @Test func liveUpdatesDeliverPositionsSayStationaryAndBreakingStopsThem() async throws {
+        let site = try AgentEndToEndTests.site("library-updates", extra: LiveUpdateAgentTests.updates)
+        let agent = try AgentEndToEndTests.start(site)
+        defer { _ = agent.stop(signal: SIGKILL) }
+        // 15 s north at 10 m/s, then standing: stationary 10 s after stopping.
+        let track = segmentedTrack([(15, 10), (40, 0)], startLatitude: 45.0, longitude: 7.0)
+        let collected = try await withThrowingTaskGroup(of: [LocationUpdate]?.self) { group in
+            group.addTask {
+                var updates: [LocationUpdate] = []
+                for try await update in LocationUpdate.liveUpdates(.fitness, accuracy: .best, stateDirectory: site.state) {
+                    updates.append(update)
+                    if update.isStationary { break }
+                }
+                return updates
+            }
+            group.addTask {
+                // The stream is open once the agent counts it; then the recording plays.
+                try AgentEndToEndTests.waitFor("the stream", seconds: 20) { Self.updatesStatus(site.state)["streams"] as? Int == 1 }
+                #expect(Self.updatesStatus(site.state)["radios"] as? String == "best", "a client's finer tier raises the radios")
+                let feeder = try AgentEndToEndTests.feed(site, nmea: track, hci: nil)
+                feeder.waitUntilExit()
+                return nil
+            }
+            group.addTask {
+                try await Task.sleep(for: .seconds(60))
+                throw AgentEndToEndTests.WaitTimedOut(what: "live updates")
+            }
+            var result: [LocationUpdate] = []
+            var finished = 0
+            for try await value in group {
+                if let value { result = value }
+                finished += 1
+                if finished == 2 { group.cancelAll(); break }
+            }
+            return result
+        }
+        let located = collected.compactMap { $0.location }
+        #expect(located.count >= 10, "\(collected.count) updates")
+        // The positions are the track's: second n north of 45°.
+        for location in located {
+            let second = Int(location.timestamp.timeIntervalSince1970) - 1_710_496_800
+            let expected = 45.0 + Double(min(second, 15)) * 10 / 111_132.0
+            #expect(abs(location.coordinate.latitude - expected) < 1e-8, "second \(second)")
+        }
+        let last = try #require(collected.last)
+        #expect(last.isStationary && last.stationary && last.location != nil)
+        #expect(collected.dropLast().allSatisfy { !$0.isStationary })
+        // Breaking out released the stream: the agent drops it and its finer tier.
+        try AgentEndToEndTests.waitFor("the stream to end", seconds: 10) { Self.updatesStatus(site.state)["streams"] as? Int == 0 }
+        #expect(Self.updatesStatus(site.state)["radios"] as? String == "hundredMeters")
+    }
+
+    @Test func theLiveUpdatesLoggerStopsWhenStationary() throws {
+        let site = try AgentEndToEndTests.site("logger", extra: LiveUpdateAgentTests.updates)
+        let agent = try AgentEndToEndTests.start(site)
+        defer { _ = agent.stop(signal: SIGKILL) }
+        let logger = Process()
+        logger.executableURL = URL(fileURLWithPath: try locusBinary().replacingOccurrences(of: "/locus", with: "/live-updates-logger"))
+        guard FileManager.default.isExecutableFile(atPath: logger.executableURL!.path) else { return }
+        logger.arguments = [site.state, "fitness"]
+        let output = Pipe()
+        logger.standardOutput = output
+        try logger.run()
+        try AgentEndToEndTests.waitFor("the stream", seconds: 20) { Self.updatesStatus(site.state)["streams"] as? Int == 1 }
+        let feeder = try AgentEndToEndTests.feed(site, nmea: segmentedTrack([(10, 10), (30, 0)], startLatitude: 45.0, longitude: 7.0), hci: nil)
+        let watchdog = DispatchWorkItem { logger.terminate() }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
+        logger.waitUntilExit()
+        watchdog.cancel()
+        feeder.waitUntilExit()
+        let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
+        #expect(logger.terminationStatus == 0)
+        #expect(lines.last == "stationary: stopping", "\(lines.suffix(3))")
+        #expect(lines.filter { $0.hasPrefix("45.0") }.count >= 10, "\(lines.count) lines")
+    }
 }

@@ -40,6 +40,8 @@ enum {
     LOCUS_O_DIRECTORY = 128,
 };
 int locus_open(const char *path, int flags, int mode);
+/// mkfifo(3); 0 or -errno (EEXIST when something is there already).
+int locus_mkfifo(const char *path, int mode);
 int locus_close(int fd);
 long locus_read(int fd, void *buffer, size_t count);
 long locus_write(int fd, const void *buffer, size_t count);

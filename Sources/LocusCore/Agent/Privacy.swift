@@ -46,4 +46,34 @@ public enum PrivacyFilter {
         }
         return logged
     }
+
+    /// A visit as it may be logged or sent: coarsened like a fix, nil with `none`.
+    public static func visit(_ visit: Visit, _ privacy: SiteConfig.FixPrivacy) -> Visit? {
+        switch privacy {
+        case .full: return visit
+        case .none: return nil
+        case .coarse:
+            var coarse = visit
+            coarse.latitude = coarsen(visit.latitude)
+            coarse.longitude = coarsen(visit.longitude)
+            coarse.radiusM = max(visit.radiusM, coarseAccuracyM)
+            return coarse
+        }
+    }
+
+    /// A live update's fix as it may be sent: coarsened (no speed or track) with `coarse`. With
+    /// `none` the agent gives no live updates at all (the control request is refused).
+    public static func update(_ update: LocationUpdate, _ privacy: SiteConfig.FixPrivacy) -> LocationUpdate {
+        guard privacy == .coarse, let latitude = update.fix.latitude, let longitude = update.fix.longitude else { return update }
+        var coarse = update
+        coarse.fix.latitude = coarsen(latitude)
+        coarse.fix.longitude = coarsen(longitude)
+        // The accuracy is derived from the sigmas: set them so it reads at least 1,000 m.
+        let sigmaM = max(update.fix.horizontalAccuracyM ?? 0, coarseAccuracyM) / 2.0.squareRoot()
+        coarse.fix.latitudeSigmaM = sigmaM
+        coarse.fix.longitudeSigmaM = sigmaM
+        coarse.fix.speedMps = nil
+        coarse.fix.trackDeg = nil
+        return coarse
+    }
 }

@@ -75,10 +75,28 @@ public struct ActionConfig {
 
 public enum LivePreset: Equatable, Sendable {
     case `default`, automotiveNavigation, otherNavigation, fitness, airborne
+
+    /// The names the site file, the control protocol and the command line use.
+    public static let names: [(String, LivePreset)] = [
+        ("default", .default), ("automotiveNavigation", .automotiveNavigation),
+        ("otherNavigation", .otherNavigation), ("fitness", .fitness), ("airborne", .airborne),
+    ]
+
+    public static func named(_ text: String) -> LivePreset? { names.first { $0.0 == text }?.1 }
 }
 
-public enum AccuracyTier: Equatable, Sendable {
+/// Ordered finest first: `<` means "asks more of the radios".
+public enum AccuracyTier: Int, Comparable, Sendable {
     case best, nearestTenMeters, hundredMeters, kilometer, threeKilometers
+
+    public static let names: [(String, AccuracyTier)] = [
+        ("best", .best), ("nearestTenMeters", .nearestTenMeters), ("hundredMeters", .hundredMeters),
+        ("kilometer", .kilometer), ("threeKilometers", .threeKilometers),
+    ]
+
+    public static func named(_ text: String) -> AccuracyTier? { names.first { $0.0 == text }?.1 }
+
+    public static func < (a: AccuracyTier, b: AccuracyTier) -> Bool { a.rawValue < b.rawValue }
 }
 
 public struct SiteConfig {
@@ -112,6 +130,12 @@ public struct SiteConfig {
         public var significantChange = false
         /// `visit_minimum`: a stay at least this long is a visit.
         public var visitMinimumMs: Int64 = 300_000
+        /// `stationary_window`: overrides the preset's (how long standing still before the pause).
+        public var stationaryWindowMs: Int64? = nil
+        /// `motion_input`: the board input (a motion sensor, ignition) that wakes the paused
+        /// receiver at once; where it was written, for the cross-check with the board.
+        public var motionInput: String? = nil
+        public var motionInputLocation = SourceLocation(line: 0, column: 0)
     }
 
     public enum FixPrivacy: Equatable, Sendable { case full, coarse, none }
@@ -152,6 +176,18 @@ public struct SiteConfig {
                 message += " (the board's outputs: \(names))"
             }
             diagnostics.append(ConfigDiagnostic(file: file, location: action.location, message: message))
+        }
+        if let name = updates.motionInput {
+            let inputs = board.gpio?.inputs.map { $0.name } ?? []
+            if !inputs.contains(name) {
+                var message = "updates.motion_input '\(name)' is not an input of board '\(board.name)'"
+                if let suggestion = Spelling.closest(to: name, among: inputs) {
+                    message += " (did you mean '\(suggestion)'?)"
+                } else if inputs.isEmpty {
+                    message += " (the board has no [gpio.inputs])"
+                }
+                diagnostics.append(ConfigDiagnostic(file: file, location: updates.motionInputLocation, message: message))
+            }
         }
         return diagnostics
     }

@@ -67,16 +67,8 @@ enum SiteSchema {
     }
 
     private static func readUpdates(_ section: inout TableReader, into updates: inout SiteConfig.Updates) {
-        let presets: [(String, LivePreset)] = [
-            ("default", .default), ("automotiveNavigation", .automotiveNavigation),
-            ("otherNavigation", .otherNavigation), ("fitness", .fitness), ("airborne", .airborne),
-        ]
-        let tiers: [(String, AccuracyTier)] = [
-            ("best", .best), ("nearestTenMeters", .nearestTenMeters), ("hundredMeters", .hundredMeters),
-            ("kilometer", .kilometer), ("threeKilometers", .threeKilometers),
-        ]
-        if let preset = section.choice("preset", presets) { updates.preset = preset }
-        if let tier = section.choice("accuracy", tiers) { updates.accuracy = tier }
+        if let preset = section.choice("preset", LivePreset.names) { updates.preset = preset }
+        if let tier = section.choice("accuracy", AccuracyTier.names) { updates.accuracy = tier }
         if var batch = section.table("batch") {
             if let count = batch.integer("count", in: 1...4096) { updates.batchCount = Int(count) }
             if let age = batch.duration("age", in: 0...86_400_000) { updates.batchAgeMs = age }
@@ -85,6 +77,11 @@ enum SiteSchema {
         if let filter = section.number("distance_filter", in: 0...100_000) { updates.distanceFilterM = filter }
         if let significant = section.boolean("significant_change") { updates.significantChange = significant }
         if let minimum = section.duration("visit_minimum", in: 0...86_400_000) { updates.visitMinimumMs = minimum }
+        if let window = section.duration("stationary_window", in: 1_000...86_400_000) { updates.stationaryWindowMs = window }
+        if let input = section.string("motion_input") {
+            updates.motionInput = input
+            updates.motionInputLocation = section.report.document.location(of: section.offset(of: "motion_input"))
+        }
     }
 
     private static func readMonitors(_ section: inout TableReader) -> [MonitorConfig] {

@@ -21,6 +21,11 @@ public enum ControlRequest: Sendable {
     /// The consumer took the event with this sequence number: it becomes its record's lastEvent
     /// for the consumer, and is not delivered to it again.
     case ack(monitor: FixedName, sequence: UInt64)
+    /// Live location updates (CLLocationUpdate.liveUpdates) on this connection, with a preset and
+    /// an accuracy tier (nil: the site's `[updates]`), until the connection closes or
+    /// `updates-stop`.
+    case updates(preset: LivePreset?, accuracy: AccuracyTier?)
+    case updatesStop
 }
 
 /// A refused request: a stable code for programs, a sentence for people.
@@ -53,7 +58,7 @@ public enum ControlProtocol {
     /// Longest request line accepted, newline included.
     public static let maximumRequestBytes = 4096
     public static let operations = ["hello", "status", "add", "remove", "identifiers", "record", "records", "subscribe", "gpio-clear",
-                                    "open", "ack"]
+                                    "open", "ack", "updates", "updates-stop"]
 
     /// Decodes one request line (without its newline). The id is returned with errors too, when it
     /// could be read, so the error response can carry it.
@@ -104,6 +109,23 @@ public enum ControlProtocol {
                 guard let sequence = try sequence(value, "seq") else { throw ControlError(.badArgument, "'seq' (the event's sequence number) is required") }
                 return .success(.ack(monitor: try name(value, "monitor"), sequence: sequence))
             case "gpio-clear": return .success(.gpioClear(output: try name(value, "gpio")))
+            case "updates":
+                var preset: LivePreset? = nil
+                var accuracy: AccuracyTier? = nil
+                if let raw = value["preset"] {
+                    guard let text = raw.string, let named = LivePreset.named(text) else {
+                        throw ControlError(.badArgument, "'preset' is one of \(LivePreset.names.map { $0.0 }.joined(separator: ", "))")
+                    }
+                    preset = named
+                }
+                if let raw = value["accuracy"] {
+                    guard let text = raw.string, let named = AccuracyTier.named(text) else {
+                        throw ControlError(.badArgument, "'accuracy' is one of \(AccuracyTier.names.map { $0.0 }.joined(separator: ", "))")
+                    }
+                    accuracy = named
+                }
+                return .success(.updates(preset: preset, accuracy: accuracy))
+            case "updates-stop": return .success(.updatesStop)
             default:
                 var message = "unknown op '\(op)'"
                 if let suggestion = Spelling.closest(to: op, among: operations) { message += " (did you mean '\(suggestion)'?)" }

@@ -49,7 +49,9 @@ public enum LogRecordType: UInt8, Sendable, CaseIterable, CustomStringConvertibl
     case gpio = 9
     /// How far a control-socket client has consumed a monitor's events (see `ack`).
     case consumer = 10
-    // 11...127 reserved for later record kinds; 128...255 for site or test use.
+    /// A stay at one place (CLVisit): arrival, departure, centre and radius.
+    case visit = 11
+    // 12...127 reserved for later record kinds; 128...255 for site or test use.
 
     public var description: String {
         switch self {
@@ -63,6 +65,7 @@ public enum LogRecordType: UInt8, Sendable, CaseIterable, CustomStringConvertibl
         case .fix: return "fix"
         case .gpio: return "gpio"
         case .consumer: return "consumer"
+        case .visit: return "visit"
         }
     }
 }

@@ -298,6 +298,21 @@ extension LogPayload {
         return reader.failed ? nil : fix
     }
 
+    /// A visit: arrival and departure (ns since 1970), centre, radius (m).
+    public static func write(_ visit: Visit, _ writer: inout ByteWriter) {
+        writer.put(visit.arrival.totalNanoseconds)
+        writer.put(visit.departure.totalNanoseconds)
+        writer.put(visit.latitude)
+        writer.put(visit.longitude)
+        writer.put(visit.radiusM)
+    }
+
+    public static func readVisit(_ reader: inout ByteReader) -> Visit? {
+        let visit = Visit(arrival: UTCTime(nanoseconds: reader.int64()), departure: UTCTime(nanoseconds: reader.int64()),
+                          latitude: reader.double(), longitude: reader.double(), radiusM: reader.double())
+        return reader.failed ? nil : visit
+    }
+
     public enum GPIOCause: UInt8, Sendable, CustomStringConvertible {
         case level = 1, pulseStart = 2, pulseEnd = 3, latchSet = 4, latchCleared = 5, restored = 6, safe = 7
         public var description: String {

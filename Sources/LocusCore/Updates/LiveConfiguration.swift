@@ -95,6 +95,16 @@ public struct TierPolicy: Equatable, Sendable {
 
     public var bleScanDuty: Double { Double(bleScanWindowMs) / Double(bleScanIntervalMs) }
 
+    /// The tier's BLE timing as HCI scan parameters (passive scanning).
+    public var scanSettings: ScanSettings {
+        do {
+            return try ScanSettings(scanType: .passive, intervalMs: Int(bleScanIntervalMs), windowMs: Int(bleScanWindowMs))
+        } catch {
+            // The tier table is checked by the tests; a failure here is a programmer error.
+            preconditionFailure("TierPolicy BLE timing out of range")
+        }
+    }
+
     public init(tier: AccuracyTier) {
         switch tier {
         case .best:

@@ -53,8 +53,10 @@ public struct LiveUpdateSettings: Equatable, Sendable {
     public static let significantChangeM = 500.0
 
     public init(preset: LivePreset = .default, tier: AccuracyTier = .hundredMeters, batchCount: Int = 1, batchAgeMs: Int64 = 0,
-                distanceFilterM: Double = 0, significantChange: Bool = false, visitMinimumMs: Int64 = 300_000) {
+                distanceFilterM: Double = 0, significantChange: Bool = false, visitMinimumMs: Int64 = 300_000,
+                stationaryWindowMs: Int64? = nil) {
         configuration = LiveConfiguration(preset: preset)
+        if let stationaryWindowMs { configuration.stationaryWindowMs = stationaryWindowMs }
         self.tier = TierPolicy(tier: tier)
         self.batchCount = batchCount
         self.batchAgeMs = batchAgeMs
@@ -176,9 +178,23 @@ public final class LiveUpdater {
     public func tick(now: UTCTime) {
         let nowNs = now.totalNanoseconds
         flushIfOld(nowNs)
-        guard let lastFixNs, unavailableSinceNs == nil else { return }
-        let silenceNs = max(settings.tier.maximumIntervalMs, 5 * settings.configuration.fixIntervalMs) * 1_000_000
+        // Paused for standing still, the receiver is meant to be quiet.
+        guard let lastFixNs, unavailableSinceNs == nil, !stationary.isStationary else { return }
         if nowNs - lastFixNs > silenceNs { reportUnavailable(Fix(timeOfDayNs: 0), nowNs: nowNs) }
+    }
+
+    private var silenceNs: Int64 { max(settings.tier.maximumIntervalMs, 5 * settings.configuration.fixIntervalMs) * 1_000_000 }
+
+    /// When `tick` next has something to do (a batch reaching its age, a silence becoming
+    /// `locationUnavailable`), in the updater's time; nil when only a fix can change anything.
+    public var nextDeadlineNs: Int64? {
+        var deadline: Int64? = nil
+        if batchCount > 0, settings.batchAgeMs > 0 { deadline = batchStartNs + settings.batchAgeMs * 1_000_000 }
+        if let lastFixNs, unavailableSinceNs == nil, !stationary.isStationary {
+            let silent = lastFixNs + silenceNs + 1
+            deadline = min(deadline ?? silent, silent)
+        }
+        return deadline
     }
 
     /// A monitor event fired: whatever is batched goes out now.

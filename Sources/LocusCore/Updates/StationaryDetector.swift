@@ -139,6 +139,14 @@ public struct Visit: Equatable, Sendable {
     public var latitude: Double
     public var longitude: Double
     public var radiusM: Double
+
+    public init(arrival: UTCTime, departure: UTCTime, latitude: Double, longitude: Double, radiusM: Double) {
+        self.arrival = arrival
+        self.departure = departure
+        self.latitude = latitude
+        self.longitude = longitude
+        self.radiusM = radiusM
+    }
 }
 
 /// Turns stays into visits: a stay of at least `minimumMs` is a visit when it ends.

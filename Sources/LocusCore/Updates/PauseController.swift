@@ -1,0 +1,138 @@
+/// The receiver's schedule while the device stands still (CLLocationUpdate's automatic pause):
+/// asleep in its lowest-power mode, woken for a periodic probe, and back to its tier's plan when
+/// a probe shows movement or a motion input fires.
+///
+/// Pure bookkeeping: the agent feeds it what happened and carries out the action it returns with
+/// the receiver's commands. Times are the agent's clock in nanoseconds.
+///
+/// - Becoming stationary puts the receiver to sleep for `probeIntervalMs`.
+/// - A probe wakes it and lasts until `probeFixes` accepted fixes (enough for the stationary
+///   detector to confirm movement, which takes two fixes outside the stay) or `probeTimeoutMs`
+///   without them (no sky: try again later); still stationary, it sleeps again.
+/// - A motion input (ignition, accelerometer) wakes it at once and keeps it awake for
+///   `motionHoldMs`, so the fixes that show the movement come at the tier's rate.
+/// - Movement confirmed (`resumed`): the receiver stays awake; the pause is over.
+public struct PauseController: Equatable, Sendable {
+    public enum Action: Equatable, Sendable {
+        case none
+        /// Put the receiver into its lowest-power mode for this long (it may wake later: the
+        /// controller wakes it explicitly when the probe is due).
+        case sleep(durationMs: Int64)
+        /// Wake the receiver and restore its tier's plan.
+        case wake
+    }
+
+    public enum Phase: Equatable, Sendable {
+        /// Tracking at the tier's plan (moving, or not yet known to be stationary).
+        case active
+        case asleep(untilNs: Int64)
+        case probing(sinceNs: Int64, fixes: Int)
+        /// Awake after a motion input, at least until this time.
+        case held(untilNs: Int64)
+    }
+
+    public let probeIntervalMs: Int64
+    public let probeTimeoutMs: Int64
+    public let probeFixes: Int
+    public let motionHoldMs: Int64
+    public private(set) var phase = Phase.active
+    /// Probes made since start, and wake-ups by the motion input (for `locus status`).
+    public private(set) var probes = 0
+    public private(set) var motionWakes = 0
+
+    public init(probeIntervalMs: Int64, probeTimeoutMs: Int64 = 30_000, probeFixes: Int = 3, motionHoldMs: Int64) {
+        precondition(probeIntervalMs > 0 && probeTimeoutMs > 0 && probeFixes >= 1 && motionHoldMs >= 0)
+        self.probeIntervalMs = probeIntervalMs
+        self.probeTimeoutMs = probeTimeoutMs
+        self.probeFixes = probeFixes
+        self.motionHoldMs = motionHoldMs
+    }
+
+    /// The schedule for a preset and tier: probes a little more often than the tier's slowest
+    /// interval (so movement is seen within it, confirmation fixes included), never more often
+    /// than every 10 s; a motion input holds the receiver awake for one stationary window.
+    public init(_ configuration: LiveConfiguration, _ tier: TierPolicy) {
+        self.init(probeIntervalMs: max(10_000, tier.maximumIntervalMs - 5_000), motionHoldMs: configuration.stationaryWindowMs)
+    }
+
+    public var isPaused: Bool { phase != .active }
+
+    /// The updater's stationary state changed.
+    @_noAllocation
+    public mutating func stationaryChanged(_ isStationary: Bool, nowNs: Int64) -> Action {
+        switch (isStationary, phase) {
+        case (true, .active), (true, .probing):
+            return sleep(nowNs)
+        case (true, .held(let untilNs)) where nowNs >= untilNs:
+            return sleep(nowNs)
+        case (false, .asleep):
+            phase = .active
+            return .wake
+        case (false, _):
+            phase = .active
+            return .none
+        default:
+            return .none
+        }
+    }
+
+    /// The updater accepted a fix (`isStationary` after it).
+    @_noAllocation
+    public mutating func fixAccepted(isStationary: Bool, nowNs: Int64) -> Action {
+        guard case .probing(let sinceNs, let fixes) = phase else { return .none }
+        guard isStationary else {
+            phase = .active
+            return .none
+        }
+        if fixes + 1 >= probeFixes { return sleep(nowNs) }
+        phase = .probing(sinceNs: sinceNs, fixes: fixes + 1)
+        return .none
+    }
+
+    /// Time passed: a probe falls due, a probe without fixes gives up, a hold ends.
+    @_noAllocation
+    public mutating func tick(isStationary: Bool, nowNs: Int64) -> Action {
+        switch phase {
+        case .asleep(let untilNs) where nowNs >= untilNs:
+            phase = .probing(sinceNs: nowNs, fixes: 0)
+            probes += 1
+            return .wake
+        case .probing(let sinceNs, _) where nowNs - sinceNs >= probeTimeoutMs * 1_000_000:
+            return isStationary ? sleep(nowNs) : activate()
+        case .held(let untilNs) where nowNs >= untilNs:
+            return isStationary ? sleep(nowNs) : activate()
+        default:
+            return .none
+        }
+    }
+
+    /// The motion input fired.
+    @_noAllocation
+    public mutating func motion(nowNs: Int64) -> Action {
+        motionWakes += 1
+        let wasAsleep: Bool
+        if case .asleep = phase { wasAsleep = true } else { wasAsleep = false }
+        guard phase != .active else { return .none }
+        phase = .held(untilNs: nowNs + motionHoldMs * 1_000_000)
+        return wasAsleep ? .wake : .none
+    }
+
+    /// When `tick` next has something to do.
+    public var nextDeadlineNs: Int64? {
+        switch phase {
+        case .active: return nil
+        case .asleep(let untilNs), .held(let untilNs): return untilNs
+        case .probing(let sinceNs, _): return sinceNs + probeTimeoutMs * 1_000_000
+        }
+    }
+
+    private mutating func sleep(_ nowNs: Int64) -> Action {
+        phase = .asleep(untilNs: nowNs + probeIntervalMs * 1_000_000)
+        return .sleep(durationMs: probeIntervalMs)
+    }
+
+    private mutating func activate() -> Action {
+        phase = .active
+        return .none
+    }
+}
