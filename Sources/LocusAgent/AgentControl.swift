@@ -64,16 +64,21 @@ extension Agent {
             json.raw("identifiers", ControlReply.names(engine.identifiers(monitor: monitor)))
             return json.closed
         case .record(let monitor, let identifier):
-            guard let record = engine.record(monitor: monitor, identifier: identifier) else {
+            guard var record = engine.record(monitor: monitor, identifier: identifier) else {
                 return ControlReply.error(id, ControlError(.notFound, "no condition '\(identifier)' in monitor '\(monitor)'"))
             }
+            if claims[slot] == monitor { record = consumerViews(monitor, [(identifier, record)])[0].1 }
             var json = ControlReply.ok(id)
             json.raw("record", ControlReply.record(identifier, record, privacy))
             return json.closed
         case .records(let monitor):
+            var records: [(FixedName, MonitorEngine.Record)] = []
+            for identifier in engine.identifiers(monitor: monitor) {
+                if let record = engine.record(monitor: monitor, identifier: identifier) { records.append((identifier, record)) }
+            }
+            if claims[slot] == monitor { records = consumerViews(monitor, records) }
             var list = "["
-            for (index, identifier) in engine.identifiers(monitor: monitor).enumerated() {
-                guard let record = engine.record(monitor: monitor, identifier: identifier) else { continue }
+            for (index, (identifier, record)) in records.enumerated() {
                 list += (index == 0 ? "" : ",") + ControlReply.record(identifier, record, privacy)
             }
             var json = ControlReply.ok(id)
@@ -181,6 +186,45 @@ extension Agent {
             var json = ControlReply.ok(id)
             json.string("result", "cleared")
             return json.closed
+        }
+    }
+
+    /// CLMonitor's rule for the connection that opened `monitor`: an event is a record's
+    /// lastEvent only once the consumer took it. A record with events the consumer has not taken
+    /// shows the newest one it did take (read back from the log), or, if it took none, its
+    /// assumed state at the date it was added. Without a log every event counts as taken.
+    func consumerViews(_ monitor: FixedName, _ records: [(FixedName, MonitorEngine.Record)]) -> [(FixedName, MonitorEngine.Record)] {
+        guard let session else { return records }
+        let cursor = consumerCursor(monitor)
+        guard cursor < session.persistence.lastSequence else { return records }
+        var untaken: [FixedName] = []
+        var taken: [(FixedName, MonitorEvent)] = []
+        do {
+            try session.persistence.forEachEvent(afterSequence: cursor) { _, event in
+                if event.monitor == monitor && !untaken.contains(event.identifier) { untaken.append(event.identifier) }
+                return true
+            }
+            guard !untaken.isEmpty else { return records }
+            try session.persistence.forEachEvent(afterSequence: 0) { sequence, event in
+                guard sequence <= cursor else { return false }
+                if event.monitor == monitor && untaken.contains(event.identifier) { Persistence.set(&taken, event.identifier, event) }
+                return true
+            }
+        } catch {
+            AgentLog.warning("locus: control: reading the log for a consumer's records: \(error)")
+            return records
+        }
+        return records.map { identifier, record in
+            guard untaken.contains(identifier) else { return (identifier, record) }
+            var view = record
+            if let event = taken.first(where: { $0.0 == identifier })?.1 {
+                view.lastEvent = event
+            } else {
+                view.lastEvent.state = record.assumed
+                view.lastEvent.refinement = nil
+                view.lastEvent.diagnostics = EventDiagnostics()
+            }
+            return (identifier, view)
         }
     }
 

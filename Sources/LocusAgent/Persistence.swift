@@ -142,8 +142,8 @@ final class Persistence {
         return summary
     }
 
-    static func set(_ cursors: inout [(FixedName, UInt64)], _ monitor: FixedName, _ sequence: UInt64) {
-        if let index = cursors.firstIndex(where: { $0.0 == monitor }) { cursors[index].1 = sequence } else { cursors.append((monitor, sequence)) }
+    static func set<Value>(_ entries: inout [(FixedName, Value)], _ name: FixedName, _ value: Value) {
+        if let index = entries.firstIndex(where: { $0.0 == name }) { entries[index].1 = value } else { entries.append((name, value)) }
     }
 
     static func add(_ entry: LogPayload.ConditionEntry, to engine: MonitorEngine, now: UTCTime) {

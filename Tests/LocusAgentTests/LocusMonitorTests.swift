@@ -30,8 +30,10 @@ import Testing
         let feeder = try AgentEndToEndTests.feed(site, nmea: syntheticTrack(seconds: 30, startLatitude: 45.0, longitude: 7.0, speedMps: 10), hci: nil)
         // Take one event, then stop iterating and release the monitor.
         var taken: [String] = []
+        var takenDate = Date.distantPast
         for try await event in monitor!.events {
             taken.append("\(event.identifier) \(event.state)")
+            takenDate = event.date
             break
         }
         #expect(taken == ["fence unsatisfied"])
@@ -45,12 +47,19 @@ import Testing
         let again = try await Monitor("road", stateDirectory: site.state)
         let againWatchdog = Task { try await Task.sleep(for: .seconds(60)); await again.close() }
         defer { againWatchdog.cancel() }
+        // CLMonitor's rule: the record's lastEvent is the last event taken, not the agent's newest.
+        let before = try #require(await again.record(for: "fence"))
+        #expect(before.lastEvent.date == takenDate && before.lastEvent.state == .unsatisfied, "\(before.lastEvent)")
         var rest: [String] = []
+        var lastDate = Date.distantPast
         for try await event in again.events {
             rest.append("\(event.identifier) \(event.state)")
+            lastDate = event.date
             if rest.count == 2 { break }
         }
         #expect(rest == ["fence satisfied", "fence unsatisfied"])
+        let after = try #require(await again.record(for: "fence"))
+        #expect(after.lastEvent.date == lastDate && lastDate > takenDate, "taken: the record moves on")
     }
 
     @Test func twoClientsEachGetTheirMonitorsEventsAndAStoppedAgentEndsTheSequence() async throws {

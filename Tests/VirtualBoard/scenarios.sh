@@ -236,7 +236,8 @@ EOF
 }
 
 scenario_input() {
-    echo "vboard: scenario 5: an input line's pull is seen by the kernel (the agent's stationary pause is pending)"
+    echo "vboard: scenario 5: the motion input wakes the agent's stationary pause"
+    # The kernel side first: gpio-sim's pull is seen as edges by a consumer.
     gpiomon --num-events=2 locus-vboard $MOTION > /tmp/edges &
     monitor=$!
     usleep 500000
@@ -247,10 +248,32 @@ scenario_input() {
     kill $monitor 2>/dev/null
     sed 's/^/  /' /tmp/edges
     check "gpiomon sees the motion input rise and fall" sh -c "grep -q RISING /tmp/edges && grep -q FALLING /tmp/edges"
+
+    # The agent: the boat lies at its berth until 09:48:06; with a 10 s stationary window the
+    # agent pauses, and the motion line going high wakes it at once.
+    site s5 <<EOF
+$BERTH
+[updates]
+stationary_window = "10s"
+motion_input = "motion"
+EOF
+    : > /tmp/s5.err
+    controller /dev/null
+    agent s5 /tmp/s5.err
+    check "agent watches the motion input" wait_for 10 /tmp/s5.err "input motion (line $MOTION) wakes the paused receiver"
+    wait_for 10 /tmp/s5.err "gnss: reading"
+    echo "vboard: feed 094737 094805"
+    check "stationary at the berth: the agent pauses" wait_for 30 /tmp/s5.err "updates: stationary since"
+    check "locus status: the receiver is paused" sh -c "locus status --state /state/s5 | grep -q '\"receiver\":\"asleep\"'"
+    raised=$(uptime_s)
     echo pull-up > "$G/sim_gpio$MOTION/pull"
-    check "gpioget reads the pulled-up motion input as 1" test "$(gpioget locus-vboard $MOTION)" = 1
+    check "the motion input wakes the receiver" wait_for 5 /tmp/s5.err "waking the receiver (motion input)"
+    woke=$(uptime_s)
+    echo "vboard: note motion wake seen after $(awk "BEGIN { printf \"%d\", ($woke - $raised) * 1000 }") ms (the log polled every 100 ms)"
+    check "locus status: one motion wake, the receiver held awake" \
+        sh -c "locus status --state /state/s5 | grep -q '\"receiver\":\"held awake (motion input)\",\"probes\":[0-9]*,\"motion_wakes\":1'"
     echo pull-down > "$G/sim_gpio$MOTION/pull"
-    echo "vboard: pending: the agent's use of the motion input (the stationary pause of the live updates)"
+    finish
 }
 
 scenario_fence
