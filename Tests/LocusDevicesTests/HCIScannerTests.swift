@@ -246,6 +246,22 @@ private func retryDelays<D: HCIDriver>(_ scanner: inout HCIScanner<D>, attempts:
         #expect(scanner.isOpen == false)
     }
 
+    /// A new accuracy tier's timing: the scan is stopped, and the next start (due at once) sends
+    /// LE Set Scan Parameters with the tier's window and interval.
+    @Test func reconfigureRestartsTheScanWithTheTiersTiming() throws {
+        let adapter = FakeAdapter()
+        var scanner = recordingScanner(adapter)
+        #expect(scanner.startIfDue(now: 0) == .started(.legacy))
+        #expect(scanner.reconfigure(scanner.settings) == nil && scanner.isOpen, "the same timing changes nothing")
+        adapter.commands = []
+        // hundredMeters: 30 ms of every 120 ms = 48 of 192 units.
+        #expect(scanner.reconfigure(try ScanSettings(scanType: .passive, intervalMs: 120, windowMs: 30)) == nil)
+        #expect(scanner.isOpen == false && scanner.nextAttemptAtNs == 0)
+        #expect(scanner.startIfDue(now: 1) == .started(.legacy))
+        #expect(adapter.commands == [bytes("01 0C 20 02 00 00"), bytes("01 02 10 00"), bytes("01 0C 20 02 00 00"),
+                                     bytes("01 0B 20 07 00 C0 00 30 00 00 00"), bytes("01 0C 20 02 01 00")])
+    }
+
     @Test func readsAreBoundedPerTurn() {
         let adapter = FakeAdapter()
         var scanner = recordingScanner(adapter)

@@ -147,6 +147,9 @@ EOF
     sample buzzer $BUZZER & SAMPLERS=$!
     agent s2$mode /tmp/s2.err
     check "agent scans with $mode scan commands" wait_for 10 /tmp/s2.err "scanning with $mode scan commands"
+    # The site's tier (hundredMeters, the default) scans 30 ms of every 120 ms: 48 and 192 units.
+    check "the controller got the tier's scan timing: interval 192, window 48 (x 0.625 ms)" \
+        wait_for 5 /tmp/vhci "vhci: scan parameters interval 192 window 48"
     check "cargo/anyCrate satisfied" wait_for 10 /tmp/s2.err "event .*cargo/anyCrate .*satisfied"
     check "the event's refinement names the crate: major 100 minor 0" \
         sh -c "locus events --state /state/s2$mode | grep '\"state\":\"satisfied\"' | grep -q '\"major\":100,\"minor\":0'"

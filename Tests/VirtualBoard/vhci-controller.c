@@ -162,6 +162,14 @@ static void answer(const uint8_t *command, int size) {
     if (opcode == 0x0c03) set_scanning(0, 0);                                    /* Reset */
     if (opcode == 0x200c && command[3] >= 1) set_scanning(parameters[0] == 1, 0);  /* LE Set Scan Enable */
     if (opcode == 0x2042 && command[3] >= 1) set_scanning(parameters[0] == 1, 1);  /* LE Set Extended Scan Enable */
+    /* The scan timing the host chose, in 0.625 ms units: LE Set Scan Parameters (type, interval,
+     * window, ...) and LE Set Extended Scan Parameters (own address, policy, PHYs, then per PHY
+     * type, interval, window). */
+    if (opcode == 0x200b && command[3] >= 5)
+        printf("vhci: scan parameters interval %d window %d\n", parameters[1] | parameters[2] << 8, parameters[3] | parameters[4] << 8);
+    if (opcode == 0x2041 && command[3] >= 8)
+        printf("vhci: scan parameters interval %d window %d\n", parameters[4] | parameters[5] << 8, parameters[6] | parameters[7] << 8);
+    fflush(stdout);
     uint8_t event[packet_max] = {0x04, 0x0e, 0, 0x01, command[1], command[2], 0x00};
     int count = reply(opcode, event + 7);
     event[2] = (uint8_t)(4 + count);
