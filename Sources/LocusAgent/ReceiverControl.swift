@@ -182,9 +182,9 @@ struct ReceiverControl {
 
     /// Writes what is due, in order: wake bytes, commands not sent yet, resends the tracker asks
     /// for, a sleep request. A write that finds the port's buffer full stops here and is retried
-    /// `writeRetryNs` later. Returns true once per plan, when it has settled: `lastReport` then
-    /// says how (for the log).
-    @_noAllocation
+    /// `writeRetryNs` later. Returns true once per plan, when it has settled: `settledReport()`
+    /// then says how (for the log). Not a hot path (it returns at once unless something is
+    /// due), so it is not `@_noAllocation`: it calls the port's write.
     mutating func service(now: Int64, write: (UnsafeRawBufferPointer) -> SystemError?) -> Bool {
         guard portOpen, receiver != .genericNMEA else { return false }
         if let retry = writeRetryAtNs {
@@ -281,7 +281,6 @@ struct ReceiverControl {
         UTCTime(seconds: monotonicNs / 1_000_000_000, nanoseconds: Int32(monotonicNs % 1_000_000_000))
     }
 
-    @_noAllocation
     private mutating func send(_ command: ReceiverCommand, _ write: (UnsafeRawBufferPointer) -> SystemError?, now: Int64) -> Bool {
         let error: SystemError?
         switch command {
@@ -291,7 +290,6 @@ struct ReceiverControl {
         return finished(error, now: now)
     }
 
-    @_noAllocation
     private mutating func send(wakeUp write: (UnsafeRawBufferPointer) -> SystemError?, now: Int64) -> Bool {
         let bytes = InlineArray<8, UInt8>(repeating: ReceiverControl.wakeByte)
         let error = bytes.span.withUnsafeBytes { write($0) }
@@ -300,7 +298,6 @@ struct ReceiverControl {
 
     /// A full buffer is retried shortly; any other failure means the port is going away (the
     /// read side notices and the reopen sends everything again), so it is retried much later.
-    @_noAllocation
     private mutating func finished(_ error: SystemError?, now: Int64) -> Bool {
         guard let error else { return true }
         writeRetryAtNs = now + (error == .wouldBlock ? ReceiverControl.writeRetryNs : ReceiverControl.timeoutMs * 1_000_000)
@@ -375,7 +372,10 @@ struct PMTKLineFinder {
     @_noAllocation
     func withLine<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
         let count = self.count
-        return storage.span.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[0..<count])) }
+        var copy = storage
+        return withUnsafeBytes(of: &copy) { raw in
+            body(UnsafeBufferPointer(start: raw.baseAddress!.assumingMemoryBound(to: UInt8.self), count: count))
+        }
     }
 }
 
