@@ -24,6 +24,8 @@ final class Agent {
     var gnss: SerialReader
     let hasGNSS: Bool
     var decoder: NMEADecoder
+    /// The receiver's configuration for the site's `[updates]` preset and tier.
+    var receiver: ReceiverControl
     let fixes: UnsafeMutableBufferPointer<Fix>
     var fixCount = 0
     let bluetoothKind: BluetoothKind
@@ -118,10 +120,14 @@ final class Agent {
             self.gnss = SerialReader(path: Paths.resolve(gnss.device, relativeTo: stateDirectory), baud: gnss.baud)
             hasGNSS = true
             decoder = NMEADecoder(allowMissingChecksum: gnss.allowMissingChecksum)
+            receiver = ReceiverControl(receiver: gnss.receiver, preset: LiveConfiguration(preset: loaded.site.updates.preset),
+                                       tier: TierPolicy(tier: loaded.site.updates.accuracy))
         } else {
             self.gnss = SerialReader(path: "", baud: 9600, bufferSize: 1)
             hasGNSS = false
             decoder = NMEADecoder()
+            receiver = ReceiverControl(receiver: .genericNMEA, preset: LiveConfiguration(preset: loaded.site.updates.preset),
+                                       tier: TierPolicy(tier: loaded.site.updates.accuracy))
         }
         fixes = .allocate(capacity: 4096 / 6 + 2)
         sightings = .allocate(capacity: 64)
@@ -171,6 +177,7 @@ final class Agent {
     func turn() {
         var now = MonotonicClock.now()
         openSources(now)
+        serviceReceiver(now)
         let deadline = nextDeadline(now)
         timer.arm(at: deadline, now: now)
         pollSet.removeAll()
@@ -215,6 +222,7 @@ final class Agent {
         drainEvents(now)
         updateOutputs(now)
         catchUpSubscribers()
+        serviceReceiver(now)
         housekeeping(now)
     }
 
@@ -229,7 +237,10 @@ final class Agent {
         if let utc = engine.nextDeadline() { consider(now + max(0, utc.totalNanoseconds - current)) }
         if let utc = updatesDeadlineNs { consider(now + max(0, utc - current)) }
         consider(plan.nextPulseEnd(after: now))
-        if hasGNSS { consider(gnss.nextAttemptAtNs) }
+        if hasGNSS {
+            consider(gnss.nextAttemptAtNs)
+            consider(receiver.nextDeadlineNs)
+        }
         switch bluetoothKind {
         case .adapter: consider(scanner.isOpen ? nextAdapterCheckNs : scanner.nextAttemptAtNs)
         case .feed: consider(feed.nextAttemptAtNs)
@@ -247,6 +258,7 @@ final class Agent {
             case .opened?:
                 AgentLog.info("locus: gnss: reading \(gnss.path) at \(gnss.baud) baud\(Agent.afterFailures(gnssOpenFailures))")
                 gnssOpenFailures = 0
+                receiver.portOpened(now: now)
             case .openFailed(let error, let retry)?:
                 gnssOpenFailures += 1
                 if let text = Agent.openFailure(gnssOpenFailures, error, retryMs: retry) { AgentLog.warning("locus: gnss: cannot open \(gnss.path): \(text)") }
@@ -295,6 +307,7 @@ final class Agent {
 
     func readGNSS(_ now: Int64) {
         let lost = gnss.read(now: now) { bytes in
+            receiver.consume(bytes)
             decoder.consume(bytes) { fix in
                 fixes[fixCount] = fix
                 fixCount += 1
@@ -303,6 +316,7 @@ final class Agent {
         for index in 0..<fixCount { observe(fixes[index], now) }
         fixCount = 0
         if case .lost(let error)? = lost {
+            receiver.portLost()
             AgentLog.warning("locus: gnss: \(gnss.path) went away (\(error.map { "\($0)" } ?? "end of file")); reopening")
         }
     }

@@ -288,6 +288,7 @@ extension Agent {
             let counts = decoder.statistics
             gnssJSON.integer("sentences", counts.read)
             gnssJSON.integer("rejected", counts.rejected)
+            gnssJSON.raw("receiver", receiver.statusJSON)
         }
         json.raw("gnss", gnssJSON.closed)
         var bluetoothJSON = JSONText()

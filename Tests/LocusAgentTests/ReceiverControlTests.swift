@@ -1,0 +1,412 @@
+import AllocCounter
+import Foundation
+@testable import LocusAgent
+import LocusCore
+import LocusDevices
+import Testing
+
+/// UBX frames and PMTK sentences built here by hand from the protocol documents (Fletcher and
+/// XOR checksums computed in the test), not by the encoders under test.
+enum ReceiverBytes {
+    static func ubx(_ messageClass: UInt8, _ id: UInt8, _ payload: [UInt8]) -> [UInt8] {
+        let body = [messageClass, id, UInt8(payload.count & 0xFF), UInt8(payload.count >> 8)] + payload
+        var a: UInt8 = 0
+        var b: UInt8 = 0
+        for byte in body {
+            a &+= byte
+            b &+= a
+        }
+        return [0xB5, 0x62] + body + [a, b]
+    }
+
+    static func ack(_ messageClass: UInt8, _ id: UInt8) -> [UInt8] { ubx(0x05, 0x01, [messageClass, id]) }
+    static func nak(_ messageClass: UInt8, _ id: UInt8) -> [UInt8] { ubx(0x05, 0x00, [messageClass, id]) }
+
+    static func nmea(_ body: String) -> [UInt8] {
+        var checksum: UInt8 = 0
+        for byte in body.utf8 { checksum ^= byte }
+        let hex = String(checksum, radix: 16, uppercase: true)
+        return Array("$\(body)*\(hex.count == 1 ? "0" : "")\(hex)\r\n".utf8)
+    }
+
+    static func bytes(_ command: ReceiverCommand) -> [UInt8] {
+        switch command {
+        case .ubx(let frame): return Array(frame)
+        case .pmtk(let sentence): return Array(sentence)
+        }
+    }
+}
+
+/// The receiver control on its own: what it writes, when, and what it makes of the answers.
+@Suite struct ReceiverControlTests {
+    static let second: Int64 = 1_000_000_000
+    static let fitness = LiveConfiguration(preset: .fitness)
+    static let hundredMeters = TierPolicy(tier: .hundredMeters)
+
+    /// Collects writes; `refuse` makes the next N writes fail with EAGAIN.
+    final class Port {
+        var writes: [[UInt8]] = []
+        var refuse = 0
+
+        func write(_ bytes: UnsafeRawBufferPointer) -> SystemError? {
+            if refuse > 0 {
+                refuse -= 1
+                return .wouldBlock
+            }
+            writes.append(Array(bytes))
+            return nil
+        }
+
+        func take() -> [[UInt8]] {
+            defer { writes = [] }
+            return writes
+        }
+    }
+
+    static func feed(_ control: inout ReceiverControl, _ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { control.consume($0) }
+    }
+
+    static func plan(_ receiver: BoardConfig.Receiver, _ preset: LiveConfiguration = fitness, _ tier: TierPolicy = hundredMeters) -> [[UInt8]] {
+        ReceiverPlan.commands(preset: preset, tier: tier, receiver: receiver).map(ReceiverBytes.bytes)
+    }
+
+    @Test func aUBloxPlanIsSentInOrderResentWhenUnansweredAndReportedOnceSettled() {
+        let port = Port()
+        var control = ReceiverControl(receiver: .ublox, preset: Self.fitness, tier: Self.hundredMeters)
+        #expect(control.nextDeadlineNs == nil, "nothing before the port opens")
+        control.portOpened(now: 5 * Self.second)
+        #expect(control.nextDeadlineNs == 5 * Self.second, "the plan is due at once")
+        let settled1 = control.service(now: 5 * Self.second, write: port.write)
+        #expect(!settled1)
+        let sent = port.take()
+        #expect(sent == Self.plan(.ublox))
+        // CFG-NAV5, CFG-RATE, CFG-PM2, CFG-RXM (classes and IDs from the protocol specification).
+        #expect(sent.map { [$0[2], $0[3]] } == [[0x06, 0x24], [0x06, 0x08], [0x06, 0x3B], [0x06, 0x11]])
+        #expect(control.nextDeadlineNs == 6 * Self.second, "resend time of the oldest pending command")
+
+        // Answers among NMEA text, split across reads: NAV5 and RXM confirmed, PM2 refused, RATE silent.
+        let stream = ReceiverBytes.nmea("GPGGA,100000.00,4500.000,N,00700.000,E,1,08,1.0,100.0,M,0.0,M,,")
+            + ReceiverBytes.ack(0x06, 0x24) + ReceiverBytes.nmea("GPTXT,01,01,02,hello")
+            + ReceiverBytes.nak(0x06, 0x3B) + [0xB5, 0x62, 0x01] + ReceiverBytes.ack(0x06, 0x11)
+        Self.feed(&control, Array(stream[0..<50]))
+        Self.feed(&control, Array(stream[50...]))
+        #expect(control.tracker.count(.confirmed) == 2 && control.tracker.count(.refused) == 1 && control.pending == 1)
+
+        let settled2 = control.service(now: 6 * Self.second - 1, write: port.write)
+        #expect(!settled2)
+        #expect(port.take().isEmpty, "no resend before the timeout")
+        let settled3 = control.service(now: 6 * Self.second, write: port.write)
+        #expect(!settled3)
+        #expect(port.take() == [Self.plan(.ublox)[1]], "CFG-RATE resent")
+        let settled4 = control.service(now: 7 * Self.second, write: port.write)
+        #expect(!settled4)
+        #expect(port.take() == [Self.plan(.ublox)[1]], "CFG-RATE resent again")
+        #expect(control.nextDeadlineNs == 8 * Self.second)
+        let settled5 = control.service(now: 8 * Self.second, write: port.write)
+        #expect(settled5, "settled: three attempts, no answer")
+        #expect(port.take().isEmpty)
+        let report = control.settledReport()
+        #expect(report.text == "receiver configured for fitness/hundredMeters: 2 of 4 commands confirmed; CFG-RATE not answered after 3 attempts; CFG-PM2 refused (ACK-NAK)")
+        #expect(!report.allConfirmed)
+        #expect(control.lastReport == report.text)
+        let settled6 = control.service(now: 9 * Self.second, write: port.write)
+        #expect(!settled6, "reported once")
+        #expect(control.nextDeadlineNs == nil, "nothing left to wait for")
+        #expect(control.statusJSON == "{\"family\":\"ublox\",\"plan\":\"fitness/hundredMeters\",\"commands\":4,\"confirmed\":2,\"refused\":1,\"timedOut\":1,\"pending\":0,\"sent\":6,\"asleep\":false}")
+    }
+
+    @Test func aFullPortBufferIsRetriedShortlyInOrder() {
+        let port = Port()
+        var control = ReceiverControl(receiver: .ublox, preset: Self.fitness, tier: Self.hundredMeters)
+        control.portOpened(now: 0)
+        _ = control.service(now: 0, write: port.write)
+        _ = port.take()
+        // A second plan meets a full buffer after its first command.
+        control.apply(preset: LiveConfiguration(preset: .automotiveNavigation), tier: TierPolicy(tier: .best), now: Self.second)
+        port.refuse = 1
+        _ = control.service(now: Self.second, write: port.write)
+        #expect(port.take().isEmpty)
+        #expect(control.nextDeadlineNs == Self.second + ReceiverControl.writeRetryNs)
+        _ = control.service(now: Self.second + 1, write: port.write)
+        #expect(port.take().isEmpty, "not before the retry time")
+        _ = control.service(now: Self.second + ReceiverControl.writeRetryNs, write: port.write)
+        let automotive = Self.plan(.ublox, LiveConfiguration(preset: .automotiveNavigation), TierPolicy(tier: .best))
+        #expect(port.take() == automotive)
+        // Automotive dynamic model (4), continuous CFG-RXM (lpMode 0), no CFG-PM2.
+        #expect(automotive.count == 3 && automotive[0][8] == 4 && automotive[2][7] == 0)
+        #expect(control.planName == "automotiveNavigation/best" && control.tracker.count == 3 && control.sent == 3)
+    }
+
+    @Test func aUBloxReceiverSleepsInBackupAndIsWokenWithThePlanAgain() {
+        let port = Port()
+        var control = ReceiverControl(receiver: .ublox, preset: Self.fitness, tier: Self.hundredMeters)
+        let closedPort = control.sleep(durationMs: 60_000, now: 0)
+        #expect(!closedPort, "no sleep on a closed port")
+        control.portOpened(now: 0)
+        _ = control.service(now: 0, write: port.write)
+        _ = port.take()
+        let slept = control.sleep(durationMs: 60_000, now: Self.second)
+        #expect(slept)
+        let settled7 = control.service(now: Self.second, write: port.write)
+        #expect(!settled7)
+        // RXM-PMREQ: duration 60000 ms, flags 0x02 (backup).
+        #expect(port.take() == [ReceiverBytes.ubx(0x02, 0x41, [0x60, 0xEA, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00])])
+        #expect(control.asleep && control.statusJSON.contains("\"asleep\":true"))
+        _ = control.service(now: 5 * Self.second, write: port.write)
+        #expect(port.take().isEmpty, "no resends to a sleeping receiver")
+        #expect(control.nextDeadlineNs == 61 * Self.second, "the end of the backup period")
+
+        control.wake(now: 10 * Self.second)
+        _ = control.service(now: 10 * Self.second, write: port.write)
+        #expect(port.take() == [[UInt8](repeating: 0xFF, count: 8)] + Self.plan(.ublox))
+        #expect(!control.asleep && control.sent == 4 && control.pending == 4)
+
+        // Put to sleep and woken before the request went out: neither is written.
+        let again = control.sleep(durationMs: 5_000, now: 11 * Self.second)
+        #expect(again)
+        control.wake(now: 11 * Self.second)
+        _ = control.service(now: 11 * Self.second, write: port.write)
+        #expect(port.take() == Self.plan(.ublox))
+    }
+
+    @Test func aMediaTekPlanIsConfirmedByPMTK001AndAnUnsupportedCommandIsNamed() {
+        let port = Port()
+        var control = ReceiverControl(receiver: .mediatek, preset: Self.fitness, tier: Self.hundredMeters)
+        control.portOpened(now: 0)
+        _ = control.service(now: 0, write: port.write)
+        let sent = port.take().map { String(decoding: $0, as: UTF8.self) }
+        #expect(sent == [String(decoding: ReceiverBytes.nmea("PMTK886,1"), as: UTF8.self),
+                         String(decoding: ReceiverBytes.nmea("PMTK220,1000"), as: UTF8.self),
+                         String(decoding: ReceiverBytes.nmea("PMTK225,2,3000,7000,0,0"), as: UTF8.self)])
+        // Answers among NMEA, one with a bad checksum (ignored), one split across reads.
+        var stream = ReceiverBytes.nmea("GPRMC,100000.00,A,4500.000,N,00700.000,E,0.0,0.0,150324,,,A")
+        stream += Array("$PMTK001,220,3*FF\r\n".utf8)
+        stream += ReceiverBytes.nmea("PMTK001,886,1") + ReceiverBytes.nmea("PMTK001,220,3")
+        stream += [0xB5, 0x62] + Array("$PMTK0".utf8)
+        Self.feed(&control, stream)
+        Self.feed(&control, Array("01,2".utf8))
+        Self.feed(&control, Array(ReceiverBytes.nmea("PMTK001,225,3")[("$PMTK001,2".utf8.count)...]))
+        let settled8 = control.service(now: 1, write: port.write)
+        #expect(settled8)
+        #expect(port.take().isEmpty)
+        let report = control.settledReport()
+        #expect(report.text == "receiver configured for fitness/hundredMeters: 2 of 3 commands confirmed; PMTK886 not supported by this firmware (PMTK001 flag 1)")
+        #expect(control.statusJSON.contains("\"family\":\"mediatek\"") && control.statusJSON.contains("\"confirmed\":2,\"refused\":1,\"timedOut\":0,\"pending\":0,\"sent\":3"))
+
+        let slept = control.sleep(durationMs: 60_000, now: Self.second)
+        #expect(slept)
+        _ = control.service(now: Self.second, write: port.write)
+        #expect(port.take() == [Array("$PMTK161,0*28\r\n".utf8)])
+        control.wake(now: 2 * Self.second)
+        _ = control.service(now: 2 * Self.second, write: port.write)
+        #expect(port.take() == [[UInt8](repeating: 0xFF, count: 8)] + Self.plan(.mediatek))
+    }
+
+    @Test func aGenericNMEAReceiverIsLeftAlone() {
+        let port = Port()
+        var control = ReceiverControl(receiver: .genericNMEA, preset: Self.fitness, tier: Self.hundredMeters)
+        control.portOpened(now: 0)
+        let settled9 = control.service(now: 0, write: port.write)
+        #expect(!settled9)
+        let slept = control.sleep(durationMs: 60_000, now: 0)
+        #expect(!slept)
+        control.wake(now: 0)
+        control.apply(preset: Self.fitness, tier: TierPolicy(tier: .best), now: 0)
+        let settled10 = control.service(now: 0, write: port.write)
+        #expect(!settled10)
+        #expect(port.writes.isEmpty && control.nextDeadlineNs == nil)
+        #expect(control.statusJSON == "{\"family\":\"generic-nmea\",\"plan\":\"fitness/best\",\"commands\":0,\"confirmed\":0,\"refused\":0,\"timedOut\":0,\"pending\":0,\"sent\":0,\"asleep\":false}")
+    }
+
+    @Test func readingAcknowledgementsAllocatesNothing() {
+        let stream = ReceiverBytes.nmea("GPGGA,100000.00,4500.000,N,00700.000,E,1,08,1.0,100.0,M,0.0,M,,")
+            + ReceiverBytes.ack(0x06, 0x24) + ReceiverBytes.nmea("PMTK001,886,3") + [0xB5, 0x62, 0x05]
+        let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: stream.count, alignment: 8)
+        defer { bytes.deallocate() }
+        bytes.copyBytes(from: stream)
+        var ublox = ReceiverControl(receiver: .ublox, preset: Self.fitness, tier: Self.hundredMeters)
+        var mediatek = ReceiverControl(receiver: .mediatek, preset: Self.fitness, tier: Self.hundredMeters)
+        ublox.consume(UnsafeRawBufferPointer(bytes))
+        mediatek.consume(UnsafeRawBufferPointer(bytes))
+        let allocated = allocations {
+            for _ in 0..<1_000 {
+                ublox.consume(UnsafeRawBufferPointer(bytes))
+                mediatek.consume(UnsafeRawBufferPointer(bytes))
+            }
+        }
+        #expect(allocated == 0)
+    }
+}
+
+/// `locus run` with a fake receiver on a real pseudo-terminal at the board's device path. The
+/// fake decodes what the agent writes with pyubx2 (UBX) or its own NMEA checksum check (PMTK),
+/// answers like a receiver, and reports what it decoded; the expected values come from the
+/// preset and tier tables.
+@Suite(.serialized) struct ReceiverControlEndToEndTests {
+    static let fake = repositoryRoot + "/Tests/Fixtures/fake_receiver.py"
+
+    /// The Python with pyubx2 that `Scripts/install-deps --test` sets up.
+    static func python() throws -> String {
+        let path = repositoryRoot + "/.build/pyvenv/bin/python"
+        guard FileManager.default.isExecutableFile(atPath: path) else { throw PythonMissing(path: path) }
+        return path
+    }
+
+    struct PythonMissing: Error, CustomStringConvertible {
+        var path: String
+        var description: String { "\(path) is missing: the receiver tests need pyubx2 in that venv (run Scripts/install-deps --test)" }
+    }
+
+    struct Fake {
+        var process: Foundation.Process
+        var reportPath: String
+
+        /// Every decoded message, in order.
+        var reports: [[String: Any]] {
+            let text = (try? String(contentsOfFile: reportPath, encoding: .utf8)) ?? ""
+            return text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        }
+
+        func messages(_ identity: String) -> [[String: Any]] {
+            reports.filter { $0["event"] as? String == "ubx" && $0["identity"] as? String == identity }
+        }
+
+        func sentences(_ type: Int) -> [[String: Any]] {
+            reports.filter { $0["event"] as? String == "pmtk" && $0["type"] as? Int == type }
+        }
+
+        func stop() {
+            if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+            process.waitUntilExit()
+        }
+    }
+
+    static func startFake(_ site: AgentEndToEndTests.Site, _ arguments: [String]) throws -> Fake {
+        let process = Foundation.Process()
+        process.executableURL = URL(fileURLWithPath: try python())
+        let reportPath = site.directory + "/receiver.jsonl"
+        try? FileManager.default.removeItem(atPath: reportPath)
+        let track = site.directory + "/track.nmea"
+        try syntheticTrack(seconds: 300, startLatitude: 45.0, longitude: 7.0, speedMps: 1).write(toFile: track, atomically: true, encoding: .utf8)
+        process.arguments = [fake, "--link", site.state + "/sim/gnss", "--report", reportPath, "--nmea", track, "--lifetime", "90"] + arguments
+        let stderrPath = site.directory + "/receiver.err"
+        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        process.standardError = FileHandle(forWritingAtPath: stderrPath)
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let fake = Fake(process: process, reportPath: reportPath)
+        try AgentEndToEndTests.waitFor("the fake receiver's pseudo-terminal", seconds: 20) {
+            guard process.isRunning else { throw FakeFailed(stderr: (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "") }
+            return fake.reports.contains { $0["event"] as? String == "opened" }
+        }
+        return fake
+    }
+
+    struct FakeFailed: Error, CustomStringConvertible {
+        var stderr: String
+        var description: String { "the fake receiver ended: \(stderr)" }
+    }
+
+    static func board(_ receiver: String) -> String {
+        "[board]\nname = \"\(receiver) gateway\"\n[gnss]\ndevice = \"sim/gnss\"\nbaud = 9600\nreceiver = \"\(receiver)\"\n[gpio]\nsimulated = true\n"
+            + AgentEndToEndTests.boardOutputs
+    }
+
+    static let updates = "[updates]\npreset = \"fitness\"\naccuracy = \"hundredMeters\"\n"
+
+    static func status(_ site: AgentEndToEndTests.Site) throws -> (gnss: [String: Any], receiver: [String: Any]) {
+        let run = try locus(["status", "--state", site.state])
+        let object = try JSONSerialization.jsonObject(with: Data(run.output.utf8)) as? [String: Any]
+        let gnss = object?["gnss"] as? [String: Any] ?? [:]
+        return (gnss, gnss["receiver"] as? [String: Any] ?? [:])
+    }
+
+    static func occurrences(_ text: String, _ line: String) -> Int {
+        text.components(separatedBy: line).count - 1
+    }
+
+    @Test func aUBloxReceiverIsConfiguredResentToAndConfiguredAgainAfterAReplug() throws {
+        let site = try AgentEndToEndTests.site("receiver-ublox", extra: Self.updates, board: Self.board("ublox"))
+        let agent = try AgentEndToEndTests.start(site)
+        defer { _ = agent.stop(signal: SIGKILL) }
+        let fake = try Self.startFake(site, ["--family", "ublox", "--nak", "CFG-PM2", "--silent", "CFG-RATE"])
+        defer { fake.stop() }
+        let line = "locus: gnss: receiver configured for fitness/hundredMeters: 2 of 4 commands confirmed; CFG-RATE not answered after 3 attempts; CFG-PM2 refused (ACK-NAK)"
+        try AgentEndToEndTests.waitFor("the settled plan", seconds: 20) { agent.log.contains(line) }
+
+        // What the receiver decoded is what the preset and tier specify.
+        let preset = LiveConfiguration(preset: .fitness)
+        let tier = TierPolicy(tier: .hundredMeters)
+        guard case .cyclicTracking(let periodMs) = tier.dutyCycle else {
+            Issue.record("hundredMeters is cyclic tracking")
+            return
+        }
+        let reports = fake.reports
+        #expect(!reports.contains { ($0["event"] as? String)?.hasSuffix("error") == true }, "every frame decoded: \(reports)")
+        let order = reports.filter { $0["event"] as? String == "ubx" }.prefix(4).compactMap { $0["identity"] as? String }
+        #expect(order == ["CFG-NAV5", "CFG-RATE", "CFG-PM2", "CFG-RXM"], "\(order)")
+        let nav5 = try #require(fake.messages("CFG-NAV5").first?["fields"] as? [String: Any])
+        #expect(nav5["dyn"] as? Int == 1 && nav5["dynModel"] as? Int == Int(preset.ubxDynamicModel.rawValue), "\(nav5)")
+        let rate = try #require(fake.messages("CFG-RATE").first?["fields"] as? [String: Any])
+        #expect(rate["measRate"] as? Int == Int(preset.fixIntervalMs) && rate["navRate"] as? Int == 1, "\(rate)")
+        let pm2 = try #require(fake.messages("CFG-PM2").first?["fields"] as? [String: Any])
+        #expect(pm2["version"] as? Int == 1 && pm2["operationMode"] as? Int == 1 && pm2["updateEPH"] as? Int == 1, "cyclic tracking: \(pm2)")
+        #expect(pm2["updatePeriod"] as? Int == Int(periodMs), "\(pm2)")
+        let rxm = try #require(fake.messages("CFG-RXM").first?["fields"] as? [String: Any])
+        #expect(rxm["reserved0"] as? Int == 8 && rxm["lpMode"] as? Int == 1, "power save: \(rxm)")
+        // The silent command was sent three times, a second apart; the others once.
+        let rates = fake.messages("CFG-RATE").compactMap { $0["t"] as? Double }
+        #expect(rates.count == 3, "\(rates)")
+        if rates.count == 3 {
+            #expect(rates[1] - rates[0] > 0.8 && rates[1] - rates[0] < 1.5 && rates[2] - rates[1] > 0.8, "resend spacing \(rates)")
+        }
+        #expect(fake.messages("CFG-NAV5").count == 1 && fake.messages("CFG-PM2").count == 1 && fake.messages("CFG-RXM").count == 1)
+
+        let (gnss, receiver) = try Self.status(site)
+        #expect(receiver["family"] as? String == "ublox" && receiver["plan"] as? String == "fitness/hundredMeters", "\(receiver)")
+        #expect(receiver["confirmed"] as? Int == 2 && receiver["refused"] as? Int == 1 && receiver["timedOut"] as? Int == 1, "\(receiver)")
+        #expect(receiver["pending"] as? Int == 0 && receiver["sent"] as? Int == 6 && receiver["asleep"] as? Bool == false, "\(receiver)")
+        #expect((gnss["fixes"] as? Int ?? 0) > 0, "the NMEA decoder still reads the port: \(gnss)")
+        #expect(agent.process.isRunning, "a refused command does not stop the agent")
+
+        // Replugged: a new pseudo-terminal at the same link; the whole plan goes out again.
+        kill(fake.process.processIdentifier, SIGUSR1)
+        try AgentEndToEndTests.waitFor("the plan after the replug", seconds: 20) {
+            fake.messages("CFG-RXM").count == 2 && fake.messages("CFG-NAV5").count == 2 && fake.messages("CFG-PM2").count == 2
+        }
+        #expect(agent.log.contains("went away"), "\(agent.log)")
+        try AgentEndToEndTests.waitFor("the second settled plan", seconds: 20) { Self.occurrences(agent.log, line) == 2 }
+        #expect(fake.messages("CFG-RATE").count == 6)
+        let replugged = try #require(fake.reports.firstIndex { $0["event"] as? String == "replugged" })
+        let after = fake.reports[replugged...].filter { $0["event"] as? String == "ubx" }.prefix(4).compactMap { $0["identity"] as? String }
+        #expect(after == ["CFG-NAV5", "CFG-RATE", "CFG-PM2", "CFG-RXM"], "\(after)")
+        let (_, again) = try Self.status(site)
+        #expect(again["confirmed"] as? Int == 2 && again["refused"] as? Int == 1 && again["timedOut"] as? Int == 1 && again["sent"] as? Int == 6, "\(again)")
+    }
+
+    @Test func aMediaTekReceiverThatLacksPMTK886IsReportedAndTheRestConfirmed() throws {
+        let site = try AgentEndToEndTests.site("receiver-mediatek", extra: Self.updates, board: Self.board("mediatek"))
+        let agent = try AgentEndToEndTests.start(site)
+        defer { _ = agent.stop(signal: SIGKILL) }
+        let fake = try Self.startFake(site, ["--family", "mediatek", "--unsupported", "886"])
+        defer { fake.stop() }
+        let line = "locus: gnss: receiver configured for fitness/hundredMeters: 2 of 3 commands confirmed; PMTK886 not supported by this firmware (PMTK001 flag 1)"
+        try AgentEndToEndTests.waitFor("the settled plan", seconds: 20) { agent.log.contains(line) }
+
+        let preset = LiveConfiguration(preset: .fitness)
+        let sentences = fake.reports.filter { $0["event"] as? String == "pmtk" }
+        #expect(sentences.allSatisfy { $0["checksum_ok"] as? Bool == true }, "\(sentences)")
+        #expect(sentences.compactMap { $0["type"] as? Int } == [886, 220, 225], "each sent once, in order: \(sentences)")
+        #expect(fake.sentences(886).first?["fields"] as? [String] == ["\(preset.pmtkNavigationMode.rawValue)"])
+        #expect(fake.sentences(220).first?["fields"] as? [String] == ["\(preset.fixIntervalMs)"])
+        // Periodic standby (type 2): 3 s run, the rest of the 10 s period asleep.
+        #expect(fake.sentences(225).first?["fields"] as? [String] == ["2", "3000", "7000", "0", "0"])
+
+        let (_, receiver) = try Self.status(site)
+        #expect(receiver["family"] as? String == "mediatek", "\(receiver)")
+        #expect(receiver["confirmed"] as? Int == 2 && receiver["refused"] as? Int == 1 && receiver["timedOut"] as? Int == 0, "\(receiver)")
+        #expect(receiver["pending"] as? Int == 0 && receiver["sent"] as? Int == 3, "\(receiver)")
+        #expect(agent.process.isRunning)
+    }
+}
