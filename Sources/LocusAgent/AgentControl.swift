@@ -327,7 +327,7 @@ extension Agent {
         updatesJSON.string("accuracy", "\(loaded.site.updates.accuracy)")
         updatesJSON.string("radios", "\(radioTier)")
         updatesJSON.boolean("stationary", siteUpdater.isStationary)
-        updatesJSON.string("receiver", PauseText.phase(pause.phase))
+        updatesJSON.string("pause", PauseText.phase(pause.phase))
         updatesJSON.integer("probes", pause.probes)
         updatesJSON.integer("motion_wakes", pause.motionWakes)
         updatesJSON.integer("filtered", siteUpdater.filteredCount)
@@ -440,7 +440,7 @@ enum PauseText {
     static func phase(_ phase: PauseController.Phase) -> String {
         switch phase {
         case .active: return "active"
-        case .asleep: return "asleep"
+        case .asleep: return "paused"
         case .probing: return "probing"
         case .held: return "held awake (motion input)"
         }

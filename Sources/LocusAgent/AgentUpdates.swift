@@ -204,9 +204,17 @@ extension Agent {
     }
 }
 
-// Placeholder receiver control: replaced by ReceiverControl.
 extension Agent {
-    func applyReceiverPlan(_ now: Int64) {}
-    func sleepReceiver(durationMs: Int64, _ now: Int64) -> Bool { false }
-    func wakeReceiver(_ now: Int64) {}
+    /// The receiver's plan for the radios' tier and the site's preset (queued while it sleeps).
+    func applyReceiverPlan(_ now: Int64) {
+        receiver.apply(preset: siteUpdater.settings.configuration, tier: TierPolicy(tier: radioTier), now: now)
+    }
+
+    /// Into its lowest-power mode (u-blox backup, MediaTek standby); false for a receiver that
+    /// takes no commands or a closed port.
+    func sleepReceiver(durationMs: Int64, _ now: Int64) -> Bool {
+        receiver.sleep(durationMs: durationMs, now: now)
+    }
+
+    func wakeReceiver(_ now: Int64) { receiver.wake(now: now) }
 }

@@ -112,11 +112,11 @@ import Testing
             return object?["updates"] as? [String: Any] ?? [:]
         }
         try E2E.waitFor("the pause", seconds: 20) { try updatesStatus()["stationary"] as? Bool == true }
-        #expect(try updatesStatus()["receiver"] as? String == "asleep")
+        #expect(try updatesStatus()["pause"] as? String == "paused")
         // The ignition comes on: the receiver is woken and held awake.
         try "1\n".write(toFile: site.state + "/sim/input-motion", atomically: false, encoding: .utf8)
         try E2E.waitFor("the motion wake", seconds: 10) { try updatesStatus()["motion_wakes"] as? Int == 1 }
-        #expect(try updatesStatus()["receiver"] as? String == "held awake (motion input)")
+        #expect(try updatesStatus()["pause"] as? String == "held awake (motion input)")
         let log = try String(contentsOfFile: agent.stderrPath, encoding: .utf8)
         #expect(log.contains("waking the receiver (motion input)"), "\(log.suffix(600))")
         feeder.waitUntilExit()

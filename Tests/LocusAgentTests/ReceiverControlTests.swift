@@ -282,13 +282,13 @@ enum ReceiverBytes {
         }
     }
 
-    static func startFake(_ site: AgentEndToEndTests.Site, _ arguments: [String]) throws -> Fake {
+    static func startFake(_ site: AgentEndToEndTests.Site, _ arguments: [String], nmea: String? = nil) throws -> Fake {
         let process = Foundation.Process()
         process.executableURL = URL(fileURLWithPath: try python())
         let reportPath = site.directory + "/receiver.jsonl"
         try? FileManager.default.removeItem(atPath: reportPath)
         let track = site.directory + "/track.nmea"
-        try syntheticTrack(seconds: 300, startLatitude: 45.0, longitude: 7.0, speedMps: 1).write(toFile: track, atomically: true, encoding: .utf8)
+        try (nmea ?? syntheticTrack(seconds: 300, startLatitude: 45.0, longitude: 7.0, speedMps: 1)).write(toFile: track, atomically: true, encoding: .utf8)
         process.arguments = [fake, "--link", site.state + "/sim/gnss", "--report", reportPath, "--nmea", track, "--lifetime", "90"] + arguments
         let stderrPath = site.directory + "/receiver.err"
         FileManager.default.createFile(atPath: stderrPath, contents: nil)
@@ -408,5 +408,46 @@ enum ReceiverBytes {
         #expect(receiver["confirmed"] as? Int == 2 && receiver["refused"] as? Int == 1 && receiver["timedOut"] as? Int == 0, "\(receiver)")
         #expect(receiver["pending"] as? Int == 0 && receiver["sent"] as? Int == 3, "\(receiver)")
         #expect(agent.process.isRunning)
+    }
+
+    /// The live-update side: a client's finer tier re-plans the receiver and its departure puts
+    /// the site's plan back; standing still puts the receiver into backup (RXM-PMREQ, as pyubx2
+    /// decodes it) and the motion input wakes it with the plan again.
+    @Test func tiersAndTheStationaryPauseDriveTheReceiver() throws {
+        let board = Self.board("ublox") + "[gpio.inputs]\nmotion = { line = 7 }\n"
+        let updates = Self.updates + "stationary_window = \"10s\"\nmotion_input = \"motion\"\n"
+        let site = try AgentEndToEndTests.site("receiver-pause", extra: updates, board: board)
+        let agent = try AgentEndToEndTests.start(site)
+        defer { _ = agent.stop(signal: SIGKILL) }
+        // The first plan settles on a track that moves, so the pause does not start yet.
+        let fake = try Self.startFake(site, ["--family", "ublox"], nmea: segmentedTrack([(40, 5), (300, 0)], startLatitude: 45.0, longitude: 7.0))
+        defer { fake.stop() }
+        try AgentEndToEndTests.waitFor("the first plan", seconds: 20) { fake.messages("CFG-RXM").count == 1 }
+
+        // A client asks for `best`: continuous tracking (CFG-RXM lpMode 0, no CFG-PM2) while it reads.
+        let client = try AgentEndToEndTests.Connection(site.state + "/control.sock")
+        #expect(client.request("{\"id\":1,\"op\":\"updates\",\"accuracy\":\"best\"}")?["radios"] as? String == "best")
+        try AgentEndToEndTests.waitFor("the best plan", seconds: 10) { fake.messages("CFG-RXM").count == 2 }
+        #expect((fake.messages("CFG-RXM").last?["fields"] as? [String: Any])?["lpMode"] as? Int == 0)
+        #expect(fake.messages("CFG-PM2").count == 1)
+        client.hangUp()
+        try AgentEndToEndTests.waitFor("the site's plan again", seconds: 10) { fake.messages("CFG-RXM").count == 3 }
+        #expect((fake.messages("CFG-RXM").last?["fields"] as? [String: Any])?["lpMode"] as? Int == 1 && fake.messages("CFG-PM2").count == 2)
+
+        // Standing still for the window: backup for the probe interval (hundredMeters: 25 s).
+        try AgentEndToEndTests.waitFor("RXM-PMREQ", seconds: 60) { !fake.messages("RXM-PMREQ").isEmpty }
+        let request = try #require(fake.messages("RXM-PMREQ").first?["fields"] as? [String: Any])
+        #expect(request["duration"] as? Int == 25_000 && request["backup"] as? Int == 1, "\(request)")
+        try AgentEndToEndTests.waitFor("the receiver asleep", seconds: 5) { try Self.status(site).receiver["asleep"] as? Bool == true }
+        #expect(agent.log.contains("receiver asleep for 25 s (stationary)"), "\(agent.log.suffix(800))")
+
+        // The motion input: wake-up bytes, then the whole plan again.
+        let plansBefore = fake.messages("CFG-NAV5").count
+        try "1\n".write(toFile: site.state + "/sim/input-motion", atomically: false, encoding: .utf8)
+        try AgentEndToEndTests.waitFor("the wake and the plan", seconds: 10) { fake.messages("CFG-NAV5").count == plansBefore + 1 }
+        let sleptAt = try #require(fake.reports.lastIndex { $0["identity"] as? String == "RXM-PMREQ" })
+        let afterSleep = fake.reports[(sleptAt + 1)...].compactMap { ($0["event"] as? String == "wake" ? "wake" : $0["identity"] as? String) }
+        #expect(Array(afterSleep.prefix(2)) == ["wake", "CFG-NAV5"], "wake-up bytes, then the plan: \(afterSleep)")
+        try AgentEndToEndTests.waitFor("the receiver awake", seconds: 5) { try Self.status(site).receiver["asleep"] as? Bool == false }
     }
 }

@@ -267,14 +267,14 @@ EOF
     wait_for 10 /tmp/s5.err "gnss: reading"
     echo "vboard: feed 094737 094805"
     check "stationary at the berth: the agent pauses" wait_for 30 /tmp/s5.err "updates: stationary since"
-    check "locus status: the receiver is paused" sh -c "locus status --state /state/s5 | grep -q '\"receiver\":\"asleep\"'"
+    check "locus status: the agent has paused" sh -c "locus status --state /state/s5 | grep -q '\"pause\":\"paused\"'"
     raised=$(uptime_s)
     echo pull-up > "$G/sim_gpio$MOTION/pull"
     check "the motion input wakes the receiver" wait_for 5 /tmp/s5.err "waking the receiver (motion input)"
     woke=$(uptime_s)
     echo "vboard: note motion wake seen after $(awk "BEGIN { printf \"%d\", ($woke - $raised) * 1000 }") ms (the log polled every 100 ms)"
     check "locus status: one motion wake, the receiver held awake" \
-        sh -c "locus status --state /state/s5 | grep -q '\"receiver\":\"held awake (motion input)\",\"probes\":[0-9]*,\"motion_wakes\":1'"
+        sh -c "locus status --state /state/s5 | grep -q '\"pause\":\"held awake (motion input)\",\"probes\":[0-9]*,\"motion_wakes\":1'"
     echo pull-down > "$G/sim_gpio$MOTION/pull"
     finish
 }
