@@ -108,6 +108,32 @@ func randomLimit(_ random: inout GeoRandom) -> Double {
         }
     }
 
+    /// Big circles hundreds of kilometres away whose edges pass within metres of one another
+    /// near the point: the chord brackets (tens of metres wide there) overlap, so the search must
+    /// settle several candidates exactly.
+    @Test(arguments: [20_000.0, 150_000.0])
+    func overlappingBracketsFarAway(cellSizeM: Double) throws {
+        var random = GeoRandom(seed: 21 &+ UInt64(cellSizeM))
+        for _ in 0..<12 {
+            let point = GeoPoint(latitude: random.uniform(-70, 70), longitude: random.longitude())
+            var circles: [TestCircle] = []
+            let gap = random.uniform(0, 3_000)
+            for id in 0..<60 {
+                let distance = random.uniform(100_000, 900_000)
+                let spot = sphericalDestination(point.latitude, point.longitude, bearing: random.uniform(0, 360), distance: distance)
+                let radius = id % 2 == 0 ? distance - gap + random.uniform(-20, 20) : distance + gap + random.uniform(-20, 20)
+                circles.append(TestCircle(id: Int32(id), center: GeoPoint(latitude: spot.lat, longitude: spot.lon), radius: radius, margin: 0))
+            }
+            let index = CircleIndex(capacity: circles.count, cellSizeM: cellSizeM, entriesPerCircle: 16)
+            for circle in circles {
+                try index.insert(id: circle.id, latitude: circle.center.latitude, longitude: circle.center.longitude, radiusM: circle.radius)
+            }
+            let expected = fenceEdges(circles).nearestEdgeM(latitude: point.latitude, longitude: point.longitude)!
+            #expect(index.nearestEdgeM(point) == expected)
+            #expect(index.nearestEdgeM(point, limitM: gap + 10) == min(expected, gap + 10))
+        }
+    }
+
     @Test func theEmptyIndexHasNoEdge() throws {
         let index = CircleIndex(capacity: 10)
         #expect(index.nearestEdgeM(latitude: 45, longitude: 7, limitM: 100) == nil)

@@ -380,10 +380,12 @@ public final class CircleIndex {
     /// Search: P's own cells, the overflow list, then rings of cells around P, ring k adding the
     /// cells within Rₖ = min(k · cellSizeM, best so far) of P (the cells of that range not in
     /// ring k−1's range). It stops once Rₖ reaches the best edge distance found (or `limitM`).
-    /// Each circle is priced with the chord bracket first: its edge is at least
-    /// max(0, lower − r, r − upper) away, and the exact distance is computed only when that bound
-    /// is below the best so far. When a ring's range would hold more cells than there are
-    /// circles, the remaining circles are scanned one by one instead.
+    /// Each circle is priced with the chord bracket first (see `EdgeSearch`), so that the exact
+    /// distance, a few thousand instructions, is computed about once per query: for the circle
+    /// that stays nearest, and for others only when their brackets overlap (edges within
+    /// micrometres of each other, or circles hundreds of kilometres away). When a ring's range
+    /// would hold more cells than there are circles, the remaining circles are scanned one by
+    /// one instead.
     ///
     /// Why stopping is safe: once every cell within R of P has been visited, every circle whose
     /// edge is nearer than R has been seen. Let C be its centre, r its radius, d the distance.
@@ -395,8 +397,8 @@ public final class CircleIndex {
     ///   away (a huge circle): only Q matters.
     /// - Circles too big for cells (or that found no free cell entry) are in the overflow list,
     ///   which is always scanned.
-    /// Every circle not yet seen thus has its edge at least R away, and R >= best: best is the
-    /// minimum. Ranges are built for R + 1 mm (`reachSlackM`), which covers the nanometres of
+    /// Every circle not yet seen thus has its edge at least R away, and R >= an upper bound of
+    /// the nearest seen edge: the nearest seen edge is the nearest edge. Ranges are built for R + 1 mm (`reachSlackM`), which covers the nanometres of
     /// rounding in the computed distances.
     @_noAllocation
     public func nearestEdgeM(_ point: GeoPoint, limitM: Double = .infinity) -> Double? {
@@ -404,25 +406,59 @@ public final class CircleIndex {
         let limit = limitM.isNaN ? Double.infinity : limitM
         guard point.isValid, limit > 0 else { return limit }
         let stamp = nextStamp()
-        var best = limit
+        var search = EdgeSearch(best: limit)
         var previous = grid.cellRange(point.latitude, point.longitude, radiusM: CircleIndex.reachSlackM)
-        visitRing(previous, excluding: nil, point, stamp, &best)
-        for index in 0..<overflowCount { consider(Int(overflow[index]), point, stamp, &best) }
+        visitRing(previous, excluding: nil, point, stamp, &search)
+        for index in 0..<overflowCount { consider(Int(overflow[index]), point, stamp, &search) }
         let budget = max(CircleIndex.maxQueryCells, count)
         var covered = 0.0
         var ring = 0.0
-        while covered < best {
+        while covered < search.bound {
             ring += 1
-            covered = min(ring * cellSizeM, best)
+            covered = min(ring * cellSizeM, search.bound)
             let range = grid.cellRange(point.latitude, point.longitude, radiusM: covered + CircleIndex.reachSlackM)
             guard grid.cellCount(range, limit: budget) <= budget else {
-                for slot in 0..<count { consider(slot, point, stamp, &best) }
+                for slot in 0..<count { consider(slot, point, stamp, &search) }
                 break
             }
-            visitRing(range, excluding: previous, point, stamp, &best)
+            visitRing(range, excluding: previous, point, stamp, &search)
             previous = range
         }
-        return best
+        if search.leader >= 0 { search.settle(gap(search.leader, point)) }
+        return search.best
+    }
+
+    /// The state of one nearest-edge search. The chord bounds l <= d <= u bracket a circle's edge
+    /// distance g = |d − r|: lower = max(0, l − r, r − u) <= g <= upper = max(u − r, r − l).
+    /// The nearest edge among the circles seen is min(best, g of the leader): `best` is the
+    /// smallest exact g computed (or the limit), the leader the circle with the smallest upper
+    /// whose g is not computed yet. A new circle is
+    /// - dropped if its lower >= best or >= the leader's upper (its g is no smaller);
+    /// - the new leader if its upper is below the leader's; the old leader is then dropped if its
+    ///   lower >= the new upper, else its exact g goes into `best`;
+    /// - otherwise computed exactly into `best` (its bracket overlaps the leader's).
+    /// At the end the leader's exact g goes into `best`, which is then the nearest edge exactly
+    /// (or the limit). min(best, leader's upper) bounds the nearest edge from above throughout.
+    struct EdgeSearch {
+        var best: Double
+        var leader = -1
+        var leaderLower = Double.infinity
+        var leaderUpper = Double.infinity
+
+        init(best: Double) { self.best = best }
+
+        var bound: Double { min(best, leaderUpper) }
+
+        @inline(__always)
+        mutating func settle(_ gap: Double) {
+            if gap < best { best = gap }
+        }
+    }
+
+    /// The exact edge distance of one circle, as `FenceEdges` computes it.
+    @inline(__always)
+    private func gap(_ slot: Int, _ point: GeoPoint) -> Double {
+        abs(Geodesy.distanceM(point, circles[slot].center) - circles[slot].radiusM)
     }
 
     @_noAllocation
@@ -433,7 +469,7 @@ public final class CircleIndex {
     /// Considers the circles of every cell of `range` that is not also a cell of `previous`.
     @inline(__always)
     private func visitRing(_ range: CellGrid.CellRange, excluding previous: CellGrid.CellRange?, _ point: GeoPoint,
-                           _ stamp: UInt32, _ best: inout Double) {
+                           _ stamp: UInt32, _ search: inout EdgeSearch) {
         var band = range.bandLow
         while band <= range.bandHigh {
             let columns = grid.columns(band)
@@ -458,7 +494,7 @@ public final class CircleIndex {
                 var entry = buckets[bucket]
                 while entry >= 0 {
                     let current = entries[Int(entry)]
-                    if current.tag == tag { consider(Int(current.slot), point, stamp, &best) }
+                    if current.tag == tag { consider(Int(current.slot), point, stamp, &search) }
                     entry = current.next
                 }
                 column += 1
@@ -467,18 +503,24 @@ public final class CircleIndex {
         }
     }
 
-    /// Lowers `best` to this circle's edge distance if that is smaller (once per query).
+    /// Adds this circle to the search (once per query; see `EdgeSearch`).
     @inline(__always)
-    private func consider(_ slot: Int, _ point: GeoPoint, _ stamp: UInt32, _ best: inout Double) {
+    private func consider(_ slot: Int, _ point: GeoPoint, _ stamp: UInt32, _ search: inout EdgeSearch) {
         guard circles[slot].stamp != stamp else { return }
         circles[slot].stamp = stamp
-        let center = circles[slot].center
         let radius = circles[slot].radiusM
-        let bounds = Geodesy.distanceBounds(chordM: Geodesy.chordM(point, center))
-        let atLeast = bounds.lower > radius ? bounds.lower - radius : bounds.upper < radius ? radius - bounds.upper : 0
-        guard atLeast < best else { return }
-        let gap = abs(Geodesy.distanceM(point, center) - radius)
-        if gap < best { best = gap }
+        let bounds = Geodesy.distanceBounds(chordM: Geodesy.chordM(point, circles[slot].center))
+        let lower = bounds.lower > radius ? bounds.lower - radius : bounds.upper < radius ? radius - bounds.upper : 0
+        guard lower < search.best, lower < search.leaderUpper else { return }
+        let upper = max(bounds.upper - radius, radius - bounds.lower)
+        if upper < search.leaderUpper {
+            if search.leader >= 0 && search.leaderLower < upper { search.settle(gap(search.leader, point)) }
+            search.leader = slot
+            search.leaderLower = lower
+            search.leaderUpper = upper
+        } else {
+            search.settle(gap(slot, point))
+        }
     }
 
     // MARK: - Ids (open addressing, linear probing, backward-shift deletion)
