@@ -378,8 +378,9 @@ public final class CircleIndex {
     /// holds.
     ///
     /// Search: P's own cells, the overflow list, then rings of cells around P, ring k adding the
-    /// cells within Rₖ = min(k · cellSizeM, best so far) of P (the cells of that range not in
-    /// ring k−1's range). It stops once Rₖ reaches the best edge distance found (or `limitM`).
+    /// cells within Rₖ = min(k · cellSizeM, B) of P (the cells of that range not in ring k−1's
+    /// range), B being an upper bound of the nearest edge seen so far (at most `limitM`). It stops
+    /// once Rₖ reaches B.
     /// Each circle is priced with the chord bracket first (see `EdgeSearch`), so that the exact
     /// distance, a few thousand instructions, is computed about once per query: for the circle
     /// that stays nearest, and for others only when their brackets overlap (edges within
@@ -397,9 +398,9 @@ public final class CircleIndex {
     ///   away (a huge circle): only Q matters.
     /// - Circles too big for cells (or that found no free cell entry) are in the overflow list,
     ///   which is always scanned.
-    /// Every circle not yet seen thus has its edge at least R away, and R >= an upper bound of
-    /// the nearest seen edge: the nearest seen edge is the nearest edge. Ranges are built for R + 1 mm (`reachSlackM`), which covers the nanometres of
-    /// rounding in the computed distances.
+    /// Every circle not yet seen thus has its edge at least R >= B away: the nearest seen edge is
+    /// the nearest edge (or none is nearer than `limitM`). Ranges are built for R + 1 mm
+    /// (`reachSlackM`), which covers the nanometres of rounding in the computed distances.
     @_noAllocation
     public func nearestEdgeM(_ point: GeoPoint, limitM: Double = .infinity) -> Double? {
         guard count > 0 else { return nil }
