@@ -56,11 +56,9 @@ func ble(decode: Bool, repeats: Int) {
 }
 
 /// 10,000 circular geofences (radius 50–500 m, exit margin 15 m) over a 60 km square around San
-/// Jose, and 1,000 fixes with 10 m accuracy: a third within metres of some circle's edge (where
-/// the exact ellipsoidal distance is needed), a third inside a circle, a third anywhere. Both
-/// modes build the index (start-up); --decode adds, per fix, the ECEF conversion, the index
-/// query and the inside/outside/near decision for every candidate.
-func geo(decide: Bool, repeats: Int) {
+/// Jose, indexed, and 1,000 fixes: a third within metres of some circle's edge (where the exact
+/// ellipsoidal distance is needed), a third inside a circle, a third anywhere. The same on every run.
+func sanJoseGeofences() -> (index: CircleIndex, centers: [GeoPoint], radii: [Double], fixes: [(Double, Double)]) {
     var state: UInt64 = 0x5EED
     func unit() -> Double { // SplitMix64: the same circles and fixes on every run
         state &+= 0x9E37_79B9_7F4A_7C15
@@ -69,7 +67,7 @@ func geo(decide: Bool, repeats: Int) {
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return Double((z ^ (z >> 31)) >> 11) / 9_007_199_254_740_992.0
     }
-    let circleCount = 10_000, fixCount = 1_000, margin = 15.0, accuracy = 10.0
+    let circleCount = 10_000, fixCount = 1_000, margin = 15.0
     let metresPerDegreeLat = 111_000.0, metresPerDegreeLon = 111_000.0 * 0.7944 // cos 37.3°
     var centers: [GeoPoint] = []
     var radii: [Double] = []
@@ -99,6 +97,15 @@ func geo(decide: Bool, repeats: Int) {
                           centers[circle].longitude + distance * sin(bearing) / metresPerDegreeLon))
         }
     }
+    return (index, centers, radii, fixes)
+}
+
+/// The geofences and fixes of `sanJoseGeofences`, fixes with 10 m accuracy. Both modes build the
+/// index (start-up); --decode adds, per fix, the ECEF conversion, the index query and the
+/// inside/outside/near decision for every candidate.
+func geo(decide: Bool, repeats: Int) {
+    let (index, centers, radii, fixes) = sanJoseGeofences()
+    let fixCount = fixes.count, margin = 15.0, accuracy = 10.0
     var candidates = 0, inside = 0, near = 0, outside = 0
     var counted = 0
     let start = DispatchTime.now().uptimeNanoseconds
@@ -129,6 +136,40 @@ func geo(decide: Bool, repeats: Int) {
     if decide {
         print("fixes \(fixCount * repeats) candidates \(candidates) allocations \(counted) seconds \(elapsed) fixes_per_second \(Int(Double(fixCount * repeats) / max(elapsed, 1e-9))) inside \(inside) near \(near) outside \(outside) overflow \(index.overflowCount) entries \(index.entriesInUse) bytes \(index.allocatedBytes)")
     }
+}
+
+/// Nearest geofence edge (boundary-aware sampling) on the `sanJoseGeofences` data, per fix:
+/// `index` (CircleIndex.nearestEdgeM with a 1,500 m limit: 50 m/s for 30 s), `unlimited` (the
+/// same without a limit) or `linear` (FenceEdges, the exact distance to every circle; only the
+/// first 20 fixes, as it is 10,000 exact distances each). Every mode builds both the index and
+/// FenceEdges; --load-only stops there. Prints checksums of the answers (first20: the first 20
+/// fixes' answers per round, comparable across the modes).
+func nearest(mode: String, decide: Bool, repeats: Int) {
+    let (index, centers, radii, fixes) = sanJoseGeofences()
+    var edges = FenceEdges()
+    for position in 0..<centers.count {
+        edges.add(latitude: centers[position].latitude, longitude: centers[position].longitude, radiusM: radii[position])
+    }
+    guard decide else { return }
+    let limitM = mode == "index" ? 1_500.0 : Double.infinity
+    let count = mode == "linear" ? 20 : fixes.count
+    var sum = 0.0, sumFirst20 = 0.0, beyond = 0
+    let start = DispatchTime.now().uptimeNanoseconds
+    let counted = fixes.withUnsafeBufferPointer { fixes in
+        allocations {
+            for _ in 0..<repeats {
+                for number in 0..<count {
+                    let distance = mode == "linear"
+                        ? edges.nearestEdgeM(latitude: fixes[number].0, longitude: fixes[number].1)!
+                        : index.nearestEdgeM(latitude: fixes[number].0, longitude: fixes[number].1, limitM: limitM)!
+                    if distance < limitM { sum += distance } else { beyond += 1 }
+                    if number < 20 { sumFirst20 += distance }
+                }
+            }
+        }
+    }
+    let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    print("queries \(count * repeats) sum \(sum) allocations \(counted) beyond \(beyond) first20 \(sumFirst20 / Double(repeats)) seconds \(elapsed) queries_per_second \(Int(Double(count * repeats) / max(elapsed, 1e-9)))")
 }
 
 /// Writes a log of `megabytes` MiB into `directory` in LogStore's format: 8 MiB segments named by
@@ -280,6 +321,8 @@ switch workload {
 case "nmea": nmea(load(rest), decode: decode, repeats: repeats)
 case "ble": ble(decode: decode, repeats: repeats)
 case "geo": geo(decide: decode, repeats: repeats)
+case "nearest", "nearest-unlimited", "nearest-linear":
+    nearest(mode: workload == "nearest" ? "index" : workload == "nearest-unlimited" ? "unlimited" : "linear", decide: decode, repeats: repeats)
 case "engine-fix": engineWorkload(kind: "fix", observe: decode, repeats: repeats)
 case "engine-sighting": engineWorkload(kind: "sighting", observe: decode, repeats: repeats)
 default:

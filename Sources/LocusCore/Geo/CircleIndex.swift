@@ -285,13 +285,8 @@ public final class CircleIndex {
     /// insert into or remove from the index. A non-finite or negative accuracy scans all circles.
     @_noAllocation
     public func forEachCandidate(near point: GeoPoint, accuracyM: Double, _ body: (Int32) -> Void) {
-        epoch &+= 1
-        if epoch == 0 {
-            for slot in 0..<count { circles[slot].stamp = 0 }
-            epoch = 1
-        }
+        let stamp = nextStamp()
         let accuracy = accuracyM >= 0 && accuracyM.isFinite ? accuracyM : Double.infinity
-        let stamp = epoch
         for index in 0..<overflowCount {
             visit(Int(overflow[index]), point, accuracy, stamp, body)
         }
@@ -314,6 +309,17 @@ public final class CircleIndex {
                 entry = current.next
             }
         }
+    }
+
+    /// A fresh stamp for one query: circles carrying it have been visited by that query.
+    @inline(__always)
+    private func nextStamp() -> UInt32 {
+        epoch &+= 1
+        if epoch == 0 {
+            for slot in 0..<count { circles[slot].stamp = 0 }
+            epoch = 1
+        }
+        return epoch
     }
 
     @inline(__always)
@@ -354,6 +360,168 @@ public final class CircleIndex {
     @_noAllocation
     public func nearestEdgeDistanceM(latitude: Double, longitude: Double) -> Double {
         nearestEdgeDistanceM(GeoPoint(latitude: latitude, longitude: longitude))
+    }
+
+    // MARK: - Nearest edge
+
+    /// The distance from `point` to the nearest circle edge, in metres: the smallest
+    /// |geodesic distance to the centre − radius| over every circle (the radius alone, without
+    /// margins; from inside a circle that is radius − distance). Exactly the value
+    /// `abs(Geodesy.distanceM(point, centre) - radius)` has for the nearest circle (what
+    /// `FenceEdges` computes) whenever it is below `limitM`; `limitM` itself when no edge is
+    /// nearer than that. nil when the index is empty. A NaN `limitM` means no limit; an invalid
+    /// point (see `GeoPoint.isValid`) gives `limitM`.
+    ///
+    /// `limitM` is the distance beyond which the caller's decision no longer changes (for the
+    /// sampling planner: maximum speed × longest interval + accuracy). It lets the search stop
+    /// early: with a limit of a few cells, a query visits a few cells whatever else the index
+    /// holds.
+    ///
+    /// Search: P's own cells, the overflow list, then rings of cells around P, ring k adding the
+    /// cells within Rₖ = min(k · cellSizeM, B) of P (the cells of that range not in ring k−1's
+    /// range), B being an upper bound of the nearest edge seen so far (at most `limitM`). It stops
+    /// once Rₖ reaches B.
+    /// Each circle is priced with the chord bracket first (see `EdgeSearch`), so that the exact
+    /// distance, a few thousand instructions, is computed about once per query: for the circle
+    /// that stays nearest, and for others only when their brackets overlap (edges within
+    /// micrometres of each other, or circles hundreds of kilometres away). When a ring's range
+    /// would hold more cells than there are circles, the remaining circles are scanned one by
+    /// one instead.
+    ///
+    /// Why stopping is safe: once every cell within R of P has been visited, every circle whose
+    /// edge is nearer than R has been seen. Let C be its centre, r its radius, d the distance.
+    /// - d <= r (P inside, however far the edge): P is within the circle's reach, so P's cell is
+    ///   among the circle's cells, and P's cells are visited first.
+    /// - d > r and d − r < R: the point Q on the geodesic from C to P at distance r from C is
+    ///   within the circle's reach, so Q's cell is among the circle's cells; and Q is within
+    ///   d − r < R of P, so Q's cell is among the visited ones. The centre may lie arbitrarily far
+    ///   away (a huge circle): only Q matters.
+    /// - Circles too big for cells (or that found no free cell entry) are in the overflow list,
+    ///   which is always scanned.
+    /// Every circle not yet seen thus has its edge at least R >= B away: the nearest seen edge is
+    /// the nearest edge (or none is nearer than `limitM`). Ranges are built for R + 1 mm
+    /// (`reachSlackM`), which covers the nanometres of rounding in the computed distances.
+    @_noAllocation
+    public func nearestEdgeM(_ point: GeoPoint, limitM: Double = .infinity) -> Double? {
+        guard count > 0 else { return nil }
+        let limit = limitM.isNaN ? Double.infinity : limitM
+        guard point.isValid, limit > 0 else { return limit }
+        let stamp = nextStamp()
+        var search = EdgeSearch(best: limit)
+        var previous = grid.cellRange(point.latitude, point.longitude, radiusM: CircleIndex.reachSlackM)
+        visitRing(previous, excluding: nil, point, stamp, &search)
+        for index in 0..<overflowCount { consider(Int(overflow[index]), point, stamp, &search) }
+        let budget = max(CircleIndex.maxQueryCells, count)
+        var covered = 0.0
+        var ring = 0.0
+        while covered < search.bound {
+            ring += 1
+            covered = min(ring * cellSizeM, search.bound)
+            let range = grid.cellRange(point.latitude, point.longitude, radiusM: covered + CircleIndex.reachSlackM)
+            guard grid.cellCount(range, limit: budget) <= budget else {
+                for slot in 0..<count { consider(slot, point, stamp, &search) }
+                break
+            }
+            visitRing(range, excluding: previous, point, stamp, &search)
+            previous = range
+        }
+        if search.leader >= 0 { search.settle(gap(search.leader, point)) }
+        return search.best
+    }
+
+    /// The state of one nearest-edge search. The chord bounds l <= d <= u bracket a circle's edge
+    /// distance g = |d − r|: lower = max(0, l − r, r − u) <= g <= upper = max(u − r, r − l).
+    /// The nearest edge among the circles seen is min(best, g of the leader): `best` is the
+    /// smallest exact g computed (or the limit), the leader the circle with the smallest upper
+    /// whose g is not computed yet. A new circle is
+    /// - dropped if its lower >= best or >= the leader's upper (its g is no smaller);
+    /// - the new leader if its upper is below the leader's; the old leader is then dropped if its
+    ///   lower >= the new upper, else its exact g goes into `best`;
+    /// - otherwise computed exactly into `best` (its bracket overlaps the leader's).
+    /// At the end the leader's exact g goes into `best`, which is then the nearest edge exactly
+    /// (or the limit). min(best, leader's upper) bounds the nearest edge from above throughout.
+    struct EdgeSearch {
+        var best: Double
+        var leader = -1
+        var leaderLower = Double.infinity
+        var leaderUpper = Double.infinity
+
+        init(best: Double) { self.best = best }
+
+        var bound: Double { min(best, leaderUpper) }
+
+        @inline(__always)
+        mutating func settle(_ gap: Double) {
+            if gap < best { best = gap }
+        }
+    }
+
+    /// The exact edge distance of one circle, as `FenceEdges` computes it.
+    @inline(__always)
+    private func gap(_ slot: Int, _ point: GeoPoint) -> Double {
+        abs(Geodesy.distanceM(point, circles[slot].center) - circles[slot].radiusM)
+    }
+
+    @_noAllocation
+    public func nearestEdgeM(latitude: Double, longitude: Double, limitM: Double = .infinity) -> Double? {
+        nearestEdgeM(GeoPoint(latitude: latitude, longitude: longitude), limitM: limitM)
+    }
+
+    /// Considers the circles of every cell of `range` that is not also a cell of `previous`.
+    @inline(__always)
+    private func visitRing(_ range: CellGrid.CellRange, excluding previous: CellGrid.CellRange?, _ point: GeoPoint,
+                           _ stamp: UInt32, _ search: inout EdgeSearch) {
+        var band = range.bandLow
+        while band <= range.bandHigh {
+            let columns = grid.columns(band)
+            let span = grid.columnSpan(range, columns: columns)
+            // The previous range's columns in this band (unwrapped: old.last may be >= columns),
+            // or an empty span.
+            var old = (first: 1, last: 0)
+            if let previous, band >= previous.bandLow, band <= previous.bandHigh { old = grid.columnSpan(previous, columns: columns) }
+            var column = span.first
+            while column <= span.last {
+                let wrapped = column >= columns ? column - columns : column
+                // Skip the run of columns the previous range had (visited then).
+                if wrapped >= old.first && wrapped <= old.last {
+                    column += old.last - wrapped + 1
+                    continue
+                }
+                if wrapped + columns >= old.first && wrapped + columns <= old.last {
+                    column += old.last - wrapped - columns + 1
+                    continue
+                }
+                let (bucket, tag) = cellHash(Int64(band) << 32 | Int64(wrapped), shift: bucketShift)
+                var entry = buckets[bucket]
+                while entry >= 0 {
+                    let current = entries[Int(entry)]
+                    if current.tag == tag { consider(Int(current.slot), point, stamp, &search) }
+                    entry = current.next
+                }
+                column += 1
+            }
+            band += 1
+        }
+    }
+
+    /// Adds this circle to the search (once per query; see `EdgeSearch`).
+    @inline(__always)
+    private func consider(_ slot: Int, _ point: GeoPoint, _ stamp: UInt32, _ search: inout EdgeSearch) {
+        guard circles[slot].stamp != stamp else { return }
+        circles[slot].stamp = stamp
+        let radius = circles[slot].radiusM
+        let bounds = Geodesy.distanceBounds(chordM: Geodesy.chordM(point, circles[slot].center))
+        let lower = bounds.lower > radius ? bounds.lower - radius : bounds.upper < radius ? radius - bounds.upper : 0
+        guard lower < search.best, lower < search.leaderUpper else { return }
+        let upper = max(bounds.upper - radius, radius - bounds.lower)
+        if upper < search.leaderUpper {
+            if search.leader >= 0 && search.leaderLower < upper { search.settle(gap(search.leader, point)) }
+            search.leader = slot
+            search.leaderLower = lower
+            search.leaderUpper = upper
+        } else {
+            search.settle(gap(slot, point))
+        }
     }
 
     // MARK: - Ids (open addressing, linear probing, backward-shift deletion)

@@ -659,6 +659,16 @@ public final class MonitorEngine {
         return count
     }
 
+    /// The distance from a position to the nearest edge of a circular condition (every monitor's),
+    /// in metres, for boundary-aware sampling: `CircleIndex.nearestEdgeM` over the conditions in
+    /// use. Exact below `limitM`, `limitM` beyond it; nil when there is no circular condition.
+    @_noAllocation
+    public func nearestFenceEdgeM(latitude: Double, longitude: Double, limitM: Double = .infinity) -> Double? {
+        circles._withUnsafeGuaranteedRef { index in
+            index.nearestEdgeM(GeoPoint(latitude: latitude, longitude: longitude), limitM: limitM)
+        }
+    }
+
     /// A beacon sighting: matching conditions are satisfied (refined to the concrete identity
     /// for wildcards), subject to their proximity requirement.
     @_noAllocation

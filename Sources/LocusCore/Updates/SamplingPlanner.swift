@@ -41,7 +41,9 @@ public struct SamplingPlanner: Equatable, Sendable {
 }
 
 /// Distance from a point to the nearest circular geofence edge (inside or outside), metres:
-/// the input to `SamplingPlanner`. Linear in the number of fences; built once from the config.
+/// the input to `SamplingPlanner`. Linear in the number of fences (an exact distance to each):
+/// the reference that `CircleIndex.nearestEdgeM` (same answers, a few cells visited) is tested
+/// against.
 public struct FenceEdges: Sendable {
     private var centres: [GeoPoint] = []
     private var radiiM: [Double] = []
