@@ -370,6 +370,12 @@ extension Agent {
             || fresh.site.capacity.subscribers != loaded.site.capacity.subscribers {
             AgentLog.warning("locus: reload: [capacity] changes take effect at the next start")
         }
+        let (was, new) = (loaded.site.updates, fresh.site.updates)
+        if was.preset != new.preset || was.accuracy != new.accuracy || was.batchCount != new.batchCount || was.batchAgeMs != new.batchAgeMs
+            || was.distanceFilterM != new.distanceFilterM || was.significantChange != new.significantChange
+            || was.visitMinimumMs != new.visitMinimumMs || was.stationaryWindowMs != new.stationaryWindowMs || was.motionInput != new.motionInput {
+            AgentLog.warning("locus: reload: [updates] changes take effect at the next start")
+        }
         if fresh.boardPath != loaded.boardPath {
             AgentLog.warning("locus: reload: a different board file takes effect at the next start")
         }
