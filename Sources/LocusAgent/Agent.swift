@@ -59,6 +59,11 @@ final class Agent {
     var radioTier: AccuracyTier
     /// `[updates] motion_input`: wakes the paused receiver.
     var motion: GPIOInput?
+    /// Boundary-aware sampling: when the receiver, off between fixes, is to be woken (agent clock).
+    var sampleWakeAtNs: Int64? = nil
+    /// u-blox M8 hot start is about 1 s ([M8] data sheet, "Acquisition"): woken this early.
+    static let hotStartLeadMs: Int64 = 2_000
+    static let minimumSampleSleepMs: Int64 = 5_000
 
     // Control.
     var control: ControlServer?

@@ -38,6 +38,27 @@ extension Agent {
             streams[slot]!.updater.observe(fix, now: time)
             drainStream(slot)
         }
+        if fix.hasPosition && siteUpdater.filteredCount == filtered { scheduleNextFix(fix, time, now) }
+    }
+
+    /// Boundary-aware sampling for the on/off tiers: after a fix, a receiver that can sleep
+    /// (u-blox) goes into backup until the next fix is due (`SamplingPlanner`, from the nearest
+    /// fence edge and the preset's top speed), and is woken `hotStartLeadMs` early. A sleep
+    /// shorter than `minimumSampleSleepMs` would cost more (backup, hot start) than it saves.
+    func scheduleNextFix(_ fix: Fix, _ time: UTCTime, _ now: Int64) {
+        let tier = TierPolicy(tier: radioTier)
+        guard case .onOff = tier.dutyCycle, !pause.isPaused, sampleWakeAtNs == nil,
+              let latitude = fix.latitude, let longitude = fix.longitude else { return }
+        let configuration = siteUpdater.settings.configuration
+        let accuracyM = fix.horizontalAccuracyM
+        // Edges beyond what the device can reach within the longest interval do not matter.
+        let reachM = configuration.maximumSpeedMps * Double(tier.maximumIntervalMs) / 1_000 + (accuracyM ?? 0)
+        let edgeM = engine.nearestFenceEdgeM(latitude: latitude, longitude: longitude, limitM: reachM)
+        let due = SamplingPlanner(configuration, tier).nextFixTime(now: time, distanceToEdgeM: edgeM, accuracyM: accuracyM)
+        let sleepMs = (due.totalNanoseconds - time.totalNanoseconds) / 1_000_000 - Agent.hotStartLeadMs
+        guard sleepMs >= Agent.minimumSampleSleepMs, sleepReceiver(durationMs: sleepMs, now) else { return }
+        sampleWakeAtNs = time.totalNanoseconds + sleepMs * 1_000_000
+        AgentLog.debug("locus: updates: receiver off for \(sleepMs) ms (nearest fence edge \(edgeM.map { "\(Int($0)) m" } ?? "none"))")
     }
 
     /// Time passing: batch ages, silences, the pause's probes.
@@ -45,6 +66,10 @@ extension Agent {
         let time = utcNow(now)
         siteUpdater.tick(now: time)
         drainSiteUpdater(now)
+        if let wakeAt = sampleWakeAtNs, time.totalNanoseconds >= wakeAt {
+            sampleWakeAtNs = nil
+            if !pause.isPaused { wakeReceiver(now) }
+        }
         carryOut(pause.tick(isStationary: siteUpdater.isStationary, nowNs: time.totalNanoseconds), now, why: "probe")
         for slot in streams.indices where streams[slot] != nil {
             streams[slot]!.updater.tick(now: time)
@@ -72,6 +97,7 @@ extension Agent {
             deadline = min(deadline ?? time, time)
         }
         consider(pause.nextDeadlineNs)
+        consider(sampleWakeAtNs)
         for stream in streams { consider(stream?.updater.nextDeadlineNs) }
         return deadline
     }
@@ -187,6 +213,7 @@ extension Agent {
         case .none:
             break
         case .sleep(let durationMs):
+            sampleWakeAtNs = nil   // the pause owns the receiver now
             if sleepReceiver(durationMs: durationMs, now) {
                 AgentLog.info("locus: updates: receiver asleep for \(durationMs / 1000) s (\(why))")
             }

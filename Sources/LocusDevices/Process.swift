@@ -72,4 +72,5 @@ public enum AgentLog {
     public static func warning(_ text: String) { write(.warning, text) }
     public static func notice(_ text: String) { write(.notice, text) }
     public static func info(_ text: String) { write(.info, text) }
+    public static func debug(_ text: String) { write(.debug, text) }
 }

@@ -11,7 +11,8 @@ to --report as one JSON line, and answered the way a receiver would:
   MediaTek  $PMTK001,<type>,3 (succeeded), flag 1 (unsupported) for types named by --unsupported,
             nothing for PMTK161 (the receiver is asleep)
 
-NMEA lines from --nmea are written in between, one every 0.1 s, round and round. SIGUSR1 replugs
+NMEA lines from --nmea are written in between, one every --line-interval seconds (0.1 by
+default), round and round. SIGUSR1 replugs
 the receiver: a new pseudo-terminal is linked at the same path and the old one is closed (the
 agent sees its port go away). The script ends on SIGTERM, or by itself after --lifetime seconds.
 """
@@ -37,6 +38,7 @@ def main():
     parser.add_argument("--unsupported", action="append", type=int, default=[])
     parser.add_argument("--nmea")
     parser.add_argument("--lifetime", type=float, default=120)
+    parser.add_argument("--line-interval", type=float, default=0.1)
     args = parser.parse_args()
 
     report_file = open(args.report, "a", buffering=1)
@@ -186,7 +188,7 @@ def main():
         if nmea and now >= next_nmea:
             outgoing.extend(nmea[nmea_index % len(nmea)])
             nmea_index += 1
-            next_nmea = now + 0.1
+            next_nmea = now + args.line_interval
         if outgoing:
             try:
                 written = os.write(master, bytes(outgoing))

@@ -283,6 +283,7 @@ enum ReceiverBytes {
     }
 
     static func startFake(_ site: AgentEndToEndTests.Site, _ arguments: [String], nmea: String? = nil) throws -> Fake {
+        // Arguments after the fixed ones: `--line-interval 0.333` plays three lines (one fix) a second.
         let process = Foundation.Process()
         process.executableURL = URL(fileURLWithPath: try python())
         let reportPath = site.directory + "/receiver.jsonl"
@@ -449,5 +450,33 @@ enum ReceiverBytes {
         let afterSleep = fake.reports[(sleptAt + 1)...].compactMap { ($0["event"] as? String == "wake" ? "wake" : $0["identity"] as? String) }
         #expect(Array(afterSleep.prefix(2)) == ["wake", "CFG-NAV5"], "wake-up bytes, then the plan: \(afterSleep)")
         try AgentEndToEndTests.waitFor("the receiver awake", seconds: 5) { try Self.status(site).receiver["asleep"] as? Bool == false }
+    }
+
+    /// Boundary-aware sampling on an on/off tier: after a fix the u-blox receiver is put into
+    /// backup until the nearest fence edge could first be reached at the preset's top speed
+    /// (less the hot-start lead), then woken and fixed again, nearer the fence, for less time.
+    @Test func anOnOffTierSleepsTheReceiverUntilTheNearestFenceCouldBeReached() throws {
+        let site = try AgentEndToEndTests.site("receiver-sampling", extra: "[updates]\npreset = \"fitness\"\naccuracy = \"kilometer\"\n",
+                                                board: Self.board("ublox"))
+        let agent = try AgentEndToEndTests.start(site)
+        defer { _ = agent.stop(signal: SIGKILL) }
+        // One fix a second of fix time, north at 1 m/s from 200 m south of the fence's centre.
+        let fake = try Self.startFake(site, ["--family", "ublox", "--line-interval", "0.333"])
+        defer { fake.stop() }
+        try AgentEndToEndTests.waitFor("two sleeps", seconds: 40) { fake.messages("RXM-PMREQ").count >= 2 }
+        let requests = fake.messages("RXM-PMREQ")
+        let first = try #require(requests[0]["fields"] as? [String: Any])
+        let second = try #require(requests[1]["fields"] as? [String: Any])
+        // Edge 170 m - k away (k <= 10 m travelled), accuracy 0.8 HDOP x 5 m, fitness top speed
+        // 12 m/s, 2 s hot-start lead: (170 - k - 4) / 12 s - 2 s.
+        let duration = try #require(first["duration"] as? Int)
+        #expect((10_500...12_300).contains(duration) && first["backup"] as? Int == 1, "\(first)")
+        let later = try #require(second["duration"] as? Int)
+        #expect(later < duration && later > 5_000, "nearer the fence, a shorter sleep: \(duration) then \(later)")
+        // Woken on time (the agent's clock follows the fixes, one a second), and fixed again.
+        let sleptAt = try #require(requests[0]["t"] as? Double)
+        let wake = try #require(fake.reports.first { $0["event"] as? String == "wake" && ($0["t"] as? Double ?? 0) > sleptAt })
+        let asleepS = (wake["t"] as? Double ?? 0) - sleptAt
+        #expect(abs(asleepS - Double(duration) / 1_000) < 1.5, "woken after \(asleepS) s for a \(duration) ms sleep")
     }
 }
