@@ -123,6 +123,15 @@ def main():
             computed ^= character
         outgoing.extend(("$%s*%02X\r\n" % (reply, computed)).encode("ascii"))
 
+    def skip_to(marker):
+        """Where the next frame or line starts: -1 if none yet; bytes before it are reported
+        and dropped (then the caller looks again)."""
+        start = pending.find(marker)
+        if start > 0:
+            report(event="skipped", hex=bytes(pending[:start]).hex())
+            del pending[:start]
+        return start
+
     def decode():
         # Wake-up bytes (0xFF) first, then whole frames or lines; anything else is skipped.
         while pending:
@@ -133,12 +142,10 @@ def main():
                 report(event="wake", bytes=count)
                 del pending[:count]
             elif args.family == "ublox":
-                start = pending.find(b"\xb5\x62")
+                start = skip_to(b"\xb5\x62")
                 if start < 0:
                     return
                 if start > 0:
-                    report(event="skipped", hex=bytes(pending[:start]).hex())
-                    del pending[:start]
                     continue
                 if len(pending) < 6:
                     return
@@ -149,12 +156,10 @@ def main():
                 del pending[:8 + length]
                 answer_ubx(frame)
             else:
-                start = pending.find(b"$")
+                start = skip_to(b"$")
                 if start < 0:
                     return
                 if start > 0:
-                    report(event="skipped", hex=bytes(pending[:start]).hex())
-                    del pending[:start]
                     continue
                 end = pending.find(b"\r\n")
                 if end < 0:

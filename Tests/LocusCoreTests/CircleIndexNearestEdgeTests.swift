@@ -49,10 +49,7 @@ func randomLimit(_ random: inout GeoRandom) -> Double {
         var random = GeoRandom(seed: 0x4E45_4152 &+ UInt64(cellSizeM))
         let circles = mixedCircles(500, random: &random)
         let index = CircleIndex(capacity: circles.count, cellSizeM: cellSizeM, entriesPerCircle: entriesPerCircle)
-        for circle in circles {
-            try index.insert(id: circle.id, latitude: circle.center.latitude, longitude: circle.center.longitude,
-                             radiusM: circle.radius, maxMarginM: circle.margin)
-        }
+        try index.insert(circles)
         let edges = fenceEdges(circles)
         var exact = 0, limited = 0
         for point in nearestEdgeQueries(240, near: circles, random: &random) {
@@ -79,10 +76,7 @@ func randomLimit(_ random: inout GeoRandom) -> Double {
         let circles = [TestCircle(id: 1, center: GeoPoint(latitude: 48.85, longitude: 2.35), radius: 120, margin: 0),
                        TestCircle(id: 2, center: GeoPoint(latitude: -33.9, longitude: 151.2), radius: 40_000, margin: 0),
                        TestCircle(id: 3, center: GeoPoint(latitude: 0, longitude: 179.999), radius: 0, margin: 10)]
-        for circle in circles {
-            try index.insert(id: circle.id, latitude: circle.center.latitude, longitude: circle.center.longitude,
-                             radiusM: circle.radius, maxMarginM: circle.margin)
-        }
+        try index.insert(circles)
         let edges = fenceEdges(circles)
         for point in [GeoPoint(latitude: 40, longitude: -100), GeoPoint(latitude: 0, longitude: -179.999),
                       GeoPoint(latitude: -33.9, longitude: 151.2), GeoPoint(latitude: 48.85, longitude: 2.351)] {
@@ -154,10 +148,7 @@ func randomLimit(_ random: inout GeoRandom) -> Double {
         var random = GeoRandom(seed: 77)
         let circles = randomCircles(400, scenario: "city", random: &random)
         let index = CircleIndex(capacity: 400, cellSizeM: 600)
-        for circle in circles {
-            try index.insert(id: circle.id, latitude: circle.center.latitude, longitude: circle.center.longitude,
-                             radiusM: circle.radius, maxMarginM: circle.margin)
-        }
+        try index.insert(circles)
         var kept: [TestCircle] = []
         for (position, circle) in circles.enumerated() {
             if position % 3 == 0 { index.remove(id: circle.id) } else { kept.append(circle) }

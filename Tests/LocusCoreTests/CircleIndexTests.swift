@@ -11,6 +11,16 @@ struct TestCircle {
 }
 
 /// Circles clustered the way a deployment might have them, in awkward places too.
+extension CircleIndex {
+    /// Inserts every test circle, with its margin.
+    func insert(_ circles: [TestCircle]) throws {
+        for circle in circles {
+            try insert(id: circle.id, latitude: circle.center.latitude, longitude: circle.center.longitude,
+                       radiusM: circle.radius, maxMarginM: circle.margin)
+        }
+    }
+}
+
 func randomCircles(_ count: Int, scenario: String, random: inout GeoRandom) -> [TestCircle] {
     var circles: [TestCircle] = []
     for index in 0..<count {
@@ -80,10 +90,7 @@ func candidates(_ index: CircleIndex, _ point: GeoPoint, _ accuracy: Double) -> 
         var random = GeoRandom(seed: UInt64(scenario.utf8.count) &* 1_000_003)
         let circles = randomCircles(600, scenario: scenario, random: &random)
         let index = CircleIndex(capacity: 600, cellSizeM: scenario == "city" ? 1_000 : 5_000)
-        for circle in circles {
-            try index.insert(id: circle.id, latitude: circle.center.latitude, longitude: circle.center.longitude,
-                             radiusM: circle.radius, maxMarginM: circle.margin)
-        }
+        try index.insert(circles)
         #expect(index.count == 600)
         var reported = 0, exact = 0
         for (point, accuracy) in randomQueries(900, near: circles, random: &random) {
@@ -110,10 +117,7 @@ func candidates(_ index: CircleIndex, _ point: GeoPoint, _ accuracy: Double) -> 
         var random = GeoRandom(seed: 42)
         let circles = randomCircles(400, scenario: "city", random: &random)
         let index = CircleIndex(capacity: 400, cellSizeM: 800)
-        for circle in circles {
-            try index.insert(id: circle.id, latitude: circle.center.latitude, longitude: circle.center.longitude,
-                             radiusM: circle.radius, maxMarginM: circle.margin)
-        }
+        try index.insert(circles)
         var kept: [TestCircle] = []
         for (position, circle) in circles.enumerated() {
             if position % 2 == 0 {
@@ -167,10 +171,7 @@ func candidates(_ index: CircleIndex, _ point: GeoPoint, _ accuracy: Double) -> 
         var random = GeoRandom(seed: 5)
         let circles = randomCircles(300, scenario: "city", random: &random)
         let index = CircleIndex(capacity: 300, cellSizeM: 300, entriesPerCircle: 1)
-        for circle in circles {
-            try index.insert(id: circle.id, latitude: circle.center.latitude, longitude: circle.center.longitude,
-                             radiusM: circle.radius, maxMarginM: circle.margin)
-        }
+        try index.insert(circles)
         #expect(index.overflowCount > 0)
         #expect(index.entriesInUse <= index.entryCapacity)
         for (point, accuracy) in randomQueries(300, near: circles, random: &random) {
@@ -186,10 +187,7 @@ func candidates(_ index: CircleIndex, _ point: GeoPoint, _ accuracy: Double) -> 
         let circles = randomCircles(200, scenario: "city", random: &random)
         let index = CircleIndex(capacity: 200)
         #expect(index.nearestEdgeDistanceM(GeoPoint(latitude: 0, longitude: 0)) == .infinity)
-        for circle in circles {
-            try index.insert(id: circle.id, latitude: circle.center.latitude, longitude: circle.center.longitude,
-                             radiusM: circle.radius, maxMarginM: circle.margin)
-        }
+        try index.insert(circles)
         var tightChecks = 0
         for (point, _) in randomQueries(300, near: circles, random: &random) {
             let gaps = circles.map { (gap: abs(Geodesy.distanceM(point, $0.center) - $0.radius), circle: $0) }
@@ -211,10 +209,7 @@ func candidates(_ index: CircleIndex, _ point: GeoPoint, _ accuracy: Double) -> 
         var random = GeoRandom(seed: 3)
         let circles = randomCircles(1_000, scenario: "city", random: &random)
         let index = CircleIndex(capacity: 1_000, cellSizeM: 1_000)
-        for circle in circles {
-            try index.insert(id: circle.id, latitude: circle.center.latitude, longitude: circle.center.longitude,
-                             radiusM: circle.radius, maxMarginM: circle.margin)
-        }
+        try index.insert(circles)
         let queries = randomQueries(1_000, near: circles, random: &random)
         var seen = 0
         var counts: [Int] = []
