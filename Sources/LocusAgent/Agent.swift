@@ -320,6 +320,12 @@ final class Agent {
         }
         for index in 0..<fixCount { observe(fixes[index], now) }
         fixCount = 0
+        if receiver.takeRestart() {
+            AgentLog.warning("locus: gnss: the receiver restarted (its start-up message); configuring it again")
+            receiver.restarted(now: now)
+            pause.receiverRestarted(nowNs: utcNow(now).totalNanoseconds)
+            sampleWakeAtNs = nil
+        }
         if case .lost(let error)? = lost {
             receiver.portLost()
             AgentLog.warning("locus: gnss: \(gnss.path) went away (\(error.map { "\($0)" } ?? "end of file")); reopening")

@@ -47,6 +47,9 @@ struct ReceiverControl {
     private var reportDue = false
     private var ubxAcknowledgements = UBXAckParser()
     private var pmtkLines = PMTKLineFinder()
+    private var startupMessage = StartupMessageFinder()
+    /// The receiver announced a start (a reset, a brown-out) since `takeRestart` was last asked.
+    private var restartSeen = false
 
     init(receiver: BoardConfig.Receiver, preset: LiveConfiguration, tier: TierPolicy) {
         self.receiver = receiver
@@ -148,6 +151,24 @@ struct ReceiverControl {
         queuedAtNs = now
     }
 
+    /// Whether the receiver announced a start since the last call. A receiver that restarted
+    /// without its port going away (a reset, a power glitch on the module) has lost its RAM
+    /// configuration too: the caller then calls `restarted(now:)`.
+    mutating func takeRestart() -> Bool {
+        defer { restartSeen = false }
+        return restartSeen
+    }
+
+    /// The receiver restarted: it is awake, and gets the plan from the start.
+    mutating func restarted(now: Int64) {
+        asleep = false
+        asleepUntilNs = nil
+        wakePending = false
+        sleepCommand = nil
+        restartPlan()
+        queuedAtNs = now
+    }
+
     /// The port went away: nothing is written until it opens again (and then all is resent).
     mutating func portLost() {
         portOpen = false
@@ -172,9 +193,12 @@ struct ReceiverControl {
         case .ublox:
             for byte in bytes {
                 if let acknowledgement = ubxAcknowledgements.push(byte) { tracker.observe(acknowledgement) }
+                if startupMessage.push(byte, StartupMessageFinder.ublox) { restartSeen = true }
             }
         case .mediatek:
-            for byte in bytes where pmtkLines.push(byte) {
+            for byte in bytes {
+                if startupMessage.push(byte, StartupMessageFinder.mediatek) { restartSeen = true }
+                guard pmtkLines.push(byte) else { continue }
                 if let acknowledgement = pmtkLines.withLine({ PMTKAcknowledgement(sentence: $0) }) { tracker.observe(acknowledgement) }
             }
         }
@@ -376,6 +400,31 @@ struct PMTKLineFinder {
         return withUnsafeBytes(of: &copy) { raw in
             body(UnsafeBufferPointer(start: raw.baseAddress!.assumingMemoryBound(to: UInt8.self), count: count))
         }
+    }
+}
+
+/// Finds a receiver's start-up announcement in its output, byte by byte: u-blox's boot banner
+/// (`$GxTXT,01,01,02,u-blox AG - www.u-blox.com*..`, [M8] "UBX-INF / NMEA-Standard-TXT" at power
+/// up) and MediaTek's `$PMTK010,001` ([PMTK] "Packet Type: 010 PMTK_SYS_MSG", 001 = startup).
+/// Each marker's first character occurs in it only once, so a mismatch can restart at that
+/// character without missing an overlapping match.
+struct StartupMessageFinder {
+    static let ublox: StaticString = "u-blox.com"
+    static let mediatek: StaticString = "$PMTK010,001"
+    private var matched = 0
+
+    /// True when `byte` completes `marker`.
+    @_noAllocation
+    mutating func push(_ byte: UInt8, _ marker: StaticString) -> Bool {
+        let text = marker.utf8Start
+        if byte == text[matched] {
+            matched += 1
+        } else {
+            matched = byte == text[0] ? 1 : 0
+        }
+        guard matched == marker.utf8CodeUnitCount else { return false }
+        matched = 0
+        return true
     }
 }
 

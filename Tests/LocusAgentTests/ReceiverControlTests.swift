@@ -71,6 +71,46 @@ enum ReceiverBytes {
         ReceiverPlan.commands(preset: preset, tier: tier, receiver: receiver).map(ReceiverBytes.bytes)
     }
 
+    /// A receiver that restarts without its port going away says so at start-up (u-blox's boot
+    /// banner, MediaTek's PMTK010,001); it has lost its configuration, so the plan goes out again.
+    @Test func aStartUpMessageMeansTheReceiverRestartedAndIsConfiguredAgain() {
+        for (receiver, banner) in [(BoardConfig.Receiver.ublox, ReceiverBytes.nmea("GNTXT,01,01,02,u-blox AG - www.u-blox.com")),
+                                   (.mediatek, ReceiverBytes.nmea("PMTK010,001"))] {
+            let port = Port()
+            var control = ReceiverControl(receiver: receiver, preset: Self.fitness, tier: Self.hundredMeters)
+            control.portOpened(now: 0)
+            _ = control.service(now: 0, write: port.write)
+            #expect(port.take() == Self.plan(receiver))
+            let slept = control.sleep(durationMs: 25_000, now: Self.second)
+            #expect(slept)
+            _ = control.service(now: Self.second, write: port.write)
+            _ = port.take()
+            // Ordinary output, then the banner split across two reads.
+            Self.feed(&control, ReceiverBytes.nmea("GPGGA,100000.00,4500.0000000,N,00700.0000000,E,1,09,0.8,20.0,M,-30.0,M,,"))
+            let early = control.takeRestart()
+            #expect(!early)
+            Self.feed(&control, Array(banner.prefix(20)))
+            Self.feed(&control, Array(banner.dropFirst(20)))
+            let restarted = control.takeRestart()
+            let again = control.takeRestart()
+            #expect(restarted && !again, "reported once: \(receiver)")
+            control.restarted(now: 2 * Self.second)
+            #expect(!control.asleep)
+            _ = control.service(now: 2 * Self.second, write: port.write)
+            #expect(port.take() == Self.plan(receiver), "the whole plan again, no wake bytes: \(receiver)")
+        }
+        // Generic receivers are not watched; a banner-like text in u-blox output does not count
+        // unless whole.
+        var generic = ReceiverControl(receiver: .genericNMEA, preset: Self.fitness, tier: Self.hundredMeters)
+        Self.feed(&generic, ReceiverBytes.nmea("GNTXT,01,01,02,u-blox AG - www.u-blox.com"))
+        let genericRestart = generic.takeRestart()
+        #expect(!genericRestart)
+        var partial = ReceiverControl(receiver: .ublox, preset: Self.fitness, tier: Self.hundredMeters)
+        Self.feed(&partial, Array("u-blox.co u-bloxx.com u-u-blox.cm".utf8))
+        let partialRestart = partial.takeRestart()
+        #expect(!partialRestart)
+    }
+
     @Test func aUBloxPlanIsSentInOrderResentWhenUnansweredAndReportedOnceSettled() {
         let port = Port()
         var control = ReceiverControl(receiver: .ublox, preset: Self.fitness, tier: Self.hundredMeters)

@@ -117,6 +117,12 @@ public struct PauseController: Equatable, Sendable {
         return wasAsleep ? .wake : .none
     }
 
+    /// The receiver restarted by itself (it is awake and tracking): a sleep in progress is over,
+    /// and the next probe decides again.
+    public mutating func receiverRestarted(nowNs: Int64) {
+        if case .asleep = phase { phase = .probing(sinceNs: nowNs, fixes: 0) }
+    }
+
     /// When `tick` next has something to do.
     public var nextDeadlineNs: Int64? {
         switch phase {
