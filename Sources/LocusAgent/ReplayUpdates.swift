@@ -117,28 +117,18 @@ enum ReplayUpdates {
         }
         let edges = fenceIndex(loaded.site)
         let reference = detections(fixes, loaded: loaded)
-        let configuration = LiveConfiguration(preset: loaded.site.updates.preset)
+        let settings = Self.settings(loaded.site.updates)
+        let configuration = settings.configuration
         let receiver = loaded.board.gnss?.receiver ?? .genericNMEA
         let currents = ReceiverCurrents.family(receiver)
         let durationS = Double(last.time!.totalNanoseconds - first.time!.totalNanoseconds) / 1e9
+        // Movement after each stop, as continuous sampling without a pause reports it.
+        let referenceResumes = resumes(fixes, settings)
         for tier in [AccuracyTier.best, .nearestTenMeters, .hundredMeters, .kilometer, .threeKilometers] {
             let policy = TierPolicy(tier: tier)
-            let planner = SamplingPlanner(configuration, policy)
-            var account = PowerAccount(currents: currents, dutyCycle: policy.dutyCycle)
-            var sampled: [Fix] = []
-            var dueNs = Int64.min
-            for fix in fixes where fix.time!.totalNanoseconds >= dueNs {
-                if let previous = sampled.last { account.gap(Double(fix.time!.totalNanoseconds - previous.time!.totalNanoseconds) / 1e9) }
-                sampled.append(fix)
-                var distance: Double? = nil
-                if fix.hasPosition, let latitude = fix.latitude, let longitude = fix.longitude {
-                    distance = edges.nearestEdgeM(latitude: latitude, longitude: longitude)
-                } else if edges.count > 0 {
-                    distance = 0   // no position: fix again as soon as the receiver can
-                }
-                dueNs = planner.nextFixTime(now: fix.time!, distanceToEdgeM: distance, accuracyM: fix.horizontalAccuracyM).totalNanoseconds
-            }
-            if let previous = sampled.last { account.gap(Double(last.time!.totalNanoseconds - previous.time!.totalNanoseconds) / 1e9) }
+            let run = simulate(fixes, policy, settings, edges, currents)
+            let account = run.account
+            let sampled = run.sampled
             let seen = detections(sampled, loaded: loaded)
             var used = [Bool](repeating: false, count: seen.count)
             var lateness: [Double] = []
@@ -179,10 +169,114 @@ enum ReplayUpdates {
             json.integer("missed", reference.count - lateness.count)
             json.number("lateMaxS", lateness.max() ?? 0, decimals: 1)
             json.number("lateMeanS", lateness.isEmpty ? 0 : lateness.reduce(0, +) / Double(lateness.count), decimals: 1)
+            // The stationary pause: time asleep, and movement after each stop.
+            json.number("pausedPercent", account.durationS > 0 ? 100 * run.pausedS / account.durationS : 0, decimals: 1)
+            json.integer("resumes", referenceResumes.count)
+            json.integer("falseResumes", max(0, run.resumes.count - referenceResumes.count))
+            let resumeLateness = zip(referenceResumes, run.resumes).map { Double($1 - $0) / 1e9 }
+            json.integer("missedResumes", max(0, referenceResumes.count - run.resumes.count))
+            json.number("resumeLateMaxS", resumeLateness.max() ?? 0, decimals: 1)
             Console.out(json.closed + "\n")
             for line in transitionLines { Console.out(line + "\n") }
         }
         return 0
+    }
+
+    /// One tier's receiver on a recording, as the agent runs it: the fixes it takes (boundary-aware
+    /// sampling, and the stationary pause's sleeps and probes, `PauseController`), what that
+    /// costs, how long it was paused, and when it reported movement after each stop.
+    struct TierRun {
+        var sampled: [Fix] = []
+        var account: PowerAccount
+        var pausedS = 0.0
+        var resumes: [Int64] = []
+    }
+
+    static func simulate(_ fixes: [Fix], _ tier: TierPolicy, _ siteSettings: LiveUpdateSettings, _ edges: CircleIndex,
+                         _ currents: ReceiverCurrents) -> TierRun {
+        var run = TierRun(account: PowerAccount(currents: currents, dutyCycle: tier.dutyCycle))
+        var settings = siteSettings
+        settings.tier = tier
+        let updater = LiveUpdater(settings: settings)
+        var pause = PauseController(settings.configuration, tier)
+        let planner = SamplingPlanner(settings.configuration, tier)
+        var dueNs = Int64.min
+        var lastNs: Int64? = nil
+        var asleepSinceNs: Int64? = nil
+        func seconds(_ fromNs: Int64, _ toNs: Int64) -> Double { Double(toNs - fromNs) / 1e9 }
+        func fallAsleep(_ timeNs: Int64) {
+            if let lastNs { run.account.gap(seconds(lastNs, timeNs)) }
+            asleepSinceNs = timeNs
+        }
+        for fix in fixes {
+            let timeNs = fix.time!.totalNanoseconds
+            switch pause.tick(isStationary: updater.isStationary, nowNs: timeNs) {
+            case .wake:
+                if let since = asleepSinceNs {
+                    run.account.sleep(seconds(since, timeNs))
+                    run.pausedS += seconds(since, timeNs)
+                    asleepSinceNs = nil
+                    lastNs = timeNs
+                }
+            case .sleep:
+                if asleepSinceNs == nil { fallAsleep(timeNs); lastNs = nil }
+            case .none:
+                break
+            }
+            if asleepSinceNs != nil { continue }
+            var awakeForPause = false
+            switch pause.phase {
+            case .probing, .held: awakeForPause = true
+            case .active, .asleep: break
+            }
+            guard awakeForPause || timeNs >= dueNs else { continue }
+            if let lastNs { run.account.gap(seconds(lastNs, timeNs)) }
+            lastNs = timeNs
+            run.sampled.append(fix)
+            let wasStationary = updater.isStationary
+            let filtered = updater.filteredCount
+            updater.observe(fix, now: fix.time!)
+            while updater.nextOutput() != nil {}
+            var action = PauseController.Action.none
+            if updater.isStationary != wasStationary {
+                if !updater.isStationary { run.resumes.append(timeNs) }
+                action = pause.stationaryChanged(updater.isStationary, nowNs: timeNs)
+            } else if fix.hasPosition && updater.filteredCount == filtered {
+                action = pause.fixAccepted(isStationary: updater.isStationary, nowNs: timeNs)
+            }
+            if case .sleep = action {
+                asleepSinceNs = timeNs
+                continue
+            }
+            var distance: Double? = nil
+            if fix.hasPosition, let latitude = fix.latitude, let longitude = fix.longitude {
+                distance = edges.nearestEdgeM(latitude: latitude, longitude: longitude)
+            } else if edges.count > 0 {
+                distance = 0   // no position: fix again as soon as the receiver can
+            }
+            dueNs = planner.nextFixTime(now: fix.time!, distanceToEdgeM: distance, accuracyM: fix.horizontalAccuracyM).totalNanoseconds
+        }
+        let endNs = fixes.last!.time!.totalNanoseconds
+        if let since = asleepSinceNs {
+            run.account.sleep(seconds(since, endNs))
+            run.pausedS += seconds(since, endNs)
+        } else if let lastNs {
+            run.account.gap(seconds(lastNs, endNs))
+        }
+        return run
+    }
+
+    /// When continuous sampling (every fix, no pause) reports movement after a stop.
+    static func resumes(_ fixes: [Fix], _ settings: LiveUpdateSettings) -> [Int64] {
+        let updater = LiveUpdater(settings: settings)
+        var found: [Int64] = []
+        for fix in fixes {
+            let wasStationary = updater.isStationary
+            updater.observe(fix, now: fix.time!)
+            while updater.nextOutput() != nil {}
+            if wasStationary && !updater.isStationary { found.append(fix.time!.totalNanoseconds) }
+        }
+        return found
     }
 
     /// Every circular condition of the site, indexed for the nearest-edge query (the same

@@ -79,6 +79,15 @@ public struct PowerAccount: Sendable {
         }
     }
 
+    /// The receiver paused in backup for `gapS` (the stationary pause), then a hot start.
+    @_noAllocation
+    public mutating func sleep(_ gapS: Double) {
+        guard gapS > 0 else { return }
+        backupS += max(0, gapS - currents.hotStartS)
+        acquisitionS += min(gapS, currents.hotStartS)
+        wakeUps += 1
+    }
+
     public var durationS: Double { acquisitionS + trackingS + powerSaveS + backupS }
     /// Time not in backup.
     public var onTimeS: Double { acquisitionS + trackingS + powerSaveS }
@@ -89,11 +98,11 @@ public struct PowerAccount: Sendable {
     }
 
     public var mAhPerDay: Double { durationS > 0 ? chargeMAh * 86_400 / durationS : 0 }
+    /// Wakes from backup (on/off fixes, pause probes), plus cyclic tracking's own cycles.
     public var wakeUpsPerHour: Double {
-        switch dutyCycle {
-        case .continuous: return 0
-        case .cyclicTracking(let periodMs): return durationS > 0 && powerSaveS > 0 ? 3_600_000 / Double(periodMs) * powerSaveS / durationS : 0
-        case .onOff: return durationS > 0 ? Double(wakeUps) * 3_600 / durationS : 0
-        }
+        guard durationS > 0 else { return 0 }
+        var cycles = 0.0
+        if case .cyclicTracking(let periodMs) = dutyCycle { cycles = 3_600_000 / Double(periodMs) * powerSaveS / durationS }
+        return cycles + Double(wakeUps) * 3_600 / durationS
     }
 }
