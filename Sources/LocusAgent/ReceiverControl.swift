@@ -199,7 +199,7 @@ struct ReceiverControl {
             for byte in bytes {
                 if startupMessage.push(byte, StartupMessageFinder.mediatek) { restartSeen = true }
                 guard pmtkLines.push(byte) else { continue }
-                if let acknowledgement = pmtkLines.withLine({ PMTKAcknowledgement(sentence: $0) }) { tracker.observe(acknowledgement) }
+                if let acknowledgement = pmtkLines.acknowledgement() { tracker.observe(acknowledgement) }
             }
         }
     }
@@ -365,7 +365,7 @@ struct PMTKLineFinder {
     private var count = 0
     private var collecting = false
 
-    /// Feeds one byte; true when it ended a candidate line, which `withLine` then shows
+    /// Feeds one byte; true when it ended a candidate line, which `acknowledgement()` then reads
     /// ('$' up to the line end, without CR/LF).
     @_noAllocation
     mutating func push(_ byte: UInt8) -> Bool {
@@ -393,12 +393,14 @@ struct PMTKLineFinder {
         return false
     }
 
+    /// The candidate line ('$' up to the line end, without CR/LF) as a PMTK001, if it is one.
+    /// Not generic: a generic closure would need type metadata on the hot path.
     @_noAllocation
-    func withLine<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+    func acknowledgement() -> PMTKAcknowledgement? {
         let count = self.count
         var copy = storage
         return withUnsafeBytes(of: &copy) { raw in
-            body(UnsafeBufferPointer(start: raw.baseAddress!.assumingMemoryBound(to: UInt8.self), count: count))
+            PMTKAcknowledgement(sentence: UnsafeBufferPointer(start: raw.baseAddress!.assumingMemoryBound(to: UInt8.self), count: count))
         }
     }
 }
