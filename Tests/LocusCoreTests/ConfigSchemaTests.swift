@@ -218,6 +218,18 @@ private func boardErrors(_ text: String) -> [String] {
                 ["site.toml:5:1: gpio 'relya1' is not an output of board 'Simulated gateway' (did you mean 'relay1'?)"])
     }
 
+    /// `[updates] motion_input` names a board input; `stationary_window` is at least a second.
+    @Test func updatesMotionInputAndStationaryWindow() throws {
+        let board = try BoardConfig.parse(try readRepositoryFile("Boards/sim.toml"), file: "sim.toml")
+        let good = try site("board = \"b\"\n[updates]\nstationary_window = \"10s\"\nmotion_input = \"motion\"\n")
+        #expect(good.updates.stationaryWindowMs == 10_000 && good.updates.motionInput == "motion")
+        #expect(good.problems(with: board, file: "site.toml").isEmpty)
+        let typo = try site("board = \"b\"\n[updates]\nmotion_input = \"motoin\"\n")
+        #expect(typo.problems(with: board, file: "site.toml").map { $0.description } ==
+                ["site.toml:3:16: updates.motion_input 'motoin' is not an input of board 'Simulated gateway' (did you mean 'motion'?)"])
+        #expect(siteErrors("board = \"b\"\n[updates]\nstationary_window = \"500ms\"\n").count == 1)
+    }
+
     @Test func syntaxErrorsCarryFileLineAndColumn() {
         #expect(siteErrors("board = \"b\"\n[log]\nsync = every-event\n") ==
                 ["site.toml:3:8: expected a value, found 'every-event' (strings need quotes: \"every-event\")"])
