@@ -9,7 +9,8 @@ extension Agent {
         for slot in control.acceptWaiting(on: listening, busyLine: busy) {
             subscriptions[slot] = Subscription()
             claims[slot] = nil
-            streams[slot] = nil
+            // A connection the server closed by itself may have left its stream (and its tier).
+            endStream(slot, now: MonotonicClock.now())
         }
     }
 
