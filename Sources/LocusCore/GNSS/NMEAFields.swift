@@ -106,7 +106,8 @@ struct NMEAFields {
     mutating func coordinate(maximumDegrees: Int64) -> Double? {
         let number = decimal()
         let hemisphere = character()
-        guard let number, let hemisphere, !number.negative else { return nil }
+        // Up to 15 decimals of a minute (receivers send 4 to 7): 60 × 10^scale must fit an Int64.
+        guard let number, let hemisphere, !number.negative, number.scale <= 15 else { return nil }
         var divisor: Int64 = 1
         for _ in 0..<number.scale { divisor *= 10 }
         let whole = number.digits / divisor
