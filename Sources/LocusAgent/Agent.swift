@@ -125,15 +125,14 @@ final class Agent {
             self.gnss = SerialReader(path: Paths.resolve(gnss.device, relativeTo: stateDirectory), baud: gnss.baud)
             hasGNSS = true
             decoder = NMEADecoder(allowMissingChecksum: gnss.allowMissingChecksum)
-            receiver = ReceiverControl(receiver: gnss.receiver, preset: LiveConfiguration(preset: loaded.site.updates.preset),
-                                       tier: TierPolicy(tier: loaded.site.updates.accuracy))
         } else {
             self.gnss = SerialReader(path: "", baud: 9600, bufferSize: 1)
             hasGNSS = false
             decoder = NMEADecoder()
-            receiver = ReceiverControl(receiver: .genericNMEA, preset: LiveConfiguration(preset: loaded.site.updates.preset),
-                                       tier: TierPolicy(tier: loaded.site.updates.accuracy))
         }
+        // The same preset and tier the site updater and `applyReceiverPlan` use.
+        receiver = ReceiverControl(receiver: board.gnss?.receiver ?? .genericNMEA, preset: siteUpdater.settings.configuration,
+                                   tier: siteUpdater.settings.tier)
         fixes = .allocate(capacity: 4096 / 6 + 2)
         sightings = .allocate(capacity: 64)
         switch board.bluetooth {

@@ -28,17 +28,16 @@ extension Agent {
         let filtered = siteUpdater.filteredCount
         siteUpdater.observe(fix, now: time)
         drainSiteUpdater(now)
-        let timeNs = time.totalNanoseconds
-        if siteUpdater.isStationary != wasStationary {
-            carryOut(pause.stationaryChanged(siteUpdater.isStationary, nowNs: timeNs), now, why: siteUpdater.isStationary ? "stationary" : "moving again")
-        } else if fix.hasPosition && siteUpdater.filteredCount == filtered {
-            carryOut(pause.fixAccepted(isStationary: siteUpdater.isStationary, nowNs: timeNs), now, why: "probe")
-        }
+        let accepted = fix.hasPosition && siteUpdater.filteredCount == filtered
+        let isStationary = siteUpdater.isStationary
+        let why = isStationary == wasStationary ? "probe" : isStationary ? "stationary" : "moving again"
+        carryOut(pause.observed(wasStationary: wasStationary, isStationary: isStationary, accepted: accepted,
+                                nowNs: time.totalNanoseconds), now, why: why)
         for slot in streams.indices where streams[slot] != nil {
             streams[slot]!.updater.observe(fix, now: time)
             drainStream(slot)
         }
-        if fix.hasPosition && siteUpdater.filteredCount == filtered { scheduleNextFix(fix, time, now) }
+        if accepted { scheduleNextFix(fix, time, now) }
     }
 
     /// Boundary-aware sampling for the on/off tiers: after a fix, a receiver that can sleep
@@ -165,12 +164,9 @@ extension Agent {
 
     func startStream(_ slot: Int, preset: LivePreset?, accuracy: AccuracyTier?, _ now: Int64) -> (LivePreset, AccuracyTier) {
         let site = loaded.site.updates
-        var settings = ReplayUpdates.settings(site)
         let chosenPreset = preset ?? site.preset
         let chosenTier = accuracy ?? site.accuracy
-        settings.configuration = LiveConfiguration(preset: chosenPreset)
-        if let window = site.stationaryWindowMs { settings.configuration.stationaryWindowMs = window }
-        settings.tier = TierPolicy(tier: chosenTier)
+        let settings = ReplayUpdates.settings(site, preset: chosenPreset, tier: chosenTier)
         streams[slot] = UpdateStream(updater: LiveUpdater(settings: settings), preset: chosenPreset, tier: chosenTier)
         AgentLog.info("locus: updates: stream \(slot) opened (\(chosenPreset), \(chosenTier))")
         applyRadioTier(now)

@@ -51,8 +51,10 @@ enum ReplayUpdates {
         return 0
     }
 
-    static func settings(_ updates: SiteConfig.Updates) -> LiveUpdateSettings {
-        LiveUpdateSettings(preset: updates.preset, tier: updates.accuracy, batchCount: updates.batchCount,
+    /// The site's `[updates]` as updater settings; a client's stream may choose another preset
+    /// and tier, keeping the site's batching, filters and windows.
+    static func settings(_ updates: SiteConfig.Updates, preset: LivePreset? = nil, tier: AccuracyTier? = nil) -> LiveUpdateSettings {
+        LiveUpdateSettings(preset: preset ?? updates.preset, tier: tier ?? updates.accuracy, batchCount: updates.batchCount,
                            batchAgeMs: updates.batchAgeMs, distanceFilterM: updates.distanceFilterM,
                            significantChange: updates.significantChange, visitMinimumMs: updates.visitMinimumMs,
                            stationaryWindowMs: updates.stationaryWindowMs)
@@ -237,13 +239,9 @@ enum ReplayUpdates {
             let filtered = updater.filteredCount
             updater.observe(fix, now: fix.time!)
             while updater.nextOutput() != nil {}
-            var action = PauseController.Action.none
-            if updater.isStationary != wasStationary {
-                if !updater.isStationary { run.resumes.append(timeNs) }
-                action = pause.stationaryChanged(updater.isStationary, nowNs: timeNs)
-            } else if fix.hasPosition && updater.filteredCount == filtered {
-                action = pause.fixAccepted(isStationary: updater.isStationary, nowNs: timeNs)
-            }
+            if wasStationary && !updater.isStationary { run.resumes.append(timeNs) }
+            let action = pause.observed(wasStationary: wasStationary, isStationary: updater.isStationary,
+                                        accepted: fix.hasPosition && updater.filteredCount == filtered, nowNs: timeNs)
             if case .sleep = action {
                 asleepSinceNs = timeNs
                 continue

@@ -75,13 +75,8 @@ import Testing
                         run.resumeLatencyS = second - moveAt
                     }
                 }
-                let action: PauseController.Action
-                if updater.isStationary != wasStationary {
-                    if !updater.isStationary && second < moveAt { run.falseMovements += 1 }
-                    action = pause.stationaryChanged(updater.isStationary, nowNs: timeNs)
-                } else {
-                    action = pause.fixAccepted(isStationary: updater.isStationary, nowNs: timeNs)
-                }
+                if wasStationary && !updater.isStationary && second < moveAt { run.falseMovements += 1 }
+                let action = pause.observed(wasStationary: wasStationary, isStationary: updater.isStationary, accepted: true, nowNs: timeNs)
                 if case .sleep = action { awake = false }
             }
             switch pause.tick(isStationary: updater.isStationary, nowNs: timeNs) {

@@ -89,6 +89,15 @@ public struct PauseController: Equatable, Sendable {
         return .none
     }
 
+    /// After the updater took a fix: its stationary state changed (`stationaryChanged`), or the
+    /// fix was accepted by its filters (`fixAccepted`), or neither. The agent and the power
+    /// report both drive the pause through here.
+    @_noAllocation
+    public mutating func observed(wasStationary: Bool, isStationary: Bool, accepted: Bool, nowNs: Int64) -> Action {
+        if isStationary != wasStationary { return stationaryChanged(isStationary, nowNs: nowNs) }
+        return accepted ? fixAccepted(isStationary: isStationary, nowNs: nowNs) : .none
+    }
+
     /// Time passed: a probe falls due, a probe without fixes gives up, a hold ends.
     @_noAllocation
     public mutating func tick(isStationary: Bool, nowNs: Int64) -> Action {
