@@ -33,7 +33,7 @@ func nmea(_ inputs: [[UInt8]], decode: Bool, repeats: Int) {
     }
 }
 
-/// The iBeacon report of the shared corpus (v065: an LE Advertising Report event, H4 byte
+/// The iBeacon report of the repository's corpus (Tests/Corpus) (v065: an LE Advertising Report event, H4 byte
 /// dropped), parsed `repeats` times: HCI event walk, AD walk, iBeacon decode.
 func ble(decode: Bool, repeats: Int) {
     let event: [UInt8] = [0x3E, 0x2A, 0x02, 0x01, 0x00, 0x01, 0x43, 0x3E, 0xA2, 0xC9, 0x6B, 0x6A, 0x1E, 0x02, 0x01, 0x1A,

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import LocusCore
 
-let bleCorpus = repositoryRoot + "/../shared/corpus/ble"
+let bleCorpus = repositoryRoot + "/Tests/Corpus/ble"
 
 struct TSVRow {
     var fields: [String: String]

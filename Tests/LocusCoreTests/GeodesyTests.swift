@@ -45,7 +45,7 @@ func sphericalDestination(_ lat: Double, _ lon: Double, bearing: Double, distanc
     return (phi2 * 180 / .pi, lon2)
 }
 
-/// One row of ../shared/corpus/geo/inverse-sample.tsv: s12 from GeodSolve -i -p 6.
+/// One row of Tests/Corpus/geo/inverse-sample.tsv: s12 from GeodSolve -i -p 6.
 struct InversePair {
     var id: String
     var category: String
@@ -54,7 +54,7 @@ struct InversePair {
 }
 
 func inverseCorpus() throws -> [InversePair] {
-    let text = try String(contentsOfFile: repositoryRoot + "/../shared/corpus/geo/inverse-sample.tsv", encoding: .utf8)
+    let text = try String(contentsOfFile: repositoryRoot + "/Tests/Corpus/geo/inverse-sample.tsv", encoding: .utf8)
     var pairs: [InversePair] = []
     for line in text.split(separator: "\n") where !line.hasPrefix("#") && !line.hasPrefix("id\t") {
         let fields = line.split(separator: "\t").map(String.init)

@@ -2,8 +2,8 @@ import Foundation
 import Testing
 @testable import LocusCore
 
-/// The shared corpus (gpsd's regression logs) beside the repository.
-let nmeaCorpus = repositoryRoot + "/../shared/corpus/nmea"
+/// gpsd's regression logs, carried in Tests/Corpus/nmea with their gpsdecode output.
+let nmeaCorpus = repositoryRoot + "/Tests/Corpus/nmea"
 
 func corpusLogs() -> [String] {
     let names = (try? FileManager.default.contentsOfDirectory(atPath: nmeaCorpus)) ?? []
@@ -66,12 +66,12 @@ func gpsdString(_ line: Substring, _ key: String) -> String? {
 
     @Test func everyFixWeReportGpsdReportsToo() throws {
         let logs = corpusLogs()
-        try #require(logs.count >= 50, "the shared corpus is missing (\(nmeaCorpus))")
+        try #require(logs.count >= 50, "the repository's corpus (Tests/Corpus) is missing (\(nmeaCorpus))")
         var ours = 0
         var matched = 0
         var table = "log                                   ours  matched  rate\n"
         for log in logs {
-            let bytes = try readRepositoryFile("../shared/corpus/nmea/\(log)")
+            let bytes = try readRepositoryFile("Tests/Corpus/nmea/\(log)")
             let positions = try gpsdPositions(log)
             let fixes = decodeAll(bytes).fixes.filter { $0.hasPosition }
             var logMatched = 0
@@ -99,7 +99,7 @@ func gpsdString(_ line: Substring, _ key: String) -> String? {
 
     @Test func decodedValuesAgreeWithGpsd() throws {
         // Beyond lat/lon: altitude, speed and track on a log with all of them (gpsdf: u-blox 8).
-        let bytes = try readRepositoryFile("../shared/corpus/nmea/gpsdf.log")
+        let bytes = try readRepositoryFile("Tests/Corpus/nmea/gpsdf.log")
         let text = try String(contentsOfFile: "\(nmeaCorpus)/gpsdf.log.gpsdecode.json", encoding: .utf8)
         var gpsd: [String: Substring] = [:]
         for line in text.split(whereSeparator: \.isNewline) where line.contains("\"TPV\"") {

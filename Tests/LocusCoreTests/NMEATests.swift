@@ -233,7 +233,7 @@ private func cycles(_ count: Int, talker: String = "GP", start: Int = 120000, la
     @Test func decodingTheWholeCorpusAllocatesNothing() throws {
         // Warm-up: the first use of a type instantiates its runtime metadata (a one-time,
         // start-up allocation in unoptimized builds); the hot path is what runs after that.
-        let warmUp = try readRepositoryFile("../shared/corpus/nmea/gpsdf.log")
+        let warmUp = try readRepositoryFile("Tests/Corpus/nmea/gpsdf.log")
         let first = warmUp.withUnsafeBytes { raw in
             allocations {
                 var decoder = NMEADecoder()
@@ -250,7 +250,7 @@ private func cycles(_ count: Int, talker: String = "GP", start: Int = 120000, la
         #expect(second == 0)
         var total = 0
         for log in corpusLogs() {
-            let bytes = try readRepositoryFile("../shared/corpus/nmea/\(log)")
+            let bytes = try readRepositoryFile("Tests/Corpus/nmea/\(log)")
             var decoder = NMEADecoder()
             var positions = 0
             let count = bytes.withUnsafeBytes { raw in
@@ -283,7 +283,7 @@ private func cycles(_ count: Int, talker: String = "GP", start: Int = 120000, la
 
     @Test(arguments: ["gpsdf.log", "nmea-rtk.log", "telit-he910.log", "junk-et-332.log", "quectel.log", "sirfstarv-nmea.log"])
     func corruptedLogsNeverCrashOrInventFixes(_ log: String) throws {
-        let original = try readRepositoryFile("../shared/corpus/nmea/\(log)")
+        let original = try readRepositoryFile("Tests/Corpus/nmea/\(log)")
         let reference = try gpsdPositions(log)
         var generator = Generator(state: UInt64(log.utf8.count) &* 7919)
         for round in 0..<60 {

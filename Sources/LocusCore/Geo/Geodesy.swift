@@ -71,7 +71,7 @@ public struct GeoPoint: Equatable, Sendable {
 ///   2 asin(c / 2b) < 0.158 rad, so s < 1010 km.
 /// - asin(x) / x <= 1 + 0.1672 x² for x <= 0.079, so 2ρ asin(c / 2ρ) <= c (1 + c² / (23.9 ρ²)).
 /// - 1 µm covers rounding: the ECEF coordinates carry errors of a few ulp of 6.4e6 m (~1e-9 m).
-/// The tests check the bracket on the shared corpus and on random pairs, and `compare` relies on
+/// The tests check the bracket on the repository's corpus (Tests/Corpus) and on random pairs, and `compare` relies on
 /// it: it decides inside/outside from the bracket and computes the exact distance only when the
 /// bracket straddles a threshold, so its decisions are those of the exact distance.
 public enum Geodesy {
