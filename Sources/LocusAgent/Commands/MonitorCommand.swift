@@ -83,14 +83,14 @@ enum MonitorCommand {
             return 0
         case "records":
             for identifier in engine.identifiers(monitor: monitor) {
-                if let record = engine.record(monitor: monitor, identifier: identifier) { Console.out(recordLine(identifier, record) + "\n") }
+                if let record = engine.record(monitor: monitor, identifier: identifier) { Console.out(RecordJSON.line(identifier, record) + "\n") }
             }
             return 0
         default:
             guard rest.count == 1, let identifier = FixedName(rest[0]), let record = engine.record(monitor: monitor, identifier: identifier) else {
                 return CommandLineInterface.failure("monitor \(monitorText) record", "no condition '\(rest.first ?? "")' in monitor '\(monitorText)'")
             }
-            Console.out(recordLine(identifier, record) + "\n")
+            Console.out(RecordJSON.line(identifier, record) + "\n")
             return 0
         }
     }
@@ -218,16 +218,5 @@ enum MonitorCommand {
         }
         guard let condition else { return usage("monitor add needs --circle or --beacon") }
         return .success((identifier, condition, assuming))
-    }
-
-    static func recordLine(_ identifier: FixedName, _ record: MonitorEngine.Record) -> String {
-        var json = JSONText()
-        json.string("identifier", identifier.description)
-        json.raw("condition", ConditionJSON.condition(record.condition))
-        json.raw("settings", ConditionJSON.settings(record.settings))
-        json.raw("lastEvent", EventJSON.line(record.lastEvent, sequence: 0))
-        if record.accuracyLimited { json.boolean("accuracyLimited", true) }
-        json.boolean("site_file", record.fromSiteFile)
-        return json.closed
     }
 }

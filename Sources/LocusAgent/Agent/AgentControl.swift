@@ -439,7 +439,7 @@ enum ControlReply {
     static func record(_ identifier: FixedName, _ record: MonitorEngine.Record, _ privacy: SiteConfig.FixPrivacy) -> String {
         var filtered = record
         filtered.lastEvent = PrivacyFilter.event(record.lastEvent, privacy)
-        return MonitorCommand.recordLine(identifier, filtered)
+        return RecordJSON.line(identifier, filtered)
     }
 }
 

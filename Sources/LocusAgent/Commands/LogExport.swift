@@ -243,43 +243,6 @@ enum LogExport {
 }
 
 /// Conditions and settings as JSON (export, `locus monitor ... records`).
-enum ConditionJSON {
-    static func condition(_ condition: Condition) -> String {
-        var json = JSONText()
-        switch condition {
-        case .circle(let circle):
-            json.number("lat", circle.latitude, decimals: 7)
-            json.number("lon", circle.longitude, decimals: 7)
-            json.number("radius", circle.radiusM, decimals: 2)
-        case .beacon(let beacon):
-            json.string("uuid", beacon.uuid.description)
-            if let major = beacon.major { json.integer("major", Int(major)) }
-            if let minor = beacon.minor { json.integer("minor", Int(minor)) }
-        }
-        return json.closed
-    }
-
-    static func settings(_ settings: ConditionSettings) -> String {
-        var json = JSONText()
-        json.number("enter_margin", settings.enterMarginM, decimals: 2)
-        json.number("exit_margin", settings.exitMarginM, decimals: 2)
-        json.integer("dwell_ms", Int(settings.dwellMs))
-        json.boolean("accuracy_gate", settings.accuracyGate)
-        json.boolean("transit", settings.transit)
-        if let timeout = settings.exitTimeoutMs { json.integer("exit_timeout_ms", Int(timeout)) }
-        if let proximity = settings.proximity {
-            switch proximity {
-            case .immediate: json.string("proximity", "immediate")
-            case .near: json.string("proximity", "near")
-            case .far: json.string("proximity", "far")
-            }
-        }
-        return json.closed
-    }
-}
-
-/// `locus events [--state DIR] [--monitor NAME] [--after-seq N] [--follow]`: the events of the
-/// log (all monitors, or one), as JSON lines with their log sequence numbers.
 enum EventsCommand {
     static let usage = "usage: locus events [--state DIR] [--monitor NAME] [--after-seq N] [--follow]"
 

@@ -139,13 +139,13 @@ extension Agent {
             case .batchEnd(let reason):
                 stream.batch += 1
                 for update in pending {
-                    let line = ReplayUpdates.updateLine(update)
+                    let line = UpdateJSON.updateLine(update)
                     lines += "{\"update\":" + line.dropLast() + ",\"batch\":\(stream.batch),\"flush\":\"\(reason)\"}}\n"
                 }
                 pending.removeAll()
             case .visit(let visit):
                 guard let shown = PrivacyFilter.visit(visit, privacy) else { continue }
-                lines += "{\"visit\":" + ReplayUpdates.visitLine(shown) + "}\n"
+                lines += "{\"visit\":" + UpdateJSON.visitLine(shown) + "}\n"
             }
         }
         streams[slot] = stream

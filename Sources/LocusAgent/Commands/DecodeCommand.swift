@@ -37,7 +37,7 @@ enum DecodeCommand {
         let statistics: NMEAStatistics
         do {
             statistics = try NMEAFile.forEachFix(input, allowMissingChecksum: allowMissingChecksum) { fix in
-                Console.out(TPV.json(fix) + "\n")
+                Console.out(FixJSON.tpv(fix) + "\n")
             }
         } catch {
             return CommandLineInterface.failure("decode nmea", "cannot read \(input == "-" ? "standard input" : input): \(error)")
@@ -99,29 +99,3 @@ enum NMEAFile {
     }
 }
 
-/// gpsd's TPV report, with gpsd's field names and precision.
-enum TPV {
-    static func json(_ fix: Fix) -> String {
-        var json = JSONText()
-        json.string("class", "TPV")
-        json.integer("mode", fix.mode.rawValue)
-        if let time = fix.time { json.string("time", time.iso8601) }
-        if fix.hasPosition, let latitude = fix.latitude, let longitude = fix.longitude {
-            json.number("lat", latitude, decimals: 9)
-            json.number("lon", longitude, decimals: 9)
-            if fix.mode == .threeDimensional, let altitude = fix.altitudeMSLM {
-                json.number("altMSL", altitude, decimals: 4)
-                if let separation = fix.geoidSeparationM {
-                    json.number("altHAE", altitude + separation, decimals: 4)
-                    json.number("geoidSep", separation, decimals: 3)
-                }
-            }
-            if let speed = fix.speedMps { json.number("speed", speed, decimals: 3) }
-            if let track = fix.trackDeg { json.number("track", track, decimals: 4) }
-            if let accuracy = fix.horizontalAccuracyM { json.number("eph", accuracy, decimals: 3) }
-            if let quality = fix.quality { json.integer("status", quality.rawValue) }
-            if let satellites = fix.satellitesUsed { json.integer("satellites_used", satellites) }
-        }
-        return json.closed
-    }
-}

@@ -16,7 +16,7 @@ enum ReplayUpdates {
             while let output = updater.nextOutput() {
                 switch output {
                 case .update(let update):
-                    pending.append(updateLine(update))
+                    pending.append(UpdateJSON.updateLine(update))
                 case .batchEnd(let reason):
                     batchNumber += 1
                     for line in pending {
@@ -24,7 +24,7 @@ enum ReplayUpdates {
                     }
                     pending = []
                 case .visit(let visit):
-                    Console.out(visitLine(visit) + "\n")
+                    Console.out(UpdateJSON.visitLine(visit) + "\n")
                 }
             }
         }
@@ -76,29 +76,6 @@ enum ReplayUpdates {
             count += 1
         }
         return count
-    }
-
-    static func updateLine(_ update: LocationUpdate) -> String {
-        var fix = update.fix
-        if fix.time == nil { fix.time = update.time }
-        if !fix.hasPosition && fix.mode == .unknown { fix.mode = .noFix }
-        var names: [String] = []
-        if update.diagnostics.contains(.stationary) { names.append("\"stationary\"") }
-        if update.diagnostics.contains(.locationUnavailable) { names.append("\"locationUnavailable\"") }
-        if update.diagnostics.contains(.accuracyLimited) { names.append("\"accuracyLimited\"") }
-        let tpv = TPV.json(fix)
-        return String(tpv.dropLast()) + ",\"isStationary\":\(update.isStationary ? "true" : "false"),\"diagnostics\":[\(names.joined(separator: ","))]}"
-    }
-
-    static func visitLine(_ visit: Visit) -> String {
-        var json = JSONText()
-        json.string("class", "VISIT")
-        json.string("arrival", visit.arrival.iso8601)
-        json.string("departure", visit.departure.iso8601)
-        json.number("lat", visit.latitude, decimals: 9)
-        json.number("lon", visit.longitude, decimals: 9)
-        json.number("radius", visit.radiusM, decimals: 1)
-        return json.closed
     }
 
     // MARK: power report

@@ -1,0 +1,537 @@
+/// The one writer of every line Locus prints for machines (JSON lines) and people (aligned text):
+/// bytes appended into a buffer allocated once, reused line after line. Nothing is allocated per
+/// line or per value: integers and fixed-point decimals are formatted from integers, strings are
+/// escaped byte by byte, and keys are static strings.
+///
+///     var line = JSONWriter(capacity: 1024)
+///     line.beginObject()
+///     line.string("class", "TPV")
+///     line.integer("mode", 3)
+///     line.number("lat", 44.0687833, decimals: 9)
+///     line.endObject()
+///     line.newline()
+///     console.write(line.bytes)          // {"class":"TPV","mode":3,"lat":44.068783300}\n
+///     line.reset()
+///
+/// Invariant: `0 <= count <= capacity`. A value that does not fit is not written at all (the
+/// line is cut at a value boundary) and `overflowed` says so; callers size the buffer so that this
+/// does not happen in practice (a line is at most a few KiB) and treat it as a reported error.
+///
+/// Separators are the writer's business: a member or element gets its comma from the nesting
+/// state (one bit a level, 32 levels), so a renderer never splices or drops characters.
+public struct JSONWriter: ~Copyable {
+    private let storage: UnsafeMutableBufferPointer<UInt8>
+    public private(set) var count = 0
+    /// A value did not fit since the last `reset()`; the bytes written are a cut-off line.
+    public private(set) var overflowed = false
+    /// Nesting depth (objects and arrays) and, one bit a level, whether that level has a member.
+    private var depth = 0
+    private var hasMember: UInt32 = 0
+    /// A key was just written: the value that follows takes no separator.
+    private var afterKey = false
+
+    public static let maximumDepth = 32
+
+    public init(capacity: Int) {
+        precondition(capacity > 0)
+        storage = .allocate(capacity: capacity)
+    }
+
+    deinit { storage.deallocate() }
+
+    public var capacity: Int { storage.count }
+
+    /// The bytes written since the last `reset()`.
+    public var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(storage)[0..<count]) }
+
+    /// The line as a String (allocates): for tests and the few callers that need one.
+    public var string: String { String(decoding: bytes, as: UTF8.self) }
+
+    /// Starts a new line in the same buffer.
+    @_noAllocation
+    public mutating func reset() {
+        count = 0
+        overflowed = false
+        depth = 0
+        hasMember = 0
+        afterKey = false
+    }
+
+    // MARK: structure
+
+    @_noAllocation
+    public mutating func beginObject() {
+        separate()
+        open(UInt8(ascii: "{"))
+    }
+
+    @_noAllocation
+    public mutating func beginObject(_ key: StaticString) {
+        self.key(key)
+        beginObject()
+    }
+
+    @_noAllocation
+    public mutating func endObject() { close(UInt8(ascii: "}")) }
+
+    @_noAllocation
+    public mutating func beginArray() {
+        separate()
+        open(UInt8(ascii: "["))
+    }
+
+    @_noAllocation
+    public mutating func beginArray(_ key: StaticString) {
+        self.key(key)
+        beginArray()
+    }
+
+    @_noAllocation
+    public mutating func endArray() { close(UInt8(ascii: "]")) }
+
+    /// A member's key; the next value written is its value.
+    @_noAllocation
+    public mutating func key(_ name: StaticString) {
+        separate()
+        let text = UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
+        afterKey = true
+        guard reserve(text.count + 3) else { return }
+        put(UInt8(ascii: "\""))
+        for byte in text { put(byte) }
+        put(UInt8(ascii: "\""))
+        put(UInt8(ascii: ":"))
+    }
+
+    // MARK: members (key and value)
+
+    @_noAllocation
+    public mutating func string(_ key: StaticString, _ value: String) {
+        self.key(key)
+        string(value)
+    }
+
+    @_noAllocation
+    public mutating func string(_ key: StaticString, _ value: StaticString) {
+        self.key(key)
+        string(value)
+    }
+
+    @_noAllocation
+    public mutating func string(_ key: StaticString, _ value: FixedName) {
+        self.key(key)
+        string(value)
+    }
+
+    @_noAllocation
+    public mutating func integer(_ key: StaticString, _ value: Int) {
+        self.key(key)
+        integer(value)
+    }
+
+    @_noAllocation
+    public mutating func integer(_ key: StaticString, _ value: Int64) {
+        self.key(key)
+        integer(value)
+    }
+
+    @_noAllocation
+    public mutating func integer(_ key: StaticString, _ value: UInt64) {
+        self.key(key)
+        integer(value)
+    }
+
+    @_noAllocation
+    public mutating func boolean(_ key: StaticString, _ value: Bool) {
+        self.key(key)
+        boolean(value)
+    }
+
+    @_noAllocation
+    public mutating func null(_ key: StaticString) {
+        self.key(key)
+        null()
+    }
+
+    /// `value` with exactly `decimals` digits after the point, rounded half away from zero;
+    /// `null` when it is not finite or too large for 18 digits.
+    @_noAllocation
+    public mutating func number(_ key: StaticString, _ value: Double, decimals: Int) {
+        self.key(key)
+        number(value, decimals: decimals)
+    }
+
+    /// A fixed-point value `units / 10^scale`, e.g. (441234, 4) -> 44.1234.
+    @_noAllocation
+    public mutating func fixed(_ key: StaticString, units: Int64, scale: Int) {
+        self.key(key)
+        fixed(units: units, scale: scale)
+    }
+
+    /// An ISO 8601 time with milliseconds, as gpsd prints TPV times: "2020-02-02T00:01:46.000Z".
+    @_noAllocation
+    public mutating func time(_ key: StaticString, _ value: UTCTime) {
+        self.key(key)
+        time(value)
+    }
+
+    /// A JSON value rendered elsewhere (stored as JSON), written as it is.
+    @_noAllocation
+    public mutating func raw(_ key: StaticString, _ json: UnsafeRawBufferPointer) {
+        self.key(key)
+        raw(json)
+    }
+
+    // MARK: values (array elements, or after `key`)
+
+    @_noAllocation
+    public mutating func string(_ value: String) {
+        var value = value
+        value.withUTF8 { string(bytes: UnsafeRawBufferPointer($0)) }
+    }
+
+    @_noAllocation
+    public mutating func string(_ value: StaticString) {
+        string(bytes: UnsafeRawBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount))
+    }
+
+    @_noAllocation
+    public mutating func string(_ value: FixedName) {
+        separate()
+        guard reserve(value.count + 2) else { return }
+        put(UInt8(ascii: "\""))
+        // Identifiers are ASCII letters, digits, '-' and '_': nothing to escape.
+        for index in 0..<value.count { put(value[index]) }
+        put(UInt8(ascii: "\""))
+    }
+
+    /// A string from bytes, escaped (UTF-8 is passed through; control bytes become \u00XX).
+    @_noAllocation
+    public mutating func string(bytes: UnsafeRawBufferPointer) {
+        separate()
+        guard reserve(JSONWriter.escapedCount(bytes) + 2) else { return }
+        put(UInt8(ascii: "\""))
+        escaped(bytes)
+        put(UInt8(ascii: "\""))
+    }
+
+    @_noAllocation
+    public mutating func integer(_ value: Int) { integer(Int64(value)) }
+
+    @_noAllocation
+    public mutating func integer(_ value: Int64) {
+        separate()
+        text(value)
+    }
+
+    @_noAllocation
+    public mutating func integer(_ value: UInt64) {
+        separate()
+        text(value)
+    }
+
+    @_noAllocation
+    public mutating func boolean(_ value: Bool) {
+        separate()
+        if value { ascii("true") } else { ascii("false") }
+    }
+
+    @_noAllocation
+    public mutating func null() {
+        separate()
+        ascii("null")
+    }
+
+    @_noAllocation
+    public mutating func number(_ value: Double, decimals: Int) {
+        separate()
+        text(value, decimals: decimals)
+    }
+
+    @_noAllocation
+    public mutating func fixed(units: Int64, scale: Int) {
+        separate()
+        text(units: units, scale: scale)
+    }
+
+    @_noAllocation
+    public mutating func time(_ value: UTCTime) {
+        separate()
+        guard reserve(26) else { return }
+        put(UInt8(ascii: "\""))
+        text(value)
+        put(UInt8(ascii: "\""))
+    }
+
+    @_noAllocation
+    public mutating func raw(_ json: UnsafeRawBufferPointer) {
+        separate()
+        append(json)
+    }
+
+    // MARK: plain text (aligned lines for people, and the newline that ends a JSON line)
+
+    @_noAllocation
+    public mutating func newline() { ascii("\n") }
+
+    /// Text as it is: no quotes, no escaping.
+    @_noAllocation
+    public mutating func text(_ value: StaticString) {
+        append(UnsafeRawBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount))
+    }
+
+    @_noAllocation
+    public mutating func text(_ value: String) {
+        var value = value
+        value.withUTF8 { append(UnsafeRawBufferPointer($0)) }
+    }
+
+    @_noAllocation
+    public mutating func text(_ value: FixedName) {
+        guard reserve(value.count) else { return }
+        for index in 0..<value.count { put(value[index]) }
+    }
+
+    @_noAllocation
+    public mutating func text(_ value: Int64) {
+        guard reserve(JSONWriter.digitCount(value.magnitude) + (value < 0 ? 1 : 0)) else { return }
+        if value < 0 { put(UInt8(ascii: "-")) }
+        digits(value.magnitude, width: JSONWriter.digitCount(value.magnitude))
+    }
+
+    @_noAllocation
+    public mutating func text(_ value: Int) { text(Int64(value)) }
+
+    @_noAllocation
+    public mutating func text(_ value: UInt64) {
+        let width = JSONWriter.digitCount(value)
+        guard reserve(width) else { return }
+        digits(value, width: width)
+    }
+
+    /// `value` padded with zeros to `width` digits (no sign: for times and dates).
+    @_noAllocation
+    public mutating func text(_ value: Int, zeroPaddedTo width: Int) {
+        let magnitude = UInt64(value.magnitude)
+        let written = max(width, JSONWriter.digitCount(magnitude))
+        guard reserve(written) else { return }
+        digits(magnitude, width: written)
+    }
+
+    /// A number with exactly `decimals` digits after the point (0...17), rounded half away from
+    /// zero, from integers; `null` when it is not finite or does not fit 18 digits.
+    @_noAllocation
+    public mutating func text(_ value: Double, decimals: Int) {
+        precondition(decimals >= 0 && decimals <= 17)
+        guard value.isFinite else { return ascii("null") }
+        var scale = 1.0
+        for _ in 0..<decimals { scale *= 10 }
+        let scaled = (abs(value) * scale).rounded(.toNearestOrAwayFromZero)
+        guard scaled < 9.0e18 else { return ascii("null") }
+        let units = Int64(scaled)
+        text(units: value < 0 ? -units : units, scale: decimals)
+    }
+
+    /// `units / 10^scale` with exactly `scale` digits after the point.
+    @_noAllocation
+    public mutating func text(units: Int64, scale: Int) {
+        precondition(scale >= 0 && scale <= 18)
+        var divisor: UInt64 = 1
+        for _ in 0..<scale { divisor *= 10 }
+        let magnitude = units.magnitude
+        let whole = magnitude / divisor
+        let wholeWidth = JSONWriter.digitCount(whole)
+        guard reserve((units < 0 ? 1 : 0) + wholeWidth + (scale > 0 ? scale + 1 : 0)) else { return }
+        if units < 0 { put(UInt8(ascii: "-")) }
+        digits(whole, width: wholeWidth)
+        guard scale > 0 else { return }
+        put(UInt8(ascii: "."))
+        digits(magnitude % divisor, width: scale)
+    }
+
+    /// ISO 8601 with milliseconds, unquoted: 2020-02-02T00:01:46.000Z.
+    @_noAllocation
+    public mutating func text(_ time: UTCTime) {
+        let date = time.date
+        let secondOfDay = Int(time.seconds - floorDivide(time.seconds, 86_400) * 86_400)
+        guard reserve(24) else { return }
+        text(date.year, zeroPaddedTo: 4)
+        put(UInt8(ascii: "-"))
+        text(date.month, zeroPaddedTo: 2)
+        put(UInt8(ascii: "-"))
+        text(date.day, zeroPaddedTo: 2)
+        put(UInt8(ascii: "T"))
+        text(secondOfDay / 3600, zeroPaddedTo: 2)
+        put(UInt8(ascii: ":"))
+        text(secondOfDay / 60 % 60, zeroPaddedTo: 2)
+        put(UInt8(ascii: ":"))
+        text(secondOfDay % 60, zeroPaddedTo: 2)
+        put(UInt8(ascii: "."))
+        text(Int(time.nanoseconds / 1_000_000), zeroPaddedTo: 3)
+        put(UInt8(ascii: "Z"))
+    }
+
+    /// Pads the text written since `start` (a `count` taken before it) with spaces to `width`
+    /// bytes, on the right or (for `left`) on the left; text already as wide gets one space.
+    @_noAllocation
+    public mutating func pad(from start: Int, to width: Int, left: Bool = false) {
+        precondition(start >= 0 && start <= count)
+        let written = count - start
+        guard written < width else { return ascii(" ") }
+        let spaces = width - written
+        guard reserve(spaces) else { return }
+        if left {
+            var index = count - 1
+            while index >= start {
+                storage[index + spaces] = storage[index]
+                index -= 1
+            }
+            for index in start..<(start + spaces) { storage[index] = UInt8(ascii: " ") }
+            count += spaces
+        } else {
+            for _ in 0..<spaces { put(UInt8(ascii: " ")) }
+        }
+    }
+
+    /// Two hex digits a byte, lower case unless `upper`.
+    @_noAllocation
+    public mutating func hex(_ bytes: UnsafeRawBufferPointer, upper: Bool = false) {
+        guard reserve(bytes.count * 2) else { return }
+        for byte in bytes {
+            put(JSONWriter.hexDigit(byte >> 4, upper: upper))
+            put(JSONWriter.hexDigit(byte & 0x0F, upper: upper))
+        }
+    }
+
+    @_noAllocation
+    public mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        guard reserve(bytes.count) else { return }
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+        UnsafeMutableRawPointer(storage.baseAddress! + count).copyMemory(from: base, byteCount: bytes.count)
+        count += bytes.count
+    }
+
+    // MARK: internals
+
+    @inline(__always)
+    private mutating func ascii(_ value: StaticString) { text(value) }
+
+    /// The nesting state follows the calls even when the line has overflowed, so a renderer's
+    /// begin/end pairs stay checked.
+    private mutating func open(_ bracket: UInt8) {
+        precondition(depth < JSONWriter.maximumDepth, "JSON nested deeper than \(JSONWriter.maximumDepth)")
+        hasMember &= ~(1 << UInt32(depth))
+        depth += 1
+        guard reserve(1) else { return }
+        put(bracket)
+    }
+
+    private mutating func close(_ bracket: UInt8) {
+        precondition(depth > 0 && !afterKey, "a closing bracket without its opening one, or after a key")
+        depth -= 1
+        guard reserve(1) else { return }
+        put(bracket)
+    }
+
+    /// The comma before a member or element, unless it is the first of its level or follows a key.
+    @inline(__always)
+    private mutating func separate() {
+        if afterKey {
+            afterKey = false
+            return
+        }
+        guard depth > 0 else { return }
+        let bit: UInt32 = 1 << UInt32(depth - 1)
+        if hasMember & bit != 0 {
+            guard reserve(1) else { return }
+            put(UInt8(ascii: ","))
+        } else {
+            hasMember |= bit
+        }
+    }
+
+    /// Decimal digits of `value` (at least one).
+    @inline(__always)
+    private static func digitCount(_ value: UInt64) -> Int {
+        var count = 1
+        var rest = value / 10
+        while rest > 0 {
+            count += 1
+            rest /= 10
+        }
+        return count
+    }
+
+    /// `value` as exactly `width` decimal digits, zeros in front; the caller has reserved them.
+    @inline(__always)
+    private mutating func digits(_ value: UInt64, width: Int) {
+        var remaining = value
+        var position = count + width - 1
+        for _ in 0..<width {
+            storage[position] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: remaining % 10)
+            remaining /= 10
+            position -= 1
+        }
+        count += width
+    }
+
+    /// Room for `needed` more bytes; otherwise the line is marked overflowed and nothing is written.
+    @inline(__always)
+    private mutating func reserve(_ needed: Int) -> Bool {
+        if !overflowed && storage.count - count >= needed { return true }
+        overflowed = true
+        return false
+    }
+
+    /// One byte; the caller has reserved room for it.
+    @inline(__always)
+    private mutating func put(_ byte: UInt8) {
+        storage[count] = byte
+        count += 1
+    }
+
+    /// The bytes `escaped` writes for `bytes`.
+    private static func escapedCount(_ bytes: UnsafeRawBufferPointer) -> Int {
+        var total = bytes.count
+        for byte in bytes where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "\n"), UInt8(ascii: "\r"), UInt8(ascii: "\t"): total += 1
+            default: total += 5
+            }
+        }
+        return total
+    }
+
+    /// Escapes what JSON requires; the caller has reserved `escapedCount` bytes: the quote, the backslash and control bytes (below 0x20, as
+    /// \u00XX with upper-case digits).
+    private mutating func escaped(_ bytes: UnsafeRawBufferPointer) {
+        for byte in bytes {
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
+                put(UInt8(ascii: "\\"))
+                put(byte)
+            case UInt8(ascii: "\n"): escape(UInt8(ascii: "n"))
+            case UInt8(ascii: "\r"): escape(UInt8(ascii: "r"))
+            case UInt8(ascii: "\t"): escape(UInt8(ascii: "t"))
+            case 0..<0x20:
+                put(UInt8(ascii: "\\"))
+                put(UInt8(ascii: "u"))
+                put(UInt8(ascii: "0"))
+                put(UInt8(ascii: "0"))
+                put(JSONWriter.hexDigit(byte >> 4, upper: true))
+                put(JSONWriter.hexDigit(byte & 0x0F, upper: true))
+            default:
+                put(byte)
+            }
+        }
+    }
+
+    private mutating func escape(_ letter: UInt8) {
+        put(UInt8(ascii: "\\"))
+        put(letter)
+    }
+
+    @inline(__always)
+    private static func hexDigit(_ value: UInt8, upper: Bool) -> UInt8 {
+        value < 10 ? UInt8(ascii: "0") &+ value : (upper ? UInt8(ascii: "A") : UInt8(ascii: "a")) &+ (value &- 10)
+    }
+}

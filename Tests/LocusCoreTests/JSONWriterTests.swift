@@ -1,0 +1,138 @@
+import AllocCounter
+import Foundation
+import LocusCore
+import Testing
+
+@Suite struct JSONWriterTests {
+    @Test func separatorsComeFromTheNesting() {
+        var line = JSONWriter(capacity: 256)
+        line.beginObject()
+        line.string("class", "TPV")
+        line.beginArray("list")
+        line.integer(1)
+        line.beginObject()
+        line.null("a")
+        line.boolean("b", false)
+        line.endObject()
+        line.string("x")
+        line.endArray()
+        line.beginObject("empty")
+        line.endObject()
+        line.endObject()
+        let text = line.string
+        #expect(text == #"{"class":"TPV","list":[1,{"a":null,"b":false},"x"],"empty":{}}"#)
+        let overflowed = line.overflowed
+        #expect(!overflowed)
+    }
+
+    @Test func stringsAreEscapedByByteAndParseBackWithFoundation() throws {
+        let samples = ["plain", "quote \" and \\ backslash", "tab\tnew\nline\rcr", "\u{01}\u{1F}", "Zürich ⛵ 𝄞", ""]
+        for sample in samples {
+            var line = JSONWriter(capacity: 256)
+            line.beginObject()
+            line.string("s", sample)
+            line.endObject()
+            let decoded = try JSONSerialization.jsonObject(with: Data(line.string.utf8)) as? [String: String]
+            let text = line.string
+            #expect(decoded?["s"] == sample, "\(text)")
+        }
+        var line = JSONWriter(capacity: 64)
+        line.string("\u{1F}")
+        let text = line.string
+        #expect(text == #""\u001F""#)
+    }
+
+    @Test func numbersAreFormattedFromIntegers() {
+        func render(_ value: Double, _ decimals: Int) -> String {
+            var line = JSONWriter(capacity: 64)
+            line.number(value, decimals: decimals)
+            return line.string
+        }
+        #expect(render(44.0687833, 9) == "44.068783300")
+        #expect(render(-121.31406905, 9) == "-121.314069050")
+        #expect(render(-0.0000000001, 9) == "0.000000000")
+        #expect(render(-0.5, 0) == "-1")
+        #expect(render(0.25, 1) == "0.3")
+        #expect(render(1133.3, 4) == "1133.3000")
+        #expect(render(.nan, 2) == "null")
+        #expect(render(.infinity, 2) == "null")
+        #expect(render(1e30, 2) == "null")
+        var line = JSONWriter(capacity: 64)
+        line.fixed(units: -441234, scale: 4)
+        line.text(" ")
+        line.fixed(units: 7, scale: 3)
+        line.text(" ")
+        line.integer(Int64.min)
+        line.text(" ")
+        line.integer(UInt64.max)
+        let text = line.string
+        #expect(text == "-44.1234 0.007 -9223372036854775808 18446744073709551615")
+    }
+
+    @Test func timesReadAsGpsdPrintsThem() {
+        var line = JSONWriter(capacity: 64)
+        line.time(UTCTime(nanoseconds: 1_580_601_706_000_000_000))
+        line.text(" ")
+        line.text(UTCTime(nanoseconds: -1_000_000))
+        let text = line.string
+        #expect(text == #""2020-02-02T00:01:46.000Z" 1969-12-31T23:59:59.999Z"#)
+    }
+
+    @Test func paddingAlignsText() {
+        var line = JSONWriter(capacity: 64)
+        var start = line.count
+        line.text(Int64(42))
+        line.pad(from: start, to: 5, left: true)
+        line.text("|")
+        start = line.count
+        line.text("ab")
+        line.pad(from: start, to: 4)
+        line.text("|")
+        start = line.count
+        line.text("toolong")
+        line.pad(from: start, to: 3)
+        line.text("|")
+        let text = line.string
+        #expect(text == "   42|ab  |toolong |")
+    }
+
+    @Test func aLineThatDoesNotFitIsCutAtAValueAndMarked() {
+        var line = JSONWriter(capacity: 16)
+        line.beginObject()
+        line.string("name", "a long value that does not fit")
+        let overflowed = line.overflowed
+        #expect(overflowed)
+        let text = line.string
+        #expect(text == #"{"name":"#)
+        line.reset()
+        line.beginObject()
+        line.endObject()
+        let again = line.string
+        let overflowedAgain = line.overflowed
+        #expect(!overflowedAgain && again == "{}")
+    }
+
+    @Test func aLineAllocatesNothing() {
+        var line = JSONWriter(capacity: 1024)
+        let name = FixedName("harbour")!
+        let value = "quote \" and ⛵"
+        let count = allocations {
+            for _ in 0..<100 {
+                line.reset()
+                line.beginObject()
+                line.string("monitor", name)
+                line.string("text", value)
+                line.number("lat", 53.5396, decimals: 9)
+                line.time("date", UTCTime(nanoseconds: 1_534_758_466_250_000_000))
+                line.beginArray("diagnostics")
+                line.string("accuracyLimited" as StaticString)
+                line.endArray()
+                line.endObject()
+                line.newline()
+            }
+        }
+        #expect(count == 0)
+        let text = line.string
+        #expect(text.hasPrefix(#"{"monitor":"harbour","text":"quote \" and ⛵","lat":53.539600000,"date":"2018-08-20T09:47:46.250Z""#))
+    }
+}
