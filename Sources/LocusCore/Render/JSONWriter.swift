@@ -104,7 +104,6 @@ public struct JSONWriter: ~Copyable {
 
     // MARK: members (key and value)
 
-    @_noAllocation
     public mutating func string(_ key: StaticString, _ value: String) {
         self.key(key)
         string(value)
@@ -183,7 +182,8 @@ public struct JSONWriter: ~Copyable {
 
     // MARK: values (array elements, or after `key`)
 
-    @_noAllocation
+    /// Not `@_noAllocation`: a String's bytes may need a contiguous copy. Hot paths write
+    /// `FixedName`s, static strings and byte buffers.
     public mutating func string(_ value: String) {
         var value = value
         value.withUTF8 { string(bytes: UnsafeRawBufferPointer($0)) }
@@ -279,7 +279,7 @@ public struct JSONWriter: ~Copyable {
         append(UnsafeRawBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount))
     }
 
-    @_noAllocation
+    /// Not `@_noAllocation` (see `string(_: String)`).
     public mutating func text(_ value: String) {
         var value = value
         value.withUTF8 { append(UnsafeRawBufferPointer($0)) }
@@ -491,8 +491,10 @@ public struct JSONWriter: ~Copyable {
 
     /// The bytes `escaped` writes for `bytes`.
     private static func escapedCount(_ bytes: UnsafeRawBufferPointer) -> Int {
-        var total = bytes.count
-        for byte in bytes where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+        var total = 0
+        for byte in bytes {
+            total += 1
+            guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
             switch byte {
             case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "\n"), UInt8(ascii: "\r"), UInt8(ascii: "\t"): total += 1
             default: total += 5
