@@ -28,7 +28,7 @@ let package = Package(
     targets: [
         .target(
             name: "CLocus",
-            linkerSettings: [.linkedLibrary("gpiod"), .linkedLibrary("bluetooth"), .linkedLibrary("m")]
+            linkerSettings: [.linkedLibrary("gpiod"), .linkedLibrary("m")]
         ),
         .target(name: "LocusCore", swiftSettings: hotPathChecks),
         .target(name: "LocusDevices", dependencies: ["LocusCore", "CLocus"], swiftSettings: hotPathChecks),

@@ -5,7 +5,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#ifndef LOCUS_MUSL
 #include <malloc.h>
+#endif
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,7 +26,7 @@
 
 #include <bluetooth/bluetooth.h>
 #include <bluetooth/hci.h>
-#include <bluetooth/hci_lib.h>
+#include <bluetooth/hci_lib.h>   // its inline filter and bit helpers only: libbluetooth is not linked
 #include <gpiod.h>
 
 // EINTR retry bound: a signal storm must not turn one call into an unbounded loop.
@@ -45,16 +47,32 @@
 static int captured_argc;
 static char **captured_argv;
 
-// glibc calls constructors with (argc, argv, envp), in static binaries too. Embedded Swift has
-// no CommandLine, so both build modes read arguments from here.
-__attribute__((constructor)) static void locus_capture_arguments(int argc, char **argv, char **envp) {
-    (void)envp;
+static void locus_capture_arguments(int argc, char **argv) {
     captured_argc = argc;
     captured_argv = argv;
     // Line-buffered stdout: Embedded `print` goes through putchar, and a technician watching
     // `locus run | tee` must see each line when it is written.
     setvbuf(stdout, NULL, _IOLBF, 0);
 }
+
+#ifdef LOCUS_MUSL
+// The device build links musl, whose constructors get no arguments. SwiftPM names the Swift
+// entry point `locus_main` (and links `main` to it); the device build links `main` to this
+// function instead (`--defsym main=locus_device_main`), which keeps the arguments first.
+extern int locus_main(int argc, char **argv);
+
+int locus_device_main(int argc, char **argv) {
+    locus_capture_arguments(argc, argv);
+    return locus_main(argc, argv);
+}
+#else
+// glibc calls constructors with (argc, argv, envp), in static binaries too. Embedded Swift has
+// no CommandLine, so both build modes read arguments from here.
+__attribute__((constructor)) static void locus_capture_arguments_at_start(int argc, char **argv, char **envp) {
+    (void)envp;
+    locus_capture_arguments(argc, argv);
+}
+#endif
 
 int locus_argc(void) { return captured_argc; }
 
@@ -92,6 +110,80 @@ const char *_swift_stdlib_strtof_clocale(const char *nptr, float *outResult) {
     char *end = NULL;
     *outResult = strtof(nptr, &end);
     return end;
+}
+#endif
+
+#ifdef LOCUS_MUSL
+// MARK: musl: what Debian's glibc-built libgpiod.a and the Embedded runtime expect
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <sys/random.h>
+
+// Dictionary and Set seed their hashing from this; musl 1.2.3 does not have it.
+void arc4random_buf(void *buffer, size_t count) {
+    unsigned char *bytes = buffer;
+    while (count > 0) {
+        ssize_t got = getrandom(bytes, count, 0);
+        if (got < 0) {
+            if (errno == EINTR) continue;
+            abort();   // no randomness at all: nothing sensible to go on with
+        }
+        bytes += got;
+        count -= (size_t)got;
+    }
+}
+
+// glibc's fortified printf entry points, as libgpiod.a calls them.
+int __snprintf_chk(char *buffer, size_t size, int flag, size_t available, const char *format, ...) {
+    (void)flag;
+    if (size > available) abort();
+    va_list arguments;
+    va_start(arguments, format);
+    int result = vsnprintf(buffer, size, format, arguments);
+    va_end(arguments);
+    return result;
+}
+
+int __asprintf_chk(char **result, int flag, const char *format, ...) {
+    (void)flag;
+    va_list arguments;
+    va_start(arguments, format);
+    int length = vasprintf(result, format, arguments);
+    va_end(arguments);
+    return length;
+}
+
+// glibc's ctype table (isdigit() and friends expand to it in glibc's headers): 384 entries from
+// -128, the C locale's classes in glibc's bit layout, built from musl's own classification.
+static unsigned short locus_ctype_table[384];
+static const unsigned short *locus_ctype_pointer;
+
+static unsigned short locus_ctype_bit(int bit) {   // glibc's _ISbit on a little-endian machine
+    return (unsigned short)(bit < 8 ? ((1 << bit) << 8) : ((1 << bit) >> 8));
+}
+
+const unsigned short **__ctype_b_loc(void) {
+    if (!locus_ctype_pointer) {
+        for (int c = 0; c < 256; c++) {
+            unsigned short mask = 0;
+            if (isupper(c)) mask |= locus_ctype_bit(0);
+            if (islower(c)) mask |= locus_ctype_bit(1);
+            if (isalpha(c)) mask |= locus_ctype_bit(2);
+            if (isdigit(c)) mask |= locus_ctype_bit(3);
+            if (isxdigit(c)) mask |= locus_ctype_bit(4);
+            if (isspace(c)) mask |= locus_ctype_bit(5);
+            if (isprint(c)) mask |= locus_ctype_bit(6);
+            if (isgraph(c)) mask |= locus_ctype_bit(7);
+            if (isblank(c)) mask |= locus_ctype_bit(8);
+            if (iscntrl(c)) mask |= locus_ctype_bit(9);
+            if (ispunct(c)) mask |= locus_ctype_bit(10);
+            if (isalnum(c)) mask |= locus_ctype_bit(11);
+            locus_ctype_table[128 + c] = mask;
+        }
+        locus_ctype_pointer = locus_ctype_table + 128;
+    }
+    return &locus_ctype_pointer;
 }
 #endif
 
@@ -386,18 +478,19 @@ int locus_unix_send_datagram(const char *path, const void *buffer, size_t count)
 
 // MARK: Bluetooth HCI
 
-int locus_hci_device_id(const char *name) {
-    int id = hci_devid(name);
-    return id < 0 ? -(errno ? errno : ENODEV) : id;
-}
-
+// The raw HCI socket is opened here with BlueZ's kernel interface (its headers), as BlueZ's
+// hci_open_dev does, so libbluetooth itself is not linked.
 int locus_hci_open(int index) {
-    int fd = hci_open_dev(index);
+    int fd = socket(AF_BLUETOOTH, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, BTPROTO_HCI);
     if (fd < 0) return -errno;
-    int flags = fcntl(fd, F_GETFL);
-    if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+    struct sockaddr_hci address;
+    memset(&address, 0, sizeof address);
+    address.hci_family = AF_BLUETOOTH;
+    address.hci_dev = (unsigned short)index;
+    address.hci_channel = HCI_CHANNEL_RAW;
+    if (bind(fd, (struct sockaddr *)&address, sizeof address) < 0) {
         int error = errno;
-        hci_close_dev(fd);
+        close(fd);
         return -error;
     }
     return fd;
@@ -439,21 +532,68 @@ int locus_hci_restore_filter(int fd, const void *saved, size_t saved_size) {
 }
 
 int locus_hci_send_command(int fd, uint16_t ogf, uint16_t ocf, const void *parameters, uint8_t length) {
-    return hci_send_cmd(fd, ogf, ocf, length, (void *)parameters) < 0 ? -errno : 0;
+    // An HCI command packet: type, opcode (little-endian: OCF in the low 10 bits), length, parameters.
+    uint8_t packet[4 + 255];
+    uint16_t opcode = (uint16_t)((ogf << 10) | (ocf & 0x03ff));
+    packet[0] = HCI_COMMAND_PKT;
+    packet[1] = (uint8_t)(opcode & 0xff);
+    packet[2] = (uint8_t)(opcode >> 8);
+    packet[3] = length;
+    if (length) memcpy(packet + 4, parameters, length);
+    long written = RETRY(write(fd, packet, 4u + length));
+    if (written < 0) return (int)written;
+    return written == 4 + length ? 0 : -EIO;
 }
 
+// Sends a command and waits (at most timeout_ms) for its Command Complete, whose return
+// parameters are copied into reply; a Command Status with an error fails with EIO. The socket's
+// event filter is narrowed to the answer while waiting and restored after.
 int locus_hci_request(int fd, uint16_t ogf, uint16_t ocf, const void *parameters, uint8_t length,
                       void *reply, uint8_t reply_capacity, int timeout_ms) {
-    struct hci_request request;
-    memset(&request, 0, sizeof request);
-    request.ogf = ogf;
-    request.ocf = ocf;
-    request.cparam = (void *)parameters;
-    request.clen = length;
-    request.rparam = reply;
-    request.rlen = reply_capacity;
-    if (hci_send_req(fd, &request, timeout_ms) < 0) return -(errno ? errno : EIO);
-    return request.rlen;
+    struct hci_filter saved, filter;
+    socklen_t saved_length = sizeof saved;
+    if (getsockopt(fd, SOL_HCI, HCI_FILTER, &saved, &saved_length) < 0) return -errno;
+    uint16_t opcode = (uint16_t)((ogf << 10) | (ocf & 0x03ff));
+    hci_filter_clear(&filter);
+    hci_filter_set_ptype(HCI_EVENT_PKT, &filter);
+    hci_filter_set_event(EVT_CMD_STATUS, &filter);
+    hci_filter_set_event(EVT_CMD_COMPLETE, &filter);
+    hci_filter_set_opcode(htobs(opcode), &filter);
+    if (setsockopt(fd, SOL_HCI, HCI_FILTER, &filter, sizeof filter) < 0) return -errno;
+
+    int result = locus_hci_send_command(fd, ogf, ocf, parameters, length);
+    int64_t deadline = locus_monotonic_ns() + (int64_t)timeout_ms * 1000000;
+    // Bounded: each pass reads one event or waits out the rest of the time.
+    for (int pass = 0; result == 0 && pass < 64; pass++) {
+        int64_t left_ms = (deadline - locus_monotonic_ns()) / 1000000;
+        if (left_ms <= 0) { result = -ETIMEDOUT; break; }
+        struct pollfd waiting = { .fd = fd, .events = POLLIN };
+        int ready = poll(&waiting, 1, (int)left_ms);
+        if (ready < 0 && errno == EINTR) continue;
+        if (ready < 0) { result = -errno; break; }
+        if (ready == 0) { result = -ETIMEDOUT; break; }
+        uint8_t event[3 + 255];
+        long count = RETRY(read(fd, event, sizeof event));
+        if (count == -EAGAIN) continue;
+        if (count < 0) { result = (int)count; break; }
+        if (count < 3 || event[0] != HCI_EVENT_PKT || count < 3 + event[2]) continue;
+        const uint8_t *body = event + 3;
+        uint8_t body_length = event[2];
+        if (event[1] == EVT_CMD_STATUS && body_length >= 4 && (body[2] | body[3] << 8) == opcode) {
+            if (body[0] != 0) result = -EIO;
+            continue;   // a pending command: its Command Complete follows
+        }
+        if (event[1] == EVT_CMD_COMPLETE && body_length >= 3 && (body[1] | body[2] << 8) == opcode) {
+            uint8_t returned = (uint8_t)(body_length - 3);
+            uint8_t copied = returned < reply_capacity ? returned : reply_capacity;
+            if (copied) memcpy(reply, body + 3, copied);
+            setsockopt(fd, SOL_HCI, HCI_FILTER, &saved, sizeof saved);
+            return copied;
+        }
+    }
+    if (result == 0) result = -ETIMEDOUT;
+    setsockopt(fd, SOL_HCI, HCI_FILTER, &saved, sizeof saved);
+    return result;
 }
 
 // MARK: GPIO (libgpiod v1)
@@ -558,14 +698,27 @@ void locus_gpio_release(locus_gpio_line *line) {
 
 int locus_isatty(int fd) { return isatty(fd); }
 
+#ifdef LOCUS_MUSL
+// musl's allocator maps large blocks by itself and gives freed pages back as it goes.
+void locus_map_large_blocks(void) {}
+
+void locus_release_free_memory(void) {}
+#else
 void locus_map_large_blocks(void) { mallopt(M_MMAP_THRESHOLD, 128 * 1024); }
 
 void locus_release_free_memory(void) { malloc_trim(0); }
+#endif
 
 void locus_heap_usage(int64_t *in_use, int64_t *free_bytes) {
+#ifdef LOCUS_MUSL
+    // musl keeps no such statistics; -1 says "unknown".
+    *in_use = -1;
+    *free_bytes = -1;
+#else
     struct mallinfo2 info = mallinfo2();
     *in_use = (int64_t)(info.uordblks + info.hblkhd);
     *free_bytes = (int64_t)info.fordblks;
+#endif
 }
 
 int locus_write_all(int fd, const void *buffer, size_t count) {

@@ -116,10 +116,8 @@ long locus_send(int fd, const void *buffer, size_t count);
 /// as sd_notify does with $NOTIFY_SOCKET.
 int locus_unix_send_datagram(const char *path, const void *buffer, size_t count);
 
-// MARK: Bluetooth HCI (libbluetooth)
+// MARK: Bluetooth HCI (BlueZ's kernel interface; libbluetooth is not linked)
 
-/// Index of the HCI device named `name` ("hci0"), or -errno.
-int locus_hci_device_id(const char *name);
 /// Opens a raw HCI socket bound to device `index`, non-blocking.
 int locus_hci_open(int index);
 /// Brings the adapter up (HCIDEVUP); 0 when it is up already.
