@@ -17,31 +17,22 @@ enum FeedCommand {
         var port: Int
     }
 
-    static func run(_ arguments: [String]) -> Int32 {
-        var values: [String: String] = [:]
-        var index = 0
-        let known = ["--nmea", "--gnss", "--hci", "--ble", "--speed", "--wait", "--linger"]
-        while index < arguments.count {
-            let argument = arguments[index]
-            guard known.contains(argument) else { return CommandLineInterface.usageError("feed: unexpected argument '\(argument)'", hint: usage) }
-            guard index + 1 < arguments.count else { return CommandLineInterface.usageError("feed: \(argument) needs a value", hint: usage) }
-            values[argument] = arguments[index + 1]
-            index += 2
-        }
-        guard (values["--nmea"] == nil) == (values["--gnss"] == nil), (values["--hci"] == nil) == (values["--ble"] == nil),
-              values["--nmea"] != nil || values["--hci"] != nil else {
-            return CommandLineInterface.usageError("feed needs --nmea FILE with --gnss PATH, --hci FILE with --ble PATH, or both", hint: usage)
-        }
-        var speed: Double? = 1
-        if let text = values["--speed"] {
-            if text == "max" { speed = nil } else if let value = Double(text), value > 0 { speed = value } else {
-                return CommandLineInterface.usageError("feed: --speed takes max or a positive number, not '\(text)'", hint: usage)
-            }
-        }
-        guard let waitSeconds = Int64(values["--wait"] ?? "30"), waitSeconds >= 0, let lingerSeconds = Int64(values["--linger"] ?? "0"), lingerSeconds >= 0 else {
-            return CommandLineInterface.usageError("feed: --wait and --linger take whole seconds", hint: usage)
-        }
+    /// What the command line asked for.
+    struct Options {
+        var values: [String: String]
+        /// nil: as fast as the ports take it.
+        var speed: Double?
+        var waitSeconds: Int64
+        var lingerSeconds: Int64
+    }
 
+    static func run(_ arguments: [String]) -> Int32 {
+        let options: Options
+        switch parse(arguments) {
+        case .success(let value): options = value
+        case .failure(let status): return status.code
+        }
+        let values = options.values
         var items: [Item] = []
         var ports: [(path: String, master: Int32)] = []
         // The links go with the ports: pseudo-terminal numbers are reused, and a link left behind
@@ -64,17 +55,57 @@ enum FeedCommand {
             guard let master = openPort(path) else { return 1 }
             ports.append((path, master))
         }
-        items = timeline(items)
+        guard waitForReaders(ports, seconds: options.waitSeconds) else { return 1 }
+        play(timeline(items), into: ports, speed: options.speed, gnssPath: values["--gnss"])
+        Clock.sleep(nanoseconds: options.lingerSeconds * 1_000_000_000)
+        return 0
+    }
 
-        // Start once every port has a reader (a pty master hangs up while no slave is open).
-        let waitUntil = MonotonicClock.now() + waitSeconds * 1_000_000_000
+    static func parse(_ arguments: [String]) -> Result<Options, ExitStatus> {
+        func usageError(_ message: String) -> Result<Options, ExitStatus> {
+            .failure(ExitStatus(code: CommandLineInterface.usageError(message, hint: usage)))
+        }
+        var values: [String: String] = [:]
+        var index = 0
+        let known = ["--nmea", "--gnss", "--hci", "--ble", "--speed", "--wait", "--linger"]
+        while index < arguments.count {
+            let argument = arguments[index]
+            guard known.contains(argument) else { return usageError("feed: unexpected argument '\(argument)'") }
+            guard index + 1 < arguments.count else { return usageError("feed: \(argument) needs a value") }
+            values[argument] = arguments[index + 1]
+            index += 2
+        }
+        guard (values["--nmea"] == nil) == (values["--gnss"] == nil), (values["--hci"] == nil) == (values["--ble"] == nil),
+              values["--nmea"] != nil || values["--hci"] != nil else {
+            return usageError("feed needs --nmea FILE with --gnss PATH, --hci FILE with --ble PATH, or both")
+        }
+        var speed: Double? = 1
+        if let text = values["--speed"] {
+            if text == "max" { speed = nil } else if let value = Double(text), value > 0 { speed = value } else {
+                return usageError("feed: --speed takes max or a positive number, not '\(text)'")
+            }
+        }
+        guard let waitSeconds = Int64(values["--wait"] ?? "30"), waitSeconds >= 0, let lingerSeconds = Int64(values["--linger"] ?? "0"), lingerSeconds >= 0 else {
+            return usageError("feed: --wait and --linger take whole seconds")
+        }
+        return .success(Options(values: values, speed: speed, waitSeconds: waitSeconds, lingerSeconds: lingerSeconds))
+    }
+
+    /// Start once every port has a reader (a pty master hangs up while no slave is open).
+    static func waitForReaders(_ ports: [(path: String, master: Int32)], seconds: Int64) -> Bool {
+        let waitUntil = MonotonicClock.now() + seconds * 1_000_000_000
         while !ports.allSatisfy({ Files.peerIsOpen($0.master) }) {
             if MonotonicClock.now() > waitUntil {
-                Console.error("locus: feed: nobody opened \(ports.filter { !Files.peerIsOpen($0.master) }.map { $0.path }) within \(waitSeconds) s\n")
-                return 1
+                Console.error("locus: feed: nobody opened \(ports.filter { !Files.peerIsOpen($0.master) }.map { $0.path }) within \(seconds) s\n")
+                return false
             }
             Clock.sleep(nanoseconds: 50_000_000)
         }
+        return true
+    }
+
+    /// Writes the items at their recorded pace (scaled by `speed`), then one summary line a port.
+    static func play(_ items: [Item], into ports: [(path: String, master: Int32)], speed: Double?, gnssPath: String?) {
         var written = Array(repeating: 0, count: ports.count)
         var dropped = Array(repeating: 0, count: ports.count)
         let startNs = MonotonicClock.now()
@@ -87,10 +118,8 @@ enum FeedCommand {
             if Files.writeSome(ports[item.port].master, item.bytes) { written[item.port] += 1 } else { dropped[item.port] += 1 }
         }
         for (index, port) in ports.enumerated() {
-            Console.error("locus: feed: \(port.path): \(written[index]) \(values["--gnss"] == port.path ? "NMEA lines" : "HCI events") written, \(dropped[index]) dropped\n")
+            Console.error("locus: feed: \(port.path): \(written[index]) \(gnssPath == port.path ? "NMEA lines" : "HCI events") written, \(dropped[index]) dropped\n")
         }
-        Clock.sleep(nanoseconds: lingerSeconds * 1_000_000_000)
-        return 0
     }
 
     /// A pseudo-terminal with its slave linked at `path`.
