@@ -185,3 +185,163 @@ enum DecodeGolden {
         #expect(differing.isEmpty, "\(differing.count) lines differ from \(DecodeGolden.path)")
     }
 }
+
+/// The decoded object of `describe` (Foundation's parser).
+func describedObject(_ bytes: [UInt8]) throws -> [String: Any] {
+    let json = bytes.withUnsafeBytes { AdvertisementJSON.describe($0) }
+    return try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any], "\(json)")
+}
+
+@Suite struct ServiceUUIDTests {
+    static let issueExample: [UInt8] = [0x1B, 0xC5, 0xD5, 0xA5, 0x02, 0x00, 0x46, 0x9A, 0xE1, 0x11, 0xB7, 0x8D, 0x60, 0xB4, 0x45, 0x2D]
+    static let issueExampleText = "2D45B460-8DB7-11E1-9A46-0002A5D5C51B"
+
+    /// Checked by hand: on air the 16 bytes of a 128-bit service UUID are the canonical ones
+    /// reversed, so the last byte sent (0x2D) is the first of the text.
+    @Test func a128BitServiceUUIDIsItsSixteenBytesReversed() throws {
+        #expect(Self.issueExample.withUnsafeBytes { BeaconUUID(littleEndian: $0) }.description == Self.issueExampleText)
+        for type: UInt8 in [0x06, 0x07] {
+            let object = try describedObject([17, type] + Self.issueExample)
+            #expect(object["services"] as? [String] == [Self.issueExampleText])
+        }
+        let solicited = try describedObject([17, 0x15] + Self.issueExample)
+        #expect(solicited["solicited_services"] as? [String] == [Self.issueExampleText])
+        #expect(solicited["services"] == nil)
+        let data = try describedObject([20, 0x21] + Self.issueExample + [0x01, 0x02, 0x03])
+        #expect(data["service_data"] as? [[String: String]] == [["uuid": Self.issueExampleText, "data": "010203"]])
+    }
+
+    @Test func solicitationListsOfEveryWidth() throws {
+        let object = try describedObject([5, 0x14, 0x0D, 0x18, 0x0F, 0x18, 5, 0x1F, 0x78, 0x56, 0x34, 0x12])
+        #expect(object["solicited_services"] as? [String] == ["0000180D-0000-1000-8000-00805F9B34FB", "0000180F-0000-1000-8000-00805F9B34FB",
+                                                             "12345678-0000-1000-8000-00805F9B34FB"])
+        // A list whose length is not a multiple of its width is reported, as for service lists.
+        let broken = try describedObject([4, 0x15] + Self.issueExample[0..<3])
+        #expect(broken["warning"] as? String == "AD structure 0x15 at byte 0 has an impossible length")
+    }
+
+    /// iBeacon and AltBeacon carry their UUID big-endian inside manufacturer data: unchanged.
+    @Test func beaconIdentitiesStayBigEndian() throws {
+        let uuid: [UInt8] = [0xE2, 0xC5, 0x6D, 0xB5, 0xDF, 0xFB, 0x48, 0xD2, 0xB0, 0x60, 0xD0, 0xF5, 0xA7, 0x10, 0x96, 0xE0]
+        let iBeacon: [UInt8] = [2, 0x01, 0x06, 26, 0xFF, 0x4C, 0x00, 0x02, 0x15] + uuid + [0x00, 0x01, 0x00, 0x02, 0xC5]
+        let altBeacon: [UInt8] = [27, 0xFF, 0x18, 0x01, 0xBE, 0xAC] + uuid + [0x00, 0x01, 0x00, 0x02, 0xC5, 0x00]
+        for bytes in [iBeacon, altBeacon] {
+            let beacon = try #require(try describedObject(bytes)["beacon"] as? [String: Any])
+            #expect(beacon["uuid"] as? String == "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0")
+        }
+        #expect(uuid.withUnsafeBytes { BeaconUUID(bytes: $0) }.description == "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0")
+    }
+}
+
+/// Service UUIDs, service data UUIDs and solicited UUIDs against Home Assistant's parser
+/// (bluetooth-data-tools, pinned in the venv `Scripts/install-deps --test` makes), run by
+/// Tests/Fixtures/adv_oracle.py on every advertisement of the golden set: the corpus (the five
+/// with 128-bit UUIDs among them), the hand-made cases (all of 0x06, 0x07, 0x21, 0x15) and the
+/// random ones. Only data that Locus walks without a problem is compared: on broken structures the
+/// two parsers differ by design (Locus stops and warns, bluetooth-data-tools skips and goes on).
+@Suite struct ServiceUUIDOracleTests {
+    static let script = repositoryRoot + "/Tests/Fixtures/adv_oracle.py"
+
+    /// The Python with bluetooth-data-tools that `Scripts/install-deps --test` sets up.
+    static func python() throws -> String {
+        let path = repositoryRoot + "/.build/pyvenv/bin/python"
+        guard FileManager.default.isExecutableFile(atPath: path) else { throw PythonMissing(path: path) }
+        return path
+    }
+
+    struct PythonMissing: Error, CustomStringConvertible {
+        var path: String
+        var description: String { "\(path) is missing: the service UUID tests need bluetooth-data-tools in that venv (run Scripts/install-deps --test)" }
+    }
+
+    /// The AD data of an input (each report's for an HCI event), cut where Locus's walk ends;
+    /// nil when the walk met a broken structure.
+    static func significantData(_ input: DecodeGolden.Input) -> [[UInt8]] {
+        var payloads: [[UInt8]] = []
+        input.bytes.withUnsafeBytes { raw in
+            if input.hci {
+                _ = HCIEvents.forEachReportDescribing(HCIEvents.withoutPacketType(raw)) { payloads.append(Array($0.data)) }
+            } else {
+                payloads.append(Array(raw))
+            }
+        }
+        return payloads.compactMap { data in
+            var end = 0
+            let walk = data.withUnsafeBytes { AdvertisingData.forEachStructure($0) { _, payload in end += payload.count + 2 } }
+            return walk.error == nil ? Array(data[0..<end]) : nil
+        }
+    }
+
+    static func types(_ data: [UInt8]) -> Set<UInt8> {
+        var found = Set<UInt8>()
+        _ = data.withUnsafeBytes { AdvertisingData.forEachStructure($0) { type, _ in found.insert(type) } }
+        return found
+    }
+
+    /// Runs the oracle on `payloads`, one JSON object back for each.
+    static func oracle(_ payloads: [[UInt8]]) throws -> [[String: Any]] {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("locus-oracle-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let input = directory.appendingPathComponent("in.hex"), errors = directory.appendingPathComponent("err.txt")
+        try (payloads.map(DecodeGolden.hex).joined(separator: "\n") + "\n").write(to: input, atomically: true, encoding: .utf8)
+        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try python())
+        process.arguments = [script]
+        process.standardInput = try FileHandle(forReadingFrom: input)
+        process.standardError = try FileHandle(forWritingTo: errors)
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let stderr = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
+        try #require(process.terminationStatus == 0, "adv_oracle.py exited \(process.terminationStatus): \(stderr) (run Scripts/install-deps --test)")
+        let lines = String(decoding: data, as: UTF8.self).split(separator: "\n")
+        try #require(lines.count == payloads.count, "\(lines.count) answers for \(payloads.count) payloads: \(stderr)")
+        return try lines.map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+    }
+
+    @Test func serviceUUIDsAgreeWithBluetoothDataTools() throws {
+        let inputs = try DecodeGolden.inputs()
+        var payloads: [[UInt8]] = []
+        var corpus128 = 0
+        var handMadeTypes = Set<UInt8>()
+        let wide: Set<UInt8> = [0x06, 0x07, 0x15, 0x21]
+        for input in inputs {
+            for data in Self.significantData(input) {
+                let types = Self.types(data)
+                if input.id.hasPrefix("v") || input.id.hasPrefix("hci") { corpus128 += types.isDisjoint(with: wide) ? 0 : 1 }
+                if DecodeGolden.handMade.contains(where: { $0.0 == input.id }) { handMadeTypes.formUnion(types) }
+                payloads.append(data)
+            }
+        }
+        #expect(corpus128 >= 5, "corpus advertisements with 128-bit UUIDs: \(corpus128)")
+        #expect(wide.isSubset(of: handMadeTypes))
+        let answers = try Self.oracle(payloads)
+        var compared = 0, uuids = 0
+        for (data, theirs) in zip(payloads, answers) {
+            let ours = try describedObject(data)
+            let services = (ours["services"] as? [String] ?? []).map { $0.lowercased() }
+            let solicited = (ours["solicited_services"] as? [String] ?? []).map { $0.lowercased() }
+            // bluetooth-data-tools keeps service data in a dictionary: the last value of a UUID
+            // wins, in the place of its first.
+            var order: [String] = []
+            var values: [String: String] = [:]
+            for entry in ours["service_data"] as? [[String: String]] ?? [] {
+                let uuid = entry["uuid"]!.lowercased()
+                if values[uuid] == nil { order.append(uuid) }
+                values[uuid] = entry["data"]!
+            }
+            let serviceData = order.map { [$0, values[$0]!] }
+            let hex = DecodeGolden.hex(data)
+            #expect(services == theirs["services"] as? [String], "\(hex)")
+            #expect(solicited == theirs["solicited"] as? [String], "\(hex)")
+            #expect(serviceData == theirs["service_data"] as? [[String]], "\(hex)")
+            compared += 1
+            uuids += services.count + solicited.count + serviceData.count
+        }
+        #expect(compared > 500 && uuids > 1_000, "\(compared) advertisements, \(uuids) UUIDs")
+    }
+}

@@ -6,15 +6,6 @@ public enum AdvertisementJSON {
         BeaconUUID(high: UInt64(short) << 32 | 0x0000_1000, low: 0x8000_0080_5F9B_34FB)
     }
 
-    /// A 128-bit UUID as sent in AD structures: little-endian.
-    static func uuid128(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> BeaconUUID {
-        var high: UInt64 = 0
-        var low: UInt64 = 0
-        for index in 0..<8 { low = low << 8 | UInt64(bytes[offset + 15 - index]) }
-        for index in 8..<16 { high = high << 8 | UInt64(bytes[offset + 15 - index]) }
-        return BeaconUUID(high: high, low: low)
-    }
-
     public static func describe(_ data: UnsafeRawBufferPointer, report: AdvertisingReport? = nil, timeUs: Int64? = nil) -> String {
         var json = JSONText()
         if let timeUs {
@@ -28,6 +19,7 @@ public enum AdvertisementJSON {
             if report.isExtended { json.boolean("extended", true) }
         }
         var services: [String] = []
+        var solicited: [String] = []
         var serviceData: [String] = []
         var manufacturers: [String] = []
         var name: String? = nil
@@ -49,7 +41,20 @@ public enum AdvertisementJSON {
                     services.append(expand(value).description)
                 }
             case ADType.incomplete128, ADType.complete128:
-                for index in stride(from: 0, to: payload.count, by: 16) { services.append(uuid128(payload, at: index).description) }
+                for index in stride(from: 0, to: payload.count, by: 16) { services.append(BeaconUUID(littleEndian: UnsafeRawBufferPointer(rebasing: payload[index..<(index + 16)])).description) }
+            case ADType.solicited16:
+                for index in stride(from: 0, to: payload.count, by: 2) {
+                    solicited.append(expand(UInt32(AdvertisingData.uint16LE(payload, index))).description)
+                }
+            case ADType.solicited32:
+                for index in stride(from: 0, to: payload.count, by: 4) {
+                    let value = UInt32(AdvertisingData.uint16LE(payload, index)) | UInt32(AdvertisingData.uint16LE(payload, index + 2)) << 16
+                    solicited.append(expand(value).description)
+                }
+            case ADType.solicited128:
+                for index in stride(from: 0, to: payload.count, by: 16) {
+                    solicited.append(BeaconUUID(littleEndian: UnsafeRawBufferPointer(rebasing: payload[index..<(index + 16)])).description)
+                }
             case ADType.serviceData16:
                 var entry = JSONText()
                 entry.string("uuid", expand(UInt32(AdvertisingData.uint16LE(payload, 0))).description)
@@ -63,7 +68,7 @@ public enum AdvertisementJSON {
                 serviceData.append(entry.closed)
             case ADType.serviceData128:
                 var entry = JSONText()
-                entry.string("uuid", uuid128(payload, at: 0).description)
+                entry.string("uuid", BeaconUUID(littleEndian: payload).description)
                 entry.string("data", HexText.string(UnsafeRawBufferPointer(rebasing: payload[16...])))
                 serviceData.append(entry.closed)
             case ADType.manufacturerData:
@@ -79,6 +84,7 @@ public enum AdvertisementJSON {
         if let name { json.string("name", name) }
         if let txPower { json.integer("tx_power", txPower) }
         if !services.isEmpty { json.raw("services", array(services.map { quoted($0) })) }
+        if !solicited.isEmpty { json.raw("solicited_services", array(solicited.map { quoted($0) })) }
         if !serviceData.isEmpty { json.raw("service_data", array(serviceData)) }
         if let first = manufacturers.first { json.raw("manufacturer", first) }
         if manufacturers.count > 1 { json.raw("manufacturer_more", array(Array(manufacturers.dropFirst()))) }

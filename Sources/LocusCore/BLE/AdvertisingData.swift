@@ -10,6 +10,10 @@ public enum ADType {
     public static let shortenedName: UInt8 = 0x08
     public static let completeName: UInt8 = 0x09
     public static let txPower: UInt8 = 0x0A
+    /// Service solicitation lists: the services a device asks a central to offer.
+    public static let solicited16: UInt8 = 0x14
+    public static let solicited128: UInt8 = 0x15
+    public static let solicited32: UInt8 = 0x1F
     public static let serviceData16: UInt8 = 0x16
     public static let serviceData32: UInt8 = 0x20
     public static let serviceData128: UInt8 = 0x21
@@ -75,9 +79,9 @@ public enum AdvertisingData {
     private static func plausible(_ type: UInt8, payload: Int) -> Bool {
         switch type {
         case ADType.flags, ADType.txPower: return payload == 1
-        case ADType.incomplete16, ADType.complete16: return payload % 2 == 0
-        case ADType.incomplete32, ADType.complete32: return payload % 4 == 0
-        case ADType.incomplete128, ADType.complete128: return payload % 16 == 0
+        case ADType.incomplete16, ADType.complete16, ADType.solicited16: return payload % 2 == 0
+        case ADType.incomplete32, ADType.complete32, ADType.solicited32: return payload % 4 == 0
+        case ADType.incomplete128, ADType.complete128, ADType.solicited128: return payload % 16 == 0
         case ADType.serviceData16, ADType.manufacturerData: return payload >= 2
         case ADType.serviceData32: return payload >= 4
         case ADType.serviceData128: return payload >= 16
