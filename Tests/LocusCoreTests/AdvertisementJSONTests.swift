@@ -345,3 +345,73 @@ func describedObject(_ bytes: [UInt8]) throws -> [String: Any] {
         #expect(compared > 500 && uuids > 1_000, "\(compared) advertisements, \(uuids) UUIDs")
     }
 }
+
+/// Device names are cut at the first byte sequence that is not UTF-8, as BlueZ cuts them for what
+/// bluetoothctl shows (`strtoutf8` in src/eir.c), and flagged with "name_truncated": true.
+@Suite struct DeviceNameTests {
+    /// `name` and `name_truncated` of a complete local name (AD type 0x09) made of `bytes`.
+    static func name(_ bytes: [UInt8]) throws -> (String?, Bool?) {
+        let object = try describedObject([UInt8(bytes.count + 1), 0x09] + bytes)
+        return (object["name"] as? String, object["name_truncated"] as? Bool)
+    }
+
+    @Test(arguments: ["Locus", "", "Café €", "温度计 😀", "a\"b\\c\n", "tab\there"])
+    func validNamesAreKeptWhole(_ text: String) throws {
+        let (name, truncated) = try Self.name(Array(text.utf8))
+        #expect(name == text)
+        #expect(truncated == nil)
+    }
+
+    @Test(arguments: [
+        ([0x41, 0x42, 0xFF, 0x43, 0x44], "AB"),                 // an invalid byte in the middle
+        ([0x41, 0x80, 0x42], "A"),                              // a lone continuation byte
+        ([0x41, 0xC0, 0xAF, 0x42], "A"),                        // overlong '/' (2 bytes)
+        ([0x41, 0xC1, 0xBF], "A"),                              // overlong (C1 lead)
+        ([0x41, 0xE0, 0x80, 0xAF], "A"),                        // overlong '/' (3 bytes)
+        ([0x41, 0xF0, 0x80, 0x80, 0xAF], "A"),                  // overlong '/' (4 bytes)
+        ([0x41, 0xED, 0xA0, 0x80, 0x42], "A"),                  // U+D800, a surrogate
+        ([0x41, 0xED, 0xBF, 0xBF], "A"),                        // U+DFFF, a surrogate
+        ([0x41, 0xF4, 0x90, 0x80, 0x80], "A"),                  // above U+10FFFF
+        ([0x41, 0xF5, 0x80, 0x80, 0x80], "A"),                  // a lead byte no sequence has
+        (Array("Temp".utf8) + [0xE2, 0x82], "Temp"),            // a 3-byte sequence cut at the end
+        (Array("Temp".utf8) + [0xF0, 0x9F, 0x98], "Temp"),      // a 4-byte sequence cut at the end
+        (Array("é".utf8) + [0xC3], "é"),                        // a 2-byte sequence cut at the end
+        ([0xE2, 0x82, 0x41, 0x42], ""),                         // invalid from the first byte
+        (Array("日本".utf8) + [0xFF] + Array("語".utf8), "日本"), // cut after valid multi-byte text
+    ] as [([UInt8], String)])
+    func invalidNamesAreCutAtTheFirstInvalidSequence(_ bytes: [UInt8], _ expected: String) throws {
+        let (name, truncated) = try Self.name(bytes)
+        #expect(name == expected)
+        #expect(truncated == true)
+    }
+
+    @Test func theFlagFollowsTheNameThatIsShown() throws {
+        // A shortened name that is cut, then a complete one that is not: the last one is shown.
+        let object = try describedObject([3, 0x08, 0x41, 0xFF, 4, 0x09, 0x41, 0x42, 0x43])
+        #expect(object["name"] as? String == "ABC")
+        #expect(object["name_truncated"] == nil)
+    }
+
+    /// The validator against the standard library's UTF-8 parser: the first invalid byte is
+    /// where the parser first reports an error, on random bytes (mostly above 0x7F).
+    @Test func firstInvalidByteAgreesWithTheStandardLibrary() {
+        var random = SplitMix64(state: 0x0007_F8)
+        for _ in 0..<20_000 {
+            let bytes = (0..<random.below(12)).map { _ in random.chance(25) ? UInt8(random.below(0x80)) : UInt8(0x80 + random.below(0x80)) }
+            var parser = Unicode.UTF8.ForwardParser()
+            var iterator = bytes.makeIterator()
+            var offset = 0
+            var expected: Int? = nil
+            parsing: while true {
+                switch parser.parseScalar(from: &iterator) {
+                case .valid(let scalar): offset += scalar.count
+                case .emptyInput: break parsing
+                case .error: expected = offset; break parsing
+                }
+            }
+            #expect(UTF8Validation.firstInvalidByte(in: bytes) == expected, "\(bytes)")
+            let prefix = bytes.withUnsafeBytes { UTF8Validation.validPrefix($0) }
+            #expect(prefix.truncated == (expected != nil) && prefix.bytes.count == (expected ?? bytes.count), "\(bytes)")
+        }
+    }
+}

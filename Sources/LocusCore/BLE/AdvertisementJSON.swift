@@ -23,6 +23,7 @@ public enum AdvertisementJSON {
         var serviceData: [String] = []
         var manufacturers: [String] = []
         var name: String? = nil
+        var nameTruncated = false
         var flags: Int? = nil
         var txPower: Int? = nil
         let walk = AdvertisingData.walk(data) { type, payload in
@@ -30,7 +31,9 @@ public enum AdvertisementJSON {
             case ADType.flags: flags = Int(payload[0])
             case ADType.txPower: txPower = Int(Int8(bitPattern: payload[0]))
             case ADType.shortenedName, ADType.completeName:
-                name = String(decoding: payload, as: UTF8.self)
+                let valid = UTF8Validation.validPrefix(payload)
+                name = String(decoding: valid.bytes, as: UTF8.self)
+                nameTruncated = valid.truncated
             case ADType.incomplete16, ADType.complete16:
                 for index in stride(from: 0, to: payload.count, by: 2) {
                     services.append(expand(UInt32(AdvertisingData.uint16LE(payload, index))).description)
@@ -82,6 +85,7 @@ public enum AdvertisementJSON {
         }
         if let flags { json.integer("flags", flags) }
         if let name { json.string("name", name) }
+        if nameTruncated { json.boolean("name_truncated", true) }
         if let txPower { json.integer("tx_power", txPower) }
         if !services.isEmpty { json.raw("services", array(services.map { quoted($0) })) }
         if !solicited.isEmpty { json.raw("solicited_services", array(solicited.map { quoted($0) })) }
