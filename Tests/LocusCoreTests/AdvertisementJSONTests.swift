@@ -1,3 +1,4 @@
+import AllocCounter
 import Foundation
 import Testing
 @testable import LocusCore
@@ -413,5 +414,60 @@ func describedObject(_ bytes: [UInt8]) throws -> [String: Any] {
             let prefix = bytes.withUnsafeBytes { UTF8Validation.validPrefix($0) }
             #expect(prefix.truncated == (expected != nil) && prefix.bytes.count == (expected ?? bytes.count), "\(bytes)")
         }
+    }
+}
+
+@Suite struct AdvertisementWriterTests {
+    /// The densest AD data for each kind of output, 255 bytes or a little more: `capacity` holds them.
+    @Test func theCapacityHoldsTheDensestAdvertisements() throws {
+        let filler: [UInt8] = [0x22, 0x01]
+        let densest: [[UInt8]] = [
+            [255, 0x03] + Array(repeating: 0xAB, count: 254),
+            [255, 0x14] + Array(repeating: 0xAB, count: 254),
+            Array((0..<64).map { _ in [3, 0x03] + filler }.joined()),
+            Array((0..<64).map { _ in [3, 0x16] + filler }.joined()),
+            Array((0..<43).map { _ in [5, 0x20] + filler + filler }.joined()),
+            Array((0..<64).map { _ in [3, 0xFF] + filler }.joined()),
+            [255, 0x09] + Array(repeating: 0x01, count: 254),
+            [255, 0x09] + Array(repeating: 0x22, count: 254),
+            Array((0..<63).map { _ in [3, 0x16] + filler }.joined()) + [0x05, 0x09, 0x41],
+        ]
+        let report = try #require(HexText.bytes("3e2a02010001433ea2c96b6a1e02011a1aff4c000215e2c56db5dffb48d2b060d0f5a71096e000640000c5b3"))
+        for data in densest {
+            var line = JSONWriter(capacity: AdvertisementJSON.capacity(dataCount: data.count))
+            let reported = try report.withUnsafeBytes { raw in
+                var first: AdvertisingReport? = nil
+                _ = HCIEvents.forEachReportDescribing(raw) { first = first ?? $0 }
+                return try #require(first)
+            }
+            data.withUnsafeBytes { AdvertisementJSON.write($0, report: reported, timeUs: -62_135_596_800_000_000, into: &line) }
+            let overflowed = line.overflowed, written = line.count
+            #expect(!overflowed && written < line.capacity, "\(written) of \(line.capacity) bytes for \(DecodeGolden.hex(Array(data.prefix(8))))...")
+            _ = try JSONSerialization.jsonObject(with: Data(line.string.utf8))
+        }
+    }
+
+    /// Writing AD data into a reused line allocates nothing: flags, names, UUID lists, service and
+    /// manufacturer data are written from the bytes. (Beacon frames, report addresses and
+    /// warnings still go through Strings: this is output code, not the hot path.)
+    @Test func advertisingDataWithoutABeaconIsWrittenWithoutAllocating() throws {
+        let payloads = try DecodeGolden.inputs().filter { !$0.hci }.map(\.bytes).filter { bytes in
+            let text = bytes.withUnsafeBytes { AdvertisementJSON.describe($0) }
+            return !text.contains("\"beacon\"") && !text.contains("\"warning\"")
+        }
+        try #require(payloads.count > 250)
+        var line = JSONWriter(capacity: AdvertisementJSON.capacity(dataCount: 1_650))
+        var counts: [Int] = []
+        for _ in 0..<2 {
+            // The first pass warms up (type metadata on first use). Indices, not a for-in over
+            // the array: in a debug build that iteration itself allocates.
+            counts.append(allocations {
+                for index in 0..<payloads.count {
+                    line.reset()
+                    payloads[index].withUnsafeBytes { AdvertisementJSON.write($0, into: &line) }
+                }
+            })
+        }
+        #expect(counts[1] == 0, "first pass \(counts[0]), second \(counts[1]) allocations for \(payloads.count) advertisements")
     }
 }

@@ -402,6 +402,44 @@ public struct JSONWriter: ~Copyable {
         }
     }
 
+    /// A string value of two hex digits a byte: "0215e2c5...".
+    @_noAllocation
+    public mutating func hexString(_ bytes: UnsafeRawBufferPointer, upper: Bool = false) {
+        separate()
+        guard reserve(bytes.count * 2 + 2) else { return }
+        put(UInt8(ascii: "\""))
+        hex(bytes, upper: upper)
+        put(UInt8(ascii: "\""))
+    }
+
+    @_noAllocation
+    public mutating func hexString(_ key: StaticString, _ bytes: UnsafeRawBufferPointer, upper: Bool = false) {
+        self.key(key)
+        hexString(bytes, upper: upper)
+    }
+
+    /// A UUID in its canonical upper-case form, as `BeaconUUID.description` (and Core
+    /// Location's `uuidString`) writes it: "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0".
+    @_noAllocation
+    public mutating func uuid(_ value: BeaconUUID) {
+        separate()
+        guard reserve(38) else { return }
+        put(UInt8(ascii: "\""))
+        for index in 0..<16 {
+            if index == 4 || index == 6 || index == 8 || index == 10 { put(UInt8(ascii: "-")) }
+            let byte = value.byte(index)
+            put(JSONWriter.hexDigit(byte >> 4, upper: true))
+            put(JSONWriter.hexDigit(byte & 0x0F, upper: true))
+        }
+        put(UInt8(ascii: "\""))
+    }
+
+    @_noAllocation
+    public mutating func uuid(_ key: StaticString, _ value: BeaconUUID) {
+        self.key(key)
+        uuid(value)
+    }
+
     @_noAllocation
     public mutating func append(_ bytes: UnsafeRawBufferPointer) {
         guard reserve(bytes.count) else { return }
