@@ -7,7 +7,8 @@
 /// manufacturer_more, beacon, warning. UUIDs are canonical upper-case text; 16- and 32-bit ones
 /// are expanded over the Bluetooth Base UUID; 128-bit ones are read as sent, all 16 bytes
 /// reversed. The AD structures are walked once per member group, in order, so that the members
-/// come out in a fixed order without collecting anything first.
+/// come out in a fixed order without collecting anything first; the AD members are written
+/// without allocating (`@_noAllocation`, checked in optimized builds).
 public enum AdvertisementJSON {
     /// Bytes of line that one advertisement of `dataCount` AD bytes can take at most (a 16-bit
     /// UUID, 4 bytes on air, is 39 bytes of text; a control byte in a name 6), with its report,
@@ -16,6 +17,7 @@ public enum AdvertisementJSON {
 
     /// 16- and 32-bit UUIDs are shorthands of the Bluetooth Base UUID
     /// 0000xxxx-0000-1000-8000-00805F9B34FB.
+    @_noAllocation
     static func expand(_ short: UInt32) -> BeaconUUID {
         BeaconUUID(high: UInt64(short) << 32 | 0x0000_1000, low: 0x8000_0080_5F9B_34FB)
     }
@@ -57,6 +59,7 @@ public enum AdvertisementJSON {
 
     /// Flags, name and TX power: the last structure of each type counts. A name that is not
     /// valid UTF-8 is cut before its first invalid sequence and flagged, as BlueZ shows it.
+    @_noAllocation
     static func writeSingles(_ data: UnsafeRawBufferPointer, into line: inout JSONWriter) -> AdvertisingWalk {
         var flags: UInt8? = nil
         var name: UnsafeRawBufferPointer? = nil
@@ -82,6 +85,7 @@ public enum AdvertisementJSON {
 
     /// The width of the UUIDs in a list structure and whether it is a solicitation; nil for
     /// other types.
+    @_noAllocation
     static func uuidList(_ type: UInt8) -> (width: Int, solicited: Bool)? {
         switch type {
         case ADType.incomplete16, ADType.complete16: return (2, false)
@@ -95,6 +99,7 @@ public enum AdvertisementJSON {
     }
 
     /// The UUID of `width` bytes (2, 4 or 16) at `offset`, as sent: little-endian.
+    @_noAllocation
     static func uuid(_ payload: UnsafeRawBufferPointer, at offset: Int, width: Int) -> BeaconUUID {
         switch width {
         case 2: return expand(UInt32(AdvertisingData.uint16LE(payload, offset)))
@@ -105,6 +110,7 @@ public enum AdvertisementJSON {
 
     /// "services" (AD types 0x02...0x07) or "solicited_services" (0x14, 0x15, 0x1F): every UUID of
     /// every list, in the order sent.
+    @_noAllocation
     static func writeUUIDLists(_ data: UnsafeRawBufferPointer, solicited: Bool, into line: inout JSONWriter) {
         let key: StaticString = solicited ? "solicited_services" : "services"
         var open = false
@@ -122,6 +128,7 @@ public enum AdvertisementJSON {
     }
 
     /// "service_data": {uuid, data} for each service data structure (0x16, 0x20, 0x21).
+    @_noAllocation
     static func writeServiceData(_ data: UnsafeRawBufferPointer, into line: inout JSONWriter) {
         var open = false
         _ = AdvertisingData.forEachStructure(data) { type, payload in
@@ -145,6 +152,7 @@ public enum AdvertisementJSON {
     }
 
     /// "manufacturer": the first manufacturer data structure; "manufacturer_more": the others.
+    @_noAllocation
     static func writeManufacturers(_ data: UnsafeRawBufferPointer, into line: inout JSONWriter) {
         var count = 0
         _ = AdvertisingData.forEachStructure(data) { type, payload in

@@ -26,6 +26,7 @@ public struct BeaconUUID: Hashable, Sendable, CustomStringConvertible {
     /// 0x06 and 0x07 lists, 0x15 solicitation, 0x21 service data) are the canonical bytes, all 16
     /// reversed. `1b c5 d5 a5 02 00 46 9a e1 11 b7 8d 60 b4 45 2d` is
     /// 2D45B460-8DB7-11E1-9A46-0002A5D5C51B.
+    @_noAllocation
     public init(littleEndian bytes: UnsafeRawBufferPointer) {
         precondition(bytes.count >= 16)
         var high: UInt64 = 0
