@@ -137,6 +137,24 @@ import TestSupport
         #expect(text.hasPrefix(#"{"monitor":"harbour","text":"quote \" and ⛵","lat":53.539600000,"date":"2018-08-20T09:47:46.250Z""#))
     }
 
+    /// Numbers round half away from zero exactly as `rounded(.toNearestOrAwayFromZero)` does
+    /// (JSONText's formatting uses it): random values, halves and their neighbours.
+    @Test func numbersRoundAsTheStandardLibraryRoundsHalfAwayFromZero() {
+        var random = SplitMix64(state: 0x4A1F)
+        var line = JSONWriter(capacity: 64)
+        for round in 0..<100_000 {
+            let decimals = random.below(10)
+            var value = random.uniform(-1, 1) * Double(1 << random.below(40))
+            if round % 3 == 0 { value = (Double(random.below(2_000)) - 1_000 + 0.5) / Double([1, 10, 100, 1000][decimals % 4]) }
+            if round % 7 == 0 { value = value.nextUp }
+            if round % 11 == 0 { value = value.nextDown }
+            line.reset()
+            line.number(value, decimals: decimals)
+            let ours = line.string
+            #expect(ours == JSONText.fixed(value, decimals: decimals), "\(value) with \(decimals) decimals")
+        }
+    }
+
     @Test func uuidsAndHexStringsAreValuesWithTheirSeparators() {
         var random = SplitMix64(state: 0x0001_D)
         var line = JSONWriter(capacity: 256)

@@ -325,7 +325,12 @@ public struct JSONWriter: ~Copyable {
         guard value.isFinite else { return ascii("null") }
         var scale = 1.0
         for _ in 0..<decimals { scale *= 10 }
-        let scaled = (abs(value) * scale).rounded(.toNearestOrAwayFromZero)
+        // Half away from zero by hand: `rounded(_:)` takes a FloatingPointRoundingRule, whose
+        // metadata the allocation check rejects in optimized host builds (see LibM.floor).
+        // `magnitude - whole` is exact, so this is `rounded(.toNearestOrAwayFromZero)`.
+        let magnitude = abs(value) * scale
+        let whole = LibM.floor(magnitude)
+        let scaled = magnitude - whole >= 0.5 ? whole + 1 : whole
         guard scaled < 9.0e18 else { return ascii("null") }
         let units = Int64(scaled)
         text(units: value < 0 ? -units : units, scale: decimals)
