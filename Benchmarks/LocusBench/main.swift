@@ -204,7 +204,7 @@ func logBuild(_ arguments: [String]) {
         }
         let digits = "\(first)"
         let name = String(repeating: "0", count: 20 - digits.count) + digits + ".log"
-        FileManager.default.createFile(atPath: directory + "/" + name, contents: segment, attributes: [.posixPermissions: 0o640])
+        _ = FileManager.default.createFile(atPath: directory + "/" + name, contents: segment, attributes: [.posixPermissions: 0o640])
         written += segment.count
     }
     print("records \(records) bytes \(written)")

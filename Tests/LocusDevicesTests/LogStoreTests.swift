@@ -29,7 +29,7 @@ struct TemporaryDirectory {
     }
 
     func bytes(_ name: String) -> [UInt8] { [UInt8](FileManager.default.contents(atPath: file(name)) ?? Data()) }
-    func write(_ name: String, _ bytes: [UInt8]) { FileManager.default.createFile(atPath: file(name), contents: Data(bytes)) }
+    func write(_ name: String, _ bytes: [UInt8]) { _ = FileManager.default.createFile(atPath: file(name), contents: Data(bytes)) }
     func size(_ name: String) -> Int { bytes(name).count }
 }
 
