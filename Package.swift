@@ -39,18 +39,20 @@ let package = Package(
         .executableTarget(name: "relay-controller", dependencies: ["LocusMonitor"], path: "Examples/RelayController"),
         .executableTarget(name: "live-updates-logger", dependencies: ["LocusMonitor"], path: "Examples/LiveUpdatesLogger"),
 
-        .executableTarget(name: "locus-bench", dependencies: ["LocusCore", "AllocCounter"], path: "Benchmarks/LocusBench", swiftSettings: hotPathChecks),
+        .executableTarget(name: "locus-bench", dependencies: ["LocusCore", "AllocCounter", "TestSupport"], path: "Benchmarks/LocusBench", swiftSettings: hotPathChecks),
 
         .target(name: "CAllocCounter", path: "Tests/AllocCounter/C"),
         .target(name: "AllocCounter", dependencies: ["CAllocCounter"], path: "Tests/AllocCounter/Swift"),
+        // Test-only helpers shared by the test targets and locus-bench (SplitMix64).
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(
             name: "LocusCoreTests",
-            dependencies: ["LocusCore", "AllocCounter", .product(name: "TOMLKit", package: "TOMLKit")],
+            dependencies: ["LocusCore", "AllocCounter", "TestSupport", .product(name: "TOMLKit", package: "TOMLKit")],
             swiftSettings: hotPathChecks
         ),
         .testTarget(
             name: "LocusDevicesTests",
-            dependencies: ["LocusDevices", "LocusCore"],
+            dependencies: ["LocusDevices", "LocusCore", "TestSupport"],
             swiftSettings: hotPathChecks,
             linkerSettings: [.linkedLibrary("util")]
         ),

@@ -4,6 +4,7 @@
 import AllocCounter
 import Foundation
 import LocusCore
+import TestSupport
 
 func load(_ paths: [String]) -> [[UInt8]] {
     paths.map { [UInt8](FileManager.default.contents(atPath: $0) ?? Data()) }
@@ -59,39 +60,32 @@ func ble(decode: Bool, repeats: Int) {
 /// Jose, indexed, and 1,000 fixes: a third within metres of some circle's edge (where the exact
 /// ellipsoidal distance is needed), a third inside a circle, a third anywhere. The same on every run.
 func sanJoseGeofences() -> (index: CircleIndex, centers: [GeoPoint], radii: [Double], fixes: [(Double, Double)]) {
-    var state: UInt64 = 0x5EED
-    func unit() -> Double { // SplitMix64: the same circles and fixes on every run
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return Double((z ^ (z >> 31)) >> 11) / 9_007_199_254_740_992.0
-    }
+    var random = SplitMix64(state: 0x5EED) // the same circles and fixes on every run
     let circleCount = 10_000, fixCount = 1_000, margin = 15.0
     let metresPerDegreeLat = 111_000.0, metresPerDegreeLon = 111_000.0 * 0.7944 // cos 37.3°
     var centers: [GeoPoint] = []
     var radii: [Double] = []
     let index = CircleIndex(capacity: circleCount, cellSizeM: CircleIndex.suggestedCellSizeM(typicalReachM: 290))
     for id in 0..<circleCount {
-        let center = GeoPoint(latitude: 37.3 + (unit() - 0.5) * 60_000 / metresPerDegreeLat,
-                              longitude: -121.9 + (unit() - 0.5) * 60_000 / metresPerDegreeLon)
-        let radius = 50 + 450 * unit()
+        let center = GeoPoint(latitude: 37.3 + (random.unit() - 0.5) * 60_000 / metresPerDegreeLat,
+                              longitude: -121.9 + (random.unit() - 0.5) * 60_000 / metresPerDegreeLon)
+        let radius = 50 + 450 * random.unit()
         centers.append(center)
         radii.append(radius)
         try! index.insert(id: Int32(id), latitude: center.latitude, longitude: center.longitude, radiusM: radius, maxMarginM: margin)
     }
     var fixes: [(Double, Double)] = []
     for number in 0..<fixCount {
-        let circle = Int(unit() * Double(circleCount))
-        let bearing = unit() * 2 * Double.pi
+        let circle = Int(random.unit() * Double(circleCount))
+        let bearing = random.unit() * 2 * Double.pi
         let distance: Double
         switch number % 3 {
-        case 0: distance = radii[circle] + (unit() - 0.5) * 40
-        case 1: distance = radii[circle] * unit()
+        case 0: distance = radii[circle] + (random.unit() - 0.5) * 40
+        case 1: distance = radii[circle] * random.unit()
         default: distance = -1
         }
         if distance < 0 {
-            fixes.append((37.3 + (unit() - 0.5) * 60_000 / metresPerDegreeLat, -121.9 + (unit() - 0.5) * 60_000 / metresPerDegreeLon))
+            fixes.append((37.3 + (random.unit() - 0.5) * 60_000 / metresPerDegreeLat, -121.9 + (random.unit() - 0.5) * 60_000 / metresPerDegreeLon))
         } else {
             fixes.append((centers[circle].latitude + distance * cos(bearing) / metresPerDegreeLat,
                           centers[circle].longitude + distance * sin(bearing) / metresPerDegreeLon))
@@ -210,7 +204,7 @@ func logBuild(_ arguments: [String]) {
         }
         let digits = "\(first)"
         let name = String(repeating: "0", count: 20 - digits.count) + digits + ".log"
-        FileManager.default.createFile(atPath: directory + "/" + name, contents: segment, attributes: [.posixPermissions: 0o640])
+        _ = FileManager.default.createFile(atPath: directory + "/" + name, contents: segment, attributes: [.posixPermissions: 0o640])
         written += segment.count
     }
     print("records \(records) bytes \(written)")
@@ -225,7 +219,7 @@ func engineWorkload(kind: String, observe: Bool, repeats: Int) {
                                                                 circleCellSizeM: CircleIndex.suggestedCellSizeM(typicalReachM: 300)))
     let monitor = FixedName("bench")!
     let start = UTCTime(seconds: 1_700_000_000)
-    var random = SplitMix(state: 7)
+    var random = SplitMix64(state: 7)
     // Every third condition shares a UUID with the two before it: a sighting concerns a few
     // conditions among 10,000, as on a site with thousands of different tags.
     let uuids = (0..<(count / 3 + 1)).map { BeaconUUID(high: 0xE2C5_6DB5_DFFB_48D2 &+ UInt64($0), low: 0xB060_D0F5_A710_96E0) }
@@ -289,18 +283,6 @@ func engineWorkload(kind: String, observe: Bool, repeats: Int) {
         }
     }
     print("observations \(repeats * fixes.count) events \(events) allocations \(counted)")
-}
-
-struct SplitMix {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
 }
 
 let arguments = CommandLine.arguments.dropFirst()

@@ -2,10 +2,11 @@ import AllocCounter
 import Foundation
 import Testing
 @testable import LocusCore
+import TestSupport
 
 /// Circles everywhere at once: worldwide, at the poles, across the antimeridian and clustered in
 /// a city, with tiny, geofence-sized and huge radii (see `randomCircles`), under distinct ids.
-func mixedCircles(_ perScenario: Int, random: inout GeoRandom) -> [TestCircle] {
+func mixedCircles(_ perScenario: Int, random: inout SplitMix64) -> [TestCircle] {
     var all: [TestCircle] = []
     for scenario in ["global", "polar", "antimeridian", "city"] {
         for var circle in randomCircles(perScenario, scenario: scenario, random: &random) {
@@ -24,7 +25,7 @@ func fenceEdges(_ circles: [TestCircle]) -> FenceEdges {
 
 /// Query points: near edges, inside, anywhere (`randomQueries`), plus the poles and the
 /// antimeridian themselves.
-func nearestEdgeQueries(_ count: Int, near circles: [TestCircle], random: inout GeoRandom) -> [GeoPoint] {
+func nearestEdgeQueries(_ count: Int, near circles: [TestCircle], random: inout SplitMix64) -> [GeoPoint] {
     var points = randomQueries(count, near: circles, random: &random).map { $0.0 }
     points += [GeoPoint(latitude: 90, longitude: 0), GeoPoint(latitude: -90, longitude: 123),
                GeoPoint(latitude: 89.95, longitude: -179.99), GeoPoint(latitude: 10, longitude: 180),
@@ -33,7 +34,7 @@ func nearestEdgeQueries(_ count: Int, near circles: [TestCircle], random: inout 
 }
 
 /// A limit: none, a random one from centimetres to thousands of kilometres, or zero.
-func randomLimit(_ random: inout GeoRandom) -> Double {
+func randomLimit(_ random: inout SplitMix64) -> Double {
     switch random.next() % 5 {
     case 0: return .infinity
     case 1: return 0
@@ -46,7 +47,7 @@ func randomLimit(_ random: inout GeoRandom) -> Double {
     /// bit, whenever that is below the limit, and the limit otherwise.
     @Test(arguments: [(300.0, 3), (5_000.0, 3), (150_000.0, 3), (2_000.0, 1)])
     func matchesTheLinearScan(cellSizeM: Double, entriesPerCircle: Int) throws {
-        var random = GeoRandom(seed: 0x4E45_4152 &+ UInt64(cellSizeM))
+        var random = SplitMix64(seed: 0x4E45_4152 &+ UInt64(cellSizeM))
         let circles = mixedCircles(500, random: &random)
         let index = CircleIndex(capacity: circles.count, cellSizeM: cellSizeM, entriesPerCircle: entriesPerCircle)
         try index.insert(circles)
@@ -107,7 +108,7 @@ func randomLimit(_ random: inout GeoRandom) -> Double {
     /// settle several candidates exactly.
     @Test(arguments: [20_000.0, 150_000.0])
     func overlappingBracketsFarAway(cellSizeM: Double) throws {
-        var random = GeoRandom(seed: 21 &+ UInt64(cellSizeM))
+        var random = SplitMix64(seed: 21 &+ UInt64(cellSizeM))
         for _ in 0..<12 {
             let point = GeoPoint(latitude: random.uniform(-70, 70), longitude: random.longitude())
             var circles: [TestCircle] = []
@@ -145,7 +146,7 @@ func randomLimit(_ random: inout GeoRandom) -> Double {
 
     /// Removed circles no longer count; the survivors' answer is still the linear scan's.
     @Test func afterRemovals() throws {
-        var random = GeoRandom(seed: 77)
+        var random = SplitMix64(seed: 77)
         let circles = randomCircles(400, scenario: "city", random: &random)
         let index = CircleIndex(capacity: 400, cellSizeM: 600)
         try index.insert(circles)
@@ -170,7 +171,7 @@ func randomLimit(_ random: inout GeoRandom) -> Double {
         engine.add(monitor: monitor, identifier: FixedName("tag")!,
                    condition: .beacon(BeaconIdentityCondition(uuid: BeaconUUID(high: 1, low: 2))), now: now)
         #expect(engine.nearestFenceEdgeM(latitude: 37.3, longitude: -122) == nil)
-        var random = GeoRandom(seed: 9)
+        var random = SplitMix64(seed: 9)
         let circles = randomCircles(200, scenario: "city", random: &random)
         for circle in circles {
             engine.add(monitor: monitor, identifier: FixedName("c\(circle.id)")!,
@@ -191,7 +192,7 @@ func randomLimit(_ random: inout GeoRandom) -> Double {
 
     /// Nearest-edge queries allocate nothing, on the index and through the engine.
     @Test func queriesAllocateNothing() throws {
-        var random = GeoRandom(seed: 13)
+        var random = SplitMix64(seed: 13)
         let circles = mixedCircles(250, random: &random)
         let index = CircleIndex(capacity: circles.count, cellSizeM: 1_000)
         let engine = MonitorEngine(capacity: MonitorEngine.Capacity(conditions: circles.count, events: 16))

@@ -2,6 +2,7 @@ import AllocCounter
 import Foundation
 import Testing
 @testable import LocusCore
+import TestSupport
 
 struct TestCircle {
     var id: Int32
@@ -21,7 +22,7 @@ extension CircleIndex {
     }
 }
 
-func randomCircles(_ count: Int, scenario: String, random: inout GeoRandom) -> [TestCircle] {
+func randomCircles(_ count: Int, scenario: String, random: inout SplitMix64) -> [TestCircle] {
     var circles: [TestCircle] = []
     for index in 0..<count {
         var lat: Double, lon: Double
@@ -53,7 +54,7 @@ func randomCircles(_ count: Int, scenario: String, random: inout GeoRandom) -> [
 }
 
 /// Query points: around circle edges (inside and outside), at centres, and anywhere.
-func randomQueries(_ count: Int, near circles: [TestCircle], random: inout GeoRandom) -> [(GeoPoint, Double)] {
+func randomQueries(_ count: Int, near circles: [TestCircle], random: inout SplitMix64) -> [(GeoPoint, Double)] {
     let accuracies = [0.0, 3, 25, 150, 2_000, 40_000]
     var queries: [(GeoPoint, Double)] = []
     for index in 0..<count {
@@ -87,7 +88,7 @@ func candidates(_ index: CircleIndex, _ point: GeoPoint, _ accuracy: Double) -> 
     /// reported, once; nothing is reported whose chord already rules it out.
     @Test(arguments: ["global", "city", "antimeridian", "polar"])
     func candidatesAreASupersetOfTheExactAnswer(scenario: String) throws {
-        var random = GeoRandom(seed: UInt64(scenario.utf8.count) &* 1_000_003)
+        var random = SplitMix64(seed: UInt64(scenario.utf8.count) &* 1_000_003)
         let circles = randomCircles(600, scenario: scenario, random: &random)
         let index = CircleIndex(capacity: 600, cellSizeM: scenario == "city" ? 1_000 : 5_000)
         try index.insert(circles)
@@ -114,7 +115,7 @@ func candidates(_ index: CircleIndex, _ point: GeoPoint, _ accuracy: Double) -> 
     }
 
     @Test func removeAndReplace() throws {
-        var random = GeoRandom(seed: 42)
+        var random = SplitMix64(seed: 42)
         let circles = randomCircles(400, scenario: "city", random: &random)
         let index = CircleIndex(capacity: 400, cellSizeM: 800)
         try index.insert(circles)
@@ -168,7 +169,7 @@ func candidates(_ index: CircleIndex, _ point: GeoPoint, _ accuracy: Double) -> 
 
     /// With a tiny cell-entry pool most circles end up in the overflow list; answers stay right.
     @Test func anExhaustedEntryPoolFallsBackToTheOverflowList() throws {
-        var random = GeoRandom(seed: 5)
+        var random = SplitMix64(seed: 5)
         let circles = randomCircles(300, scenario: "city", random: &random)
         let index = CircleIndex(capacity: 300, cellSizeM: 300, entriesPerCircle: 1)
         try index.insert(circles)
@@ -183,7 +184,7 @@ func candidates(_ index: CircleIndex, _ point: GeoPoint, _ accuracy: Double) -> 
     }
 
     @Test func nearestEdgeDistanceIsALowerBound() throws {
-        var random = GeoRandom(seed: 11)
+        var random = SplitMix64(seed: 11)
         let circles = randomCircles(200, scenario: "city", random: &random)
         let index = CircleIndex(capacity: 200)
         #expect(index.nearestEdgeDistanceM(GeoPoint(latitude: 0, longitude: 0)) == .infinity)
@@ -206,7 +207,7 @@ func candidates(_ index: CircleIndex, _ point: GeoPoint, _ accuracy: Double) -> 
 
     /// Queries, inserts and removes after start-up allocate nothing.
     @Test func queriesAllocateNothing() throws {
-        var random = GeoRandom(seed: 3)
+        var random = SplitMix64(seed: 3)
         let circles = randomCircles(1_000, scenario: "city", random: &random)
         let index = CircleIndex(capacity: 1_000, cellSizeM: 1_000)
         try index.insert(circles)

@@ -2,26 +2,10 @@ import AllocCounter
 import Foundation
 import Testing
 @testable import LocusCore
+import TestSupport
 
-/// SplitMix64: a small deterministic generator, so every run tests the same pairs.
-struct GeoRandom {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1).
-    mutating func unit() -> Double { Double(next() >> 11) / 9_007_199_254_740_992.0 }
-
-    mutating func uniform(_ low: Double, _ high: Double) -> Double { low + (high - low) * unit() }
-
+/// Geodesy's draws from the shared generator (TestSupport), so every run tests the same pairs.
+extension SplitMix64 {
     /// Log-uniform in [low, high].
     mutating func logUniform(_ low: Double, _ high: Double) -> Double { exp(uniform(log(low), log(high))) }
 
@@ -119,7 +103,7 @@ func name(_ side: Geodesy.Side) -> String {
 
     /// The fast exact reduction agrees with libm's remainder bit for bit, ties included.
     @Test func reductionMatchesLibmRemainder() {
-        var random = GeoRandom(seed: 1)
+        var random = SplitMix64(seed: 1)
         var values: [Double] = [0, -0.0, 45, -45, 90, -90, 135, 180, -180, 225, 270, 315, 360, -360, 540, -540, 720,
                                 1e-300, -1e-300, 89.999_999_999_999_99, 1e14, -1e14 + 0.5, 3e15, .greatestFiniteMagnitude]
         for _ in 0..<100_000 { values.append(random.uniform(-1_000, 1_000)) }
@@ -139,7 +123,7 @@ func name(_ side: Geodesy.Side) -> String {
     /// Nearly antipodal pairs are where Newton's method needs its bracket; every one must come
     /// back finite and no longer than half a meridian.
     @Test func nearlyAntipodalPairsConverge() {
-        var random = GeoRandom(seed: 7)
+        var random = SplitMix64(seed: 7)
         for _ in 0..<20_000 {
             let lat1 = random.uniform(-90, 90)
             let lat2 = -lat1 + random.uniform(-0.5, 0.5)
@@ -167,7 +151,7 @@ func name(_ side: Geodesy.Side) -> String {
         for pair in try inverseCorpus() {
             check(pair.lat1, pair.lon1, pair.lat2, pair.lon2, exact: pair.s12)
         }
-        var random = GeoRandom(seed: 20_260_522)
+        var random = SplitMix64(seed: 20_260_522)
         for index in 0..<10_000 {
             var lat = random.latitude()
             var lon = random.longitude()
@@ -190,7 +174,7 @@ func name(_ side: Geodesy.Side) -> String {
     /// `compare` must decide exactly as the geodesic distance does, for points within a hair of
     /// the edge, of the margin band's edges, and everywhere else.
     @Test func compareDecidesLikeTheExactDistance() {
-        var random = GeoRandom(seed: 99)
+        var random = SplitMix64(seed: 99)
         var counts: [String: Int] = [:]
         for index in 0..<20_000 {
             let center = GeoPoint(latitude: index % 7 == 0 ? random.uniform(-90, 90) : random.latitude(), longitude: random.longitude())
@@ -281,7 +265,7 @@ func name(_ side: Geodesy.Side) -> String {
     @Test(.enabled(if: geodSolvePath() != nil, "GeodSolve is not on PATH: apt-get install geographiclib-tools"))
     func decisionsNearCircleEdgesMatchGeodSolve() throws {
         let executable = try #require(Self.geodSolvePath())
-        var random = GeoRandom(seed: 500)
+        var random = SplitMix64(seed: 500)
         struct Case { var center: GeoPoint; var point: GeoPoint; var radius: Double; var ours: Double }
         var cases: [Case] = []
         for index in 0..<500 {

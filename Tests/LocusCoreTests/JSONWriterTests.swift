@@ -2,6 +2,7 @@ import AllocCounter
 import Foundation
 import LocusCore
 import Testing
+import TestSupport
 
 @Suite struct JSONWriterTests {
     @Test func separatorsComeFromTheNesting() {
@@ -134,5 +135,56 @@ import Testing
         #expect(count == 0)
         let text = line.string
         #expect(text.hasPrefix(#"{"monitor":"harbour","text":"quote \" and ⛵","lat":53.539600000,"date":"2018-08-20T09:47:46.250Z""#))
+    }
+
+    /// Numbers round half away from zero exactly as `rounded(.toNearestOrAwayFromZero)` does
+    /// (JSONText's formatting uses it): random values, halves and their neighbours.
+    @Test func numbersRoundAsTheStandardLibraryRoundsHalfAwayFromZero() {
+        var random = SplitMix64(state: 0x4A1F)
+        var line = JSONWriter(capacity: 64)
+        for round in 0..<100_000 {
+            let decimals = random.below(10)
+            var value = random.uniform(-1, 1) * Double(1 << random.below(40))
+            if round % 3 == 0 { value = (Double(random.below(2_000)) - 1_000 + 0.5) / Double([1, 10, 100, 1000][decimals % 4]) }
+            if round % 7 == 0 { value = value.nextUp }
+            if round % 11 == 0 { value = value.nextDown }
+            line.reset()
+            line.number(value, decimals: decimals)
+            let ours = line.string
+            #expect(ours == JSONText.fixed(value, decimals: decimals), "\(value) with \(decimals) decimals")
+        }
+    }
+
+    @Test func uuidsAndHexStringsAreValuesWithTheirSeparators() {
+        var random = SplitMix64(state: 0x0001_D)
+        var line = JSONWriter(capacity: 256)
+        for _ in 0..<1_000 {
+            let uuid = BeaconUUID(high: random.next(), low: random.next())
+            line.reset()
+            line.uuid(uuid)
+            let text = line.string
+            #expect(text == "\"\(uuid.description)\"")
+        }
+        let bytes: [UInt8] = [0x02, 0x15, 0xAB, 0x0F]
+        line.reset()
+        line.beginObject()
+        bytes.withUnsafeBytes { line.hexString("data", $0) }
+        bytes.withUnsafeBytes { line.hexString("upper", $0, upper: true) }
+        line.uuid("uuid", BeaconUUID(high: 0xE2C5_6DB5_DFFB_48D2, low: 0xB060_D0F5_A710_96E0))
+        line.beginArray("list")
+        [UInt8]().withUnsafeBytes { line.hexString($0) }
+        bytes.withUnsafeBytes { line.hexString($0) }
+        line.endArray()
+        line.endObject()
+        let text = line.string
+        #expect(text == #"{"data":"0215ab0f","upper":"0215AB0F","uuid":"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0","list":["","0215ab0f"]}"#)
+        let count = allocations {
+            for _ in 0..<100 {
+                line.reset()
+                bytes.withUnsafeBytes { line.hexString("data", $0) }
+                line.uuid("uuid", BeaconUUID(high: 1, low: 2))
+            }
+        }
+        #expect(count == 0)
     }
 }

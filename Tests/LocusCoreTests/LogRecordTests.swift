@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 @testable import LocusCore
 import Testing
+import TestSupport
 
 /// Bit-at-a-time CRC-32C straight from the definition (reflected 0x82F63B78): the reference the
 /// slicing-by-8 implementation is checked against.
@@ -17,18 +18,6 @@ private func referenceCRC32C(_ bytes: [UInt8]) -> UInt32 {
 
 private func crc(_ bytes: [UInt8]) -> UInt32 {
     bytes.withUnsafeBytes { CRC32C.checksum($0) }
-}
-
-private struct SplitMix64 {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
 }
 
 /// Encodes one record into a fresh array.

@@ -1,6 +1,7 @@
 import AllocCounter
 import Testing
 @testable import LocusCore
+import TestSupport
 
 /// Appends `*hh` and an ending to a sentence body ("$GPGGA,...").
 func sentence(_ body: String, ending: String = "\r\n") -> String {
@@ -268,24 +269,12 @@ private func cycles(_ count: Int, talker: String = "GP", start: Int = 120000, la
 }
 
 @Suite struct NMEACorruptionTests {
-    /// SplitMix64: a fixed-seed generator so every run corrupts the same way.
-    struct Generator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
-    }
-
     @Test(arguments: ["gpsdf.log", "nmea-rtk.log", "telit-he910.log", "junk-et-332.log", "quectel.log", "sirfstarv-nmea.log"])
     func corruptedLogsNeverCrashOrInventFixes(_ log: String) throws {
         let original = try readRepositoryFile("Tests/Corpus/nmea/\(log)")
         let reference = try gpsdPositions(log)
-        var generator = Generator(state: UInt64(log.utf8.count) &* 7919)
+        // SplitMix64 from a fixed seed, so every run corrupts the same way.
+        var generator = SplitMix64(state: UInt64(log.utf8.count) &* 7919)
         for round in 0..<60 {
             var bytes = original
             switch round % 4 {

@@ -2,33 +2,7 @@ import AllocCounter
 import Foundation
 @testable import LocusCore
 import Testing
-
-/// SplitMix64: a small, well-mixed, deterministic generator, so the simulation gives the same
-/// numbers on every run and machine.
-private struct SplitMix64 {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1).
-    mutating func uniform() -> Double {
-        Double(next() >> 11) * 0x1p-53
-    }
-
-    /// Irwin-Hall: the sum of 12 uniforms minus 6 has mean 0, standard deviation 1 and a bell
-    /// shape (tails cut at +-6 sd).
-    mutating func gaussian() -> Double {
-        var sum = 0.0
-        for _ in 0..<12 { sum += uniform() }
-        return sum - 6
-    }
-}
+import TestSupport
 
 /// AltBeacon's RunningAverageRssiFilter, transcribed as the baseline: drop samples aged 20 s or
 /// more, sort, drop `size/10 + 1` at each end when there are more than 2, average the rest.
@@ -191,7 +165,7 @@ private func close(_ a: Double?, _ b: Double, within tolerance: Double = 1e-9) -
         for step in 0..<steps {
             let now = Int64(step) * intervalMs
             var sample = truth + 4 * random.gaussian()
-            if random.uniform() < 0.1 { sample += random.uniform() < 0.5 ? 20 : -20 }
+            if random.unit() < 0.1 { sample += random.unit() < 0.5 ? 20 : -20 }
             let rssi = Int8(max(-127, min(20, sample.rounded())))
             filter.add(rssi: rssi, atMs: now)
             altBeacon.add(Int(rssi), atMs: now)

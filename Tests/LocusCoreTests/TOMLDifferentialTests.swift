@@ -13,6 +13,7 @@
 import Testing
 import LocusCore
 import CTOML
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -845,23 +846,6 @@ private func handWrittenInvalid() -> [DiffDocument] {
 }
 
 // MARK: - Corpus: generated documents
-
-/// SplitMix64: small, fast, and the same sequence on every machine.
-private struct SplitMix64 {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
-    mutating func chance(_ percent: Int) -> Bool { below(100) < percent }
-    mutating func pick<T>(_ items: [T]) -> T { items[below(items.count)] }
-}
 
 /// Writes random documents that are valid TOML by construction: every key is fresh (a serial
 /// number makes it unique), so no table or key is ever defined twice.

@@ -3,6 +3,7 @@ import Glibc
 import LocusCore
 import Testing
 @testable import LocusDevices
+import TestSupport
 
 /// A fresh, empty directory under the system's temporary directory, removed by `remove()`.
 struct TemporaryDirectory {
@@ -28,20 +29,8 @@ struct TemporaryDirectory {
     }
 
     func bytes(_ name: String) -> [UInt8] { [UInt8](FileManager.default.contents(atPath: file(name)) ?? Data()) }
-    func write(_ name: String, _ bytes: [UInt8]) { FileManager.default.createFile(atPath: file(name), contents: Data(bytes)) }
+    func write(_ name: String, _ bytes: [UInt8]) { _ = FileManager.default.createFile(atPath: file(name), contents: Data(bytes)) }
     func size(_ name: String) -> Int { bytes(name).count }
-}
-
-private struct SplitMix64 {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
 }
 
 /// What a test wrote: sequence -> (type, time, payload).

@@ -11,20 +11,26 @@ enum BLEDecodeCommand {
             Console.out(errorObject("not hexadecimal (an even number of 0-9, a-f digits)") + "\n")
             return 1
         }
-        let line = bytes.withUnsafeBytes { AdvertisementJSON.describe($0) }
-        Console.out(line + "\n")
+        var line = JSONWriter(capacity: AdvertisementJSON.capacity(dataCount: bytes.count))
+        bytes.withUnsafeBytes { AdvertisementJSON.write($0, into: &line) }
+        line.newline()
+        Console.out(line.bytes)
         let walk = bytes.withUnsafeBytes { AdvertisingData.forEachStructure($0) { _, _ in } }
         return walk.structures > 0 ? 0 : 1
     }
 
+    /// The lines of one HCI event: every report of an event of up to 255 bytes fits.
+    static let eventLineCapacity = 64 * 1024
+
     static func hci(_ arguments: [String]) -> Int32 {
         var decoded = 0
+        var lines = JSONWriter(capacity: eventLineCapacity)
         if arguments.count == 2 && arguments[0] == "--hex" {
             guard let bytes = HexText.bytes(arguments[1]) else {
                 Console.out(errorObject("not hexadecimal (an even number of 0-9, a-f digits)") + "\n")
                 return 1
             }
-            decoded += bytes.withUnsafeBytes { event(HCIEvents.withoutPacketType($0), timeUs: nil) }
+            decoded += bytes.withUnsafeBytes { event(HCIEvents.withoutPacketType($0), timeUs: nil, into: &lines) }
             return decoded > 0 ? 0 : 1
         }
         guard arguments.count == 1, let path = arguments.first, !path.hasPrefix("-") || path == "-" else {
@@ -40,7 +46,7 @@ enum BLEDecodeCommand {
         if isCapture {
             var failure: BTSnoop.Failure? = nil
             contents.withUnsafeBytes { raw in
-                let result = BTSnoop.forEachEvent(raw) { time, packet in decoded += event(packet, timeUs: time) }
+                let result = BTSnoop.forEachEvent(raw) { time, packet in decoded += event(packet, timeUs: time, into: &lines) }
                 if case .failure(let problem) = result { failure = problem }
             }
             if let failure { Console.out(errorObject(failure.description) + "\n") }
@@ -52,23 +58,30 @@ enum BLEDecodeCommand {
                     Console.out(errorObject("not hexadecimal: \(text)") + "\n")
                     continue
                 }
-                decoded += bytes.withUnsafeBytes { event(HCIEvents.withoutPacketType($0), timeUs: nil) }
+                decoded += bytes.withUnsafeBytes { event(HCIEvents.withoutPacketType($0), timeUs: nil, into: &lines) }
             }
         }
         return decoded > 0 ? 0 : 1
     }
 
     /// Prints one object per report of an advertising event; returns the number printed.
-    /// Other events in a capture (command completes, ...) are skipped silently.
-    private static func event(_ bytes: UnsafeRawBufferPointer, timeUs: Int64?) -> Int {
-        var lines: [String] = []
+    /// Other events in a capture (command completes, ...) are skipped silently. The lines are
+    /// written into `lines` (reset here) and printed only when the whole event decoded.
+    private static func event(_ bytes: UnsafeRawBufferPointer, timeUs: Int64?, into lines: inout JSONWriter) -> Int {
+        lines.reset()
+        var count = 0
         let result = HCIEvents.forEachReportDescribing(bytes) { report in
-            lines.append(AdvertisementJSON.describe(report.data, report: report, timeUs: timeUs))
+            AdvertisementJSON.write(report.data, report: report, timeUs: timeUs, into: &lines)
+            lines.newline()
+            count += 1
         }
         switch result {
+        case .success where lines.overflowed:
+            Console.out(errorObject("the decoded event does not fit \(eventLineCapacity) bytes") + "\n")
+            return 0
         case .success:
-            for line in lines { Console.out(line + "\n") }
-            return lines.count
+            Console.out(lines.bytes)
+            return count
         case .failure(.notAdvertising) where timeUs != nil:
             return 0
         case .failure(let error):

@@ -50,8 +50,10 @@ public enum CommandLineInterface {
             error: sentences read, parsed, ignored, and rejected by reason. Sentences without a
             checksum are rejected unless --allow-missing-checksum is given.
             adv: decodes advertising data (AD structures) given as hex: flags, name, TX power,
-            services, service data, manufacturer data, and the beacon frame (iBeacon, AltBeacon,
-            Eddystone UID/URL/TLM/eTLM/EID, UriBeacon).
+            services, solicited services, service data, manufacturer data, and the beacon frame
+            (iBeacon, AltBeacon, Eddystone UID/URL/TLM/eTLM/EID, UriBeacon). UUIDs are printed in
+            canonical form (128-bit ones are sent byte-reversed). A name that is not valid UTF-8 is
+            cut before its first invalid byte and flagged with "name_truncated": true.
             hci: decodes HCI LE Advertising Report events (legacy and extended; the H4 type byte
             0x04 is optional) given as hex, or read from FILE: a btsnoop capture (`btmon -w`) or
             lines of hex, one event per line. One JSON object per advertising report; a malformed

@@ -1,134 +1,218 @@
-/// One advertisement as a JSON object for `locus decode adv|hci` (allocates; not the hot path).
+/// One advertisement as a JSON object for `locus decode adv|hci`, written into a `JSONWriter`
+/// (not the hot path: the agent decodes sightings with `BeaconDecoder`, and this is for people
+/// and tools reading captures).
+///
+/// Members, each only when present: time, address, address_type, rssi, extended, flags, name,
+/// name_truncated, tx_power, services, solicited_services, service_data, manufacturer,
+/// manufacturer_more, beacon, warning. UUIDs are canonical upper-case text; 16- and 32-bit ones
+/// are expanded over the Bluetooth Base UUID; 128-bit ones are read as sent, all 16 bytes
+/// reversed. The AD structures are walked once per member group, in order, so that the members
+/// come out in a fixed order without collecting anything first; the AD members are written
+/// without allocating (`@_noAllocation`, checked in optimized builds).
 public enum AdvertisementJSON {
+    /// Bytes of line that one advertisement of `dataCount` AD bytes can take at most (a 16-bit
+    /// UUID, 4 bytes on air, is 39 bytes of text; a control byte in a name 6), with its report,
+    /// time, beacon and warning.
+    public static func capacity(dataCount: Int) -> Int { 1024 + 20 * dataCount }
+
     /// 16- and 32-bit UUIDs are shorthands of the Bluetooth Base UUID
     /// 0000xxxx-0000-1000-8000-00805F9B34FB.
+    @_noAllocation
     static func expand(_ short: UInt32) -> BeaconUUID {
         BeaconUUID(high: UInt64(short) << 32 | 0x0000_1000, low: 0x8000_0080_5F9B_34FB)
     }
 
-    /// A 128-bit UUID as sent in AD structures: little-endian.
-    static func uuid128(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> BeaconUUID {
-        var high: UInt64 = 0
-        var low: UInt64 = 0
-        for index in 0..<8 { low = low << 8 | UInt64(bytes[offset + 15 - index]) }
-        for index in 8..<16 { high = high << 8 | UInt64(bytes[offset + 15 - index]) }
-        return BeaconUUID(high: high, low: low)
+    /// Writes the advertisement as one JSON object (no newline) into `line`.
+    public static func write(_ data: UnsafeRawBufferPointer, report: AdvertisingReport? = nil, timeUs: Int64? = nil, into line: inout JSONWriter) {
+        line.beginObject()
+        if let timeUs {
+            let seconds = floorDivide(timeUs, 1_000_000)
+            line.time("time", UTCTime(seconds: seconds, nanoseconds: Int32((timeUs - seconds * 1_000_000) * 1000)))
+        }
+        if let report { writeReport(report, into: &line) }
+        let walk = writeSingles(data, into: &line)
+        writeUUIDLists(data, solicited: false, into: &line)
+        writeUUIDLists(data, solicited: true, into: &line)
+        writeServiceData(data, into: &line)
+        writeManufacturers(data, into: &line)
+        if let beacon = BeaconDecoder.decode(data) {
+            line.key("beacon")
+            write(beacon, into: &line)
+        }
+        if let error = walk.error { line.string("warning", error.description) }
+        line.endObject()
     }
 
+    /// The object as a String (allocates): for tests and the fuzzer.
     public static func describe(_ data: UnsafeRawBufferPointer, report: AdvertisingReport? = nil, timeUs: Int64? = nil) -> String {
-        var json = JSONText()
-        if let timeUs {
-            let time = UTCTime(seconds: floorDivide(timeUs, 1_000_000), nanoseconds: Int32((timeUs - floorDivide(timeUs, 1_000_000) * 1_000_000) * 1000))
-            json.string("time", time.iso8601)
-        }
-        if let report {
-            json.string("address", report.address.description)
-            json.string("address_type", addressType(report.addressType))
-            if let rssi = report.rssi { json.integer("rssi", Int(rssi)) }
-            if report.isExtended { json.boolean("extended", true) }
-        }
-        var services: [String] = []
-        var serviceData: [String] = []
-        var manufacturers: [String] = []
-        var name: String? = nil
-        var flags: Int? = nil
-        var txPower: Int? = nil
-        let walk = AdvertisingData.walk(data) { type, payload in
+        var line = JSONWriter(capacity: capacity(dataCount: data.count))
+        write(data, report: report, timeUs: timeUs, into: &line)
+        return line.string
+    }
+
+    static func writeReport(_ report: AdvertisingReport, into line: inout JSONWriter) {
+        line.string("address", report.address.description)
+        line.string("address_type", addressType(report.addressType))
+        if let rssi = report.rssi { line.integer("rssi", Int(rssi)) }
+        if report.isExtended { line.boolean("extended", true) }
+    }
+
+    /// Flags, name and TX power: the last structure of each type counts. A name that is not
+    /// valid UTF-8 is cut before its first invalid sequence and flagged, as BlueZ shows it.
+    @_noAllocation
+    static func writeSingles(_ data: UnsafeRawBufferPointer, into line: inout JSONWriter) -> AdvertisingWalk {
+        var flags: UInt8? = nil
+        var name: UnsafeRawBufferPointer? = nil
+        var txPower: Int8? = nil
+        let walk = AdvertisingData.forEachStructure(data) { type, payload in
             switch type {
-            case ADType.flags: flags = Int(payload[0])
-            case ADType.txPower: txPower = Int(Int8(bitPattern: payload[0]))
-            case ADType.shortenedName, ADType.completeName:
-                name = String(decoding: payload, as: UTF8.self)
-            case ADType.incomplete16, ADType.complete16:
-                for index in stride(from: 0, to: payload.count, by: 2) {
-                    services.append(expand(UInt32(AdvertisingData.uint16LE(payload, index))).description)
-                }
-            case ADType.incomplete32, ADType.complete32:
-                for index in stride(from: 0, to: payload.count, by: 4) {
-                    let value = UInt32(AdvertisingData.uint16LE(payload, index)) | UInt32(AdvertisingData.uint16LE(payload, index + 2)) << 16
-                    services.append(expand(value).description)
-                }
-            case ADType.incomplete128, ADType.complete128:
-                for index in stride(from: 0, to: payload.count, by: 16) { services.append(uuid128(payload, at: index).description) }
-            case ADType.serviceData16:
-                var entry = JSONText()
-                entry.string("uuid", expand(UInt32(AdvertisingData.uint16LE(payload, 0))).description)
-                entry.string("data", HexText.string(UnsafeRawBufferPointer(rebasing: payload[2...])))
-                serviceData.append(entry.closed)
-            case ADType.serviceData32:
-                var entry = JSONText()
-                let value = UInt32(AdvertisingData.uint16LE(payload, 0)) | UInt32(AdvertisingData.uint16LE(payload, 2)) << 16
-                entry.string("uuid", expand(value).description)
-                entry.string("data", HexText.string(UnsafeRawBufferPointer(rebasing: payload[4...])))
-                serviceData.append(entry.closed)
-            case ADType.serviceData128:
-                var entry = JSONText()
-                entry.string("uuid", uuid128(payload, at: 0).description)
-                entry.string("data", HexText.string(UnsafeRawBufferPointer(rebasing: payload[16...])))
-                serviceData.append(entry.closed)
-            case ADType.manufacturerData:
-                var entry = JSONText()
-                entry.integer("company", Int(AdvertisingData.uint16LE(payload, 0)))
-                entry.string("data", HexText.string(UnsafeRawBufferPointer(rebasing: payload[2...])))
-                manufacturers.append(entry.closed)
-            default:
-                break
+            case ADType.flags: flags = payload[0]
+            case ADType.txPower: txPower = Int8(bitPattern: payload[0])
+            case ADType.shortenedName, ADType.completeName: name = payload
+            default: break
             }
         }
-        if let flags { json.integer("flags", flags) }
-        if let name { json.string("name", name) }
-        if let txPower { json.integer("tx_power", txPower) }
-        if !services.isEmpty { json.raw("services", array(services.map { quoted($0) })) }
-        if !serviceData.isEmpty { json.raw("service_data", array(serviceData)) }
-        if let first = manufacturers.first { json.raw("manufacturer", first) }
-        if manufacturers.count > 1 { json.raw("manufacturer_more", array(Array(manufacturers.dropFirst()))) }
-        if let beacon = BeaconDecoder.decode(data) { json.raw("beacon", describe(beacon)) }
-        if let error = walk.error { json.string("warning", error.description) }
-        return json.closed
+        if let flags { line.integer("flags", Int(flags)) }
+        if let name {
+            let valid = UTF8Validation.validPrefix(name)
+            line.key("name")
+            line.string(bytes: valid.bytes)
+            if valid.truncated { line.boolean("name_truncated", true) }
+        }
+        if let txPower { line.integer("tx_power", Int(txPower)) }
+        return walk
     }
 
-    public static func describe(_ beacon: Beacon) -> String {
-        var json = JSONText()
-        json.string("kind", beacon.kind)
+    /// The width of the UUIDs in a list structure and whether it is a solicitation; nil for
+    /// other types.
+    @_noAllocation
+    static func uuidList(_ type: UInt8) -> (width: Int, solicited: Bool)? {
+        switch type {
+        case ADType.incomplete16, ADType.complete16: return (2, false)
+        case ADType.incomplete32, ADType.complete32: return (4, false)
+        case ADType.incomplete128, ADType.complete128: return (16, false)
+        case ADType.solicited16: return (2, true)
+        case ADType.solicited32: return (4, true)
+        case ADType.solicited128: return (16, true)
+        default: return nil
+        }
+    }
+
+    /// The UUID of `width` bytes (2, 4 or 16) at `offset`, as sent: little-endian.
+    @_noAllocation
+    static func uuid(_ payload: UnsafeRawBufferPointer, at offset: Int, width: Int) -> BeaconUUID {
+        switch width {
+        case 2: return expand(UInt32(AdvertisingData.uint16LE(payload, offset)))
+        case 4: return expand(UInt32(AdvertisingData.uint16LE(payload, offset)) | UInt32(AdvertisingData.uint16LE(payload, offset + 2)) << 16)
+        default: return BeaconUUID(littleEndian: UnsafeRawBufferPointer(rebasing: payload[offset..<(offset + 16)]))
+        }
+    }
+
+    /// "services" (AD types 0x02...0x07) or "solicited_services" (0x14, 0x15, 0x1F): every UUID of
+    /// every list, in the order sent.
+    @_noAllocation
+    static func writeUUIDLists(_ data: UnsafeRawBufferPointer, solicited: Bool, into line: inout JSONWriter) {
+        let key: StaticString = solicited ? "solicited_services" : "services"
+        var open = false
+        _ = AdvertisingData.forEachStructure(data) { type, payload in
+            guard let list = uuidList(type), list.solicited == solicited else { return }
+            for offset in stride(from: 0, to: payload.count, by: list.width) {
+                if !open {
+                    line.beginArray(key)
+                    open = true
+                }
+                line.uuid(uuid(payload, at: offset, width: list.width))
+            }
+        }
+        if open { line.endArray() }
+    }
+
+    /// "service_data": {uuid, data} for each service data structure (0x16, 0x20, 0x21).
+    @_noAllocation
+    static func writeServiceData(_ data: UnsafeRawBufferPointer, into line: inout JSONWriter) {
+        var open = false
+        _ = AdvertisingData.forEachStructure(data) { type, payload in
+            let width: Int
+            switch type {
+            case ADType.serviceData16: width = 2
+            case ADType.serviceData32: width = 4
+            case ADType.serviceData128: width = 16
+            default: return
+            }
+            if !open {
+                line.beginArray("service_data")
+                open = true
+            }
+            line.beginObject()
+            line.uuid("uuid", uuid(payload, at: 0, width: width))
+            line.hexString("data", UnsafeRawBufferPointer(rebasing: payload[width...]))
+            line.endObject()
+        }
+        if open { line.endArray() }
+    }
+
+    /// "manufacturer": the first manufacturer data structure; "manufacturer_more": the others.
+    @_noAllocation
+    static func writeManufacturers(_ data: UnsafeRawBufferPointer, into line: inout JSONWriter) {
+        var count = 0
+        _ = AdvertisingData.forEachStructure(data) { type, payload in
+            guard type == ADType.manufacturerData else { return }
+            if count == 0 {
+                line.key("manufacturer")
+            } else if count == 1 {
+                line.beginArray("manufacturer_more")
+            }
+            line.beginObject()
+            line.integer("company", Int(AdvertisingData.uint16LE(payload, 0)))
+            line.hexString("data", UnsafeRawBufferPointer(rebasing: payload[2...]))
+            line.endObject()
+            count += 1
+        }
+        if count > 1 { line.endArray() }
+    }
+
+    /// A beacon frame as one JSON object.
+    public static func write(_ beacon: Beacon, into line: inout JSONWriter) {
+        line.beginObject()
+        line.string("kind", beacon.kind)
         switch beacon {
         case .iBeacon(let uuid, let major, let minor, let power):
-            json.string("uuid", uuid.description)
-            json.integer("major", Int(major))
-            json.integer("minor", Int(minor))
-            json.integer("tx_power", Int(power))
+            line.uuid("uuid", uuid)
+            line.integer("major", Int(major))
+            line.integer("minor", Int(minor))
+            line.integer("tx_power", Int(power))
         case .altBeacon(let company, let id1, let id2, let id3, let reference, let reserved):
-            json.string("uuid", id1.description)
-            json.integer("major", Int(id2))
-            json.integer("minor", Int(id3))
-            json.integer("tx_power", Int(reference))
-            json.integer("company", Int(company))
-            if let reserved { json.integer("reserved", Int(reserved)) }
+            line.uuid("uuid", id1)
+            line.integer("major", Int(id2))
+            line.integer("minor", Int(id3))
+            line.integer("tx_power", Int(reference))
+            line.integer("company", Int(company))
+            if let reserved { line.integer("reserved", Int(reserved)) }
         case .eddystoneUID(let namespace, let instance, let power):
-            json.string("namespace", namespace.description.lowercasedASCII)
-            json.string("instance", hex48(instance))
-            json.integer("tx_power", Int(power))
+            // The namespace's 10 bytes: its two words big-endian, side by side in the tuple.
+            withUnsafeBytes(of: (namespace.high.bigEndian, namespace.low.bigEndian)) { line.hexString("namespace", UnsafeRawBufferPointer(rebasing: $0[0..<10])) }
+            withUnsafeBytes(of: instance.bigEndian) { line.hexString("instance", UnsafeRawBufferPointer(rebasing: $0[2..<8])) }
+            line.integer("tx_power", Int(power))
         case .eddystoneURL(let power, let url), .uriBeacon(let power, let url):
-            if let text = url.expanded { json.string("url", text) } else { json.string("error", "URL contains reserved codes") }
-            json.integer("tx_power", Int(power))
+            if let text = url.expanded { line.string("url", text) } else { line.string("error", "URL contains reserved codes") }
+            line.integer("tx_power", Int(power))
         case .eddystoneTLM(let voltage, let temperature, let count, let uptime):
-            json.integer("voltage_mv", Int(voltage))
-            if let temperature { json.number("temperature_c", temperature, decimals: 2) }
-            json.integer("adv_count", Int(count))
-            json.number("uptime_s", Double(uptime) / 10, decimals: 1)
+            line.integer("voltage_mv", Int(voltage))
+            if let temperature { line.number("temperature_c", temperature, decimals: 2) }
+            line.integer("adv_count", Int(count))
+            line.fixed("uptime_s", units: Int64(uptime), scale: 1)
         case .eddystoneEncryptedTLM(let data, let salt, let mic):
-            json.string("data", data.description.lowercasedASCII)
-            json.integer("salt", Int(salt))
-            json.integer("mic", Int(mic))
+            withUnsafeBytes(of: data.bytes) { line.hexString("data", $0) }
+            line.integer("salt", Int(salt))
+            line.integer("mic", Int(mic))
         case .eddystoneEID(let power, let identifier):
-            var text = ""
-            for index in 0..<8 { text += hex(UInt8(truncatingIfNeeded: identifier >> UInt64(56 - 8 * index))) }
-            json.string("eid", text.lowercasedASCII)
-            json.integer("tx_power", Int(power))
+            withUnsafeBytes(of: identifier.bigEndian) { line.hexString("eid", $0) }
+            line.integer("tx_power", Int(power))
         }
-        return json.closed
+        line.endObject()
     }
 
-    static func addressType(_ type: UInt8) -> String {
+    static func addressType(_ type: UInt8) -> StaticString {
         switch type {
         case 0: return "public"
         case 1: return "random"
@@ -137,23 +221,5 @@ public enum AdvertisementJSON {
         case 0xFF: return "anonymous"
         default: return "unknown"
         }
-    }
-
-    static func hex48(_ value: UInt64) -> String {
-        var text = ""
-        for index in 0..<6 { text += hex(UInt8(truncatingIfNeeded: value >> UInt64(40 - 8 * index))) }
-        return text.lowercasedASCII
-    }
-
-    static func quoted(_ text: String) -> String {
-        var result = ""
-        JSONText.appendQuoted(text, to: &result)
-        return result
-    }
-
-    static func array(_ items: [String]) -> String {
-        var text = "["
-        for (index, item) in items.enumerated() { text += (index == 0 ? "" : ",") + item }
-        return text + "]"
     }
 }

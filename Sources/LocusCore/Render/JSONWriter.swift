@@ -325,7 +325,12 @@ public struct JSONWriter: ~Copyable {
         guard value.isFinite else { return ascii("null") }
         var scale = 1.0
         for _ in 0..<decimals { scale *= 10 }
-        let scaled = (abs(value) * scale).rounded(.toNearestOrAwayFromZero)
+        // Half away from zero by hand: `rounded(_:)` takes a FloatingPointRoundingRule, whose
+        // metadata the allocation check rejects in optimized host builds (see LibM.floor).
+        // `magnitude - whole` is exact, so this is `rounded(.toNearestOrAwayFromZero)`.
+        let magnitude = abs(value) * scale
+        let whole = LibM.floor(magnitude)
+        let scaled = magnitude - whole >= 0.5 ? whole + 1 : whole
         guard scaled < 9.0e18 else { return ascii("null") }
         let units = Int64(scaled)
         text(units: value < 0 ? -units : units, scale: decimals)
@@ -400,6 +405,44 @@ public struct JSONWriter: ~Copyable {
             put(JSONWriter.hexDigit(byte >> 4, upper: upper))
             put(JSONWriter.hexDigit(byte & 0x0F, upper: upper))
         }
+    }
+
+    /// A string value of two hex digits a byte: "0215e2c5...".
+    @_noAllocation
+    public mutating func hexString(_ bytes: UnsafeRawBufferPointer, upper: Bool = false) {
+        separate()
+        guard reserve(bytes.count * 2 + 2) else { return }
+        put(UInt8(ascii: "\""))
+        hex(bytes, upper: upper)
+        put(UInt8(ascii: "\""))
+    }
+
+    @_noAllocation
+    public mutating func hexString(_ key: StaticString, _ bytes: UnsafeRawBufferPointer, upper: Bool = false) {
+        self.key(key)
+        hexString(bytes, upper: upper)
+    }
+
+    /// A UUID in its canonical upper-case form, as `BeaconUUID.description` (and Core
+    /// Location's `uuidString`) writes it: "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0".
+    @_noAllocation
+    public mutating func uuid(_ value: BeaconUUID) {
+        separate()
+        guard reserve(38) else { return }
+        put(UInt8(ascii: "\""))
+        for index in 0..<16 {
+            if index == 4 || index == 6 || index == 8 || index == 10 { put(UInt8(ascii: "-")) }
+            let byte = value.byte(index)
+            put(JSONWriter.hexDigit(byte >> 4, upper: true))
+            put(JSONWriter.hexDigit(byte & 0x0F, upper: true))
+        }
+        put(UInt8(ascii: "\""))
+    }
+
+    @_noAllocation
+    public mutating func uuid(_ key: StaticString, _ value: BeaconUUID) {
+        self.key(key)
+        uuid(value)
     }
 
     @_noAllocation

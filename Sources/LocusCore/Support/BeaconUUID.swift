@@ -11,13 +11,28 @@ public struct BeaconUUID: Hashable, Sendable, CustomStringConvertible {
         self.low = low
     }
 
-    /// From 16 bytes in transmission order (iBeacon and AltBeacon send the UUID big-endian).
+    /// From 16 bytes in transmission order (iBeacon and AltBeacon send the UUID big-endian,
+    /// inside manufacturer data).
     public init(bytes: UnsafeRawBufferPointer) {
         precondition(bytes.count >= 16)
         var high: UInt64 = 0
         var low: UInt64 = 0
         for index in 0..<8 { high = high << 8 | UInt64(bytes[index]) }
         for index in 8..<16 { low = low << 8 | UInt64(bytes[index]) }
+        self.init(high: high, low: low)
+    }
+
+    /// From 16 bytes sent little-endian: the 128-bit service UUIDs of advertising data (AD types
+    /// 0x06 and 0x07 lists, 0x15 solicitation, 0x21 service data) are the canonical bytes, all 16
+    /// reversed. `1b c5 d5 a5 02 00 46 9a e1 11 b7 8d 60 b4 45 2d` is
+    /// 2D45B460-8DB7-11E1-9A46-0002A5D5C51B.
+    @_noAllocation
+    public init(littleEndian bytes: UnsafeRawBufferPointer) {
+        precondition(bytes.count >= 16)
+        var high: UInt64 = 0
+        var low: UInt64 = 0
+        for index in 0..<8 { high = high << 8 | UInt64(bytes[15 - index]) }
+        for index in 8..<16 { low = low << 8 | UInt64(bytes[15 - index]) }
         self.init(high: high, low: low)
     }
 

@@ -2,6 +2,13 @@
 public enum UTF8Validation {
     /// Offset of the first byte that does not start or continue a valid sequence, or nil.
     public static func firstInvalidByte(in bytes: [UInt8]) -> Int? {
+        bytes.withUnsafeBytes { firstInvalidByte(in: $0) }
+    }
+
+    /// Offset of the first byte that does not start or continue a valid sequence, or nil: the
+    /// start of the first sequence that is not valid (a truncated one at the end included).
+    @_noAllocation
+    public static func firstInvalidByte(in bytes: UnsafeRawBufferPointer) -> Int? {
         var index = 0
         let count = bytes.count
         while index < count {
@@ -31,5 +38,13 @@ public enum UTF8Validation {
             index += length
         }
         return nil
+    }
+
+    /// The longest valid prefix of `bytes`: all of them, or those before the first invalid
+    /// sequence (as BlueZ cuts a device name that is not UTF-8). `truncated` says which.
+    @_noAllocation
+    public static func validPrefix(_ bytes: UnsafeRawBufferPointer) -> (bytes: UnsafeRawBufferPointer, truncated: Bool) {
+        guard let cut = firstInvalidByte(in: bytes) else { return (bytes, false) }
+        return (UnsafeRawBufferPointer(rebasing: bytes[0..<cut]), true)
     }
 }
