@@ -15,6 +15,12 @@ public struct Coordinate: Sendable, Equatable {
 public protocol MonitoringCondition: Sendable {
     /// The condition as the control protocol's `add` request carries it.
     var requestMember: (key: String, value: [String: Any]) { get }
+    /// Its `settings` member, if it sets any.
+    var requestSettings: [String: Any]? { get }
+}
+
+extension MonitoringCondition {
+    public var requestSettings: [String: Any]? { nil }
 }
 
 /// `CLMonitor.CircularGeographicCondition`: inside a circle around `center`, `radius` metres.
@@ -32,11 +38,20 @@ public struct CircularGeographicCondition: MonitoringCondition, Equatable {
     }
 }
 
+/// How near a beacon must be for its condition to be satisfied (CLProximity's ranges, estimated
+/// from the filtered RSSI: immediate < 0.5 m, near < 3 m, far beyond).
+public enum Proximity: String, Sendable {
+    case immediate, near, far
+}
+
 /// `CLMonitor.BeaconIdentityCondition`: a UUID, optionally narrowed by major, then minor.
 public struct BeaconIdentityCondition: MonitoringCondition, Equatable {
     public var uuid: UUID
     public var major: UInt16?
     public var minor: UInt16?
+    /// The proximity requirement the site file's `proximity` key sets: satisfied only when the
+    /// beacon is at least this near. nil (the default): any sighting satisfies it.
+    public var proximity: Proximity?
 
     public init(uuid: UUID) { self.uuid = uuid }
 
@@ -51,11 +66,26 @@ public struct BeaconIdentityCondition: MonitoringCondition, Equatable {
         self.minor = minor
     }
 
+    /// Any of the identity parts with a proximity requirement: `BeaconIdentityCondition(uuid: u,
+    /// major: 7, proximity: .near)`.
+    public init(uuid: UUID, major: UInt16? = nil, minor: UInt16? = nil, proximity: Proximity?) {
+        precondition(minor == nil || major != nil, "a minor needs its major")
+        self.uuid = uuid
+        self.major = major
+        self.minor = minor
+        self.proximity = proximity
+    }
+
     public var requestMember: (key: String, value: [String: Any]) {
         var beacon: [String: Any] = ["uuid": uuid.uuidString]
         if let major { beacon["major"] = Int(major) }
         if let minor { beacon["minor"] = Int(minor) }
         return ("beacon", beacon)
+    }
+
+    /// The condition's settings for the `add` request (only what differs from the defaults).
+    public var requestSettings: [String: Any]? {
+        proximity.map { ["proximity": $0.rawValue] }
     }
 }
 

@@ -36,7 +36,17 @@ public actor Monitor {
         public var diagnostics: Diagnostics
         /// The agent's log sequence number.
         public var sequence: Int
+
+        /// iOS 18's names for the diagnostics, read as `LocationUpdate`'s are.
+        public var accuracyLimited: Bool { diagnostics.contains(.accuracyLimited) }
+        public var conditionLimitExceeded: Bool { diagnostics.contains(.conditionLimitExceeded) }
+        public var conditionUnsupported: Bool { diagnostics.contains(.conditionUnsupported) }
+        public var persistenceUnavailable: Bool { diagnostics.contains(.persistenceUnavailable) }
     }
+
+    /// The seeds' nested spellings (`CLMonitor.CircularGeographicCondition`).
+    public typealias CircularGeographicCondition = LocusMonitor.CircularGeographicCondition
+    public typealias BeaconIdentityCondition = LocusMonitor.BeaconIdentityCondition
 
     public struct Record: Sendable {
         public var condition: any MonitoringCondition
@@ -67,6 +77,7 @@ public actor Monitor {
         var request: [String: Any] = ["op": "add", "monitor": name, "identifier": identifier]
         let member = condition.requestMember
         request[member.key] = member.value
+        if let settings = condition.requestSettings { request["settings"] = settings }
         if let assuming { request["assuming"] = assuming.rawValue }
         _ = try await channel.request(request)
     }
@@ -153,6 +164,7 @@ public actor Monitor {
         var beacon = BeaconIdentityCondition(uuid: uuid)
         beacon.major = (condition["major"] as? Int).map { UInt16($0) }
         beacon.minor = (condition["minor"] as? Int).map { UInt16($0) }
+        beacon.proximity = ((object["settings"] as? [String: Any])?["proximity"] as? String).flatMap(Proximity.init(rawValue:))
         return Record(condition: beacon, lastEvent: event)
     }
 }

@@ -62,6 +62,31 @@ import Testing
         #expect(after.lastEvent.date == lastDate && lastDate > takenDate, "taken: the record moves on")
     }
 
+    /// The seeds' spellings compile as written (the nested condition names, diagnostics read as
+    /// properties), and a beacon condition's proximity requirement reaches the agent and comes back.
+    @Test func theSeedsSpellingsAndABeaconsProximityRequirement() async throws {
+        let site = try AgentEndToEndTests.site("library-spellings")
+        let agent = try AgentEndToEndTests.start(site)
+        defer { _ = agent.stop(signal: SIGKILL) }
+        let monitor = try await Monitor("road", stateDirectory: site.state)
+        defer { Task { await monitor.close() } }
+        let uuid = UUID(uuidString: "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0")!
+        try await monitor.add(Monitor.CircularGeographicCondition(center: Coordinate(latitude: 45.05, longitude: 7.0), radius: 100),
+                              identifier: "depot", assuming: .unsatisfied)
+        try await monitor.add(Monitor.BeaconIdentityCondition(uuid: uuid, major: 7, proximity: .near), identifier: "dock")
+        try await monitor.add(Monitor.BeaconIdentityCondition(uuid: uuid), identifier: "anywhere")
+        let dock = try #require(await monitor.record(for: "dock")?.condition as? BeaconIdentityCondition)
+        #expect(dock.major == 7 && dock.minor == nil && dock.proximity == .near)
+        let anywhere = try #require(await monitor.record(for: "anywhere")?.condition as? BeaconIdentityCondition)
+        #expect(anywhere.proximity == nil)
+        // What the agent stored, read independently of the library: the record's settings.
+        let reply = try AgentEndToEndTests().rawRequest(site.state + "/read.sock", #"{"op":"record","monitor":"road","identifier":"dock"}"# + "\n")
+        #expect(reply.contains(#""proximity":"near""#), "\(reply)")
+        let depot = try #require(await monitor.record(for: "depot"))
+        let event = depot.lastEvent
+        #expect(!event.accuracyLimited && !event.conditionLimitExceeded && !event.conditionUnsupported && !event.persistenceUnavailable)
+    }
+
     @Test func twoClientsEachGetTheirMonitorsEventsAndAStoppedAgentEndsTheSequence() async throws {
         let site = try AgentEndToEndTests.site("library-two")
         let agent = try AgentEndToEndTests.start(site)
