@@ -116,6 +116,14 @@ extension Files {
         return returned & Int16(LOCUS_POLLHUP | LOCUS_POLLERR) != 0
     }
 
+    /// Waits at most `timeoutMs` until `descriptor` is readable (or hung up); whether it is.
+    public static func waitUntilReadable(_ descriptor: Int32, timeoutMs: Int32) -> Bool {
+        var fd = descriptor
+        var events = Int16(LOCUS_POLLIN)
+        var returned: Int16 = 0
+        return locus_poll(&fd, &events, &returned, 1, timeoutMs) > 0
+    }
+
     /// Writes `bytes` to a non-blocking descriptor, waiting at most 100 ms for room. false when
     /// they could not all be written (the reader is not keeping up); a part already written stays.
     public static func writeSome(_ descriptor: Int32, _ bytes: [UInt8]) -> Bool {
