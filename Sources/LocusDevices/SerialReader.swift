@@ -1,4 +1,5 @@
 import CLocus
+import LocusCore
 
 /// Monotonic clock, nanoseconds. Everything that schedules (backoff, timers) takes `now` from
 /// here once per loop turn and passes it down.
@@ -132,6 +133,22 @@ public enum Clock {
             let step = min(remaining, 1_000_000_000)
             _ = locus_poll(nil, nil, nil, 0, Int32(max(1, step / 1_000_000)))
             remaining -= step
+        }
+    }
+}
+
+extension MonotonicClock {
+    /// The monotonic clock as a typed instant (deadlines, retries, the loop's `now`).
+    public static var instant: MonotonicInstant { MonotonicInstant(nanoseconds: locus_monotonic_ns()) }
+}
+
+extension ReceiverControl {
+    /// `service(now:write:)` with a port write that reports a `SystemError`: EAGAIN is a full
+    /// buffer, anything else a failing port.
+    public mutating func service(now: MonotonicInstant, write: (UnsafeRawBufferPointer) -> SystemError?) -> Bool {
+        service(now: now) { bytes in
+            guard let error = write(bytes) else { return .written }
+            return error == .wouldBlock ? .full : .failed
         }
     }
 }

@@ -117,7 +117,7 @@ final class Agent {
         subscriptions = Array(repeating: Subscription(), count: control?.capacity ?? 0)
         let board = loaded.board
         let updates = loaded.site.updates
-        siteUpdater = LiveUpdater(settings: ReplayUpdates.settings(updates))
+        siteUpdater = LiveUpdater(settings: LiveUpdateSettings(updates))
         pause = PauseController(siteUpdater.settings.configuration, siteUpdater.settings.tier)
         radioTier = updates.accuracy
         let scanSettings = TierPolicy(tier: updates.accuracy).scanSettings
@@ -243,7 +243,7 @@ final class Agent {
         consider(plan.nextPulseEnd(after: now))
         if hasGNSS {
             consider(gnss.nextAttemptAtNs)
-            consider(receiver.nextDeadlineNs)
+            consider(receiver.nextDeadline?.nanoseconds)
         }
         switch bluetoothKind {
         case .adapter: consider(scanner.isOpen ? nextAdapterCheckNs : scanner.nextAttemptAtNs)
@@ -262,7 +262,7 @@ final class Agent {
             case .opened?:
                 AgentLog.info("locus: gnss: reading \(gnss.path) at \(gnss.baud) baud\(Agent.afterFailures(gnssOpenFailures))")
                 gnssOpenFailures = 0
-                receiver.portOpened(now: now)
+                receiver.portOpened(now: MonotonicInstant(nanoseconds: now))
             case .openFailed(let error, let retry)?:
                 gnssOpenFailures += 1
                 if let text = Agent.openFailure(gnssOpenFailures, error, retryMs: retry) { AgentLog.warning("locus: gnss: cannot open \(gnss.path): \(text)") }
@@ -321,7 +321,7 @@ final class Agent {
         fixCount = 0
         if receiver.takeRestart() {
             AgentLog.warning("locus: gnss: the receiver restarted (its start-up message); configuring it again")
-            receiver.restarted(now: now)
+            receiver.restarted(now: MonotonicInstant(nanoseconds: now))
             pause.receiverRestarted(nowNs: utcNow(now).totalNanoseconds)
             sampleWakeAtNs = nil
         }
@@ -424,6 +424,21 @@ final class Agent {
         let now = utcNow(MonotonicClock.now())
         session?.close(time: now)
         AgentLog.notice("locus: stopped: \(statistics.fixes) fixes, \(statistics.sightings) sightings, \(statistics.events) events")
+    }
+}
+
+extension Agent {
+    /// Writes what the receiver control has queued and logs a settled plan. Called after the
+    /// port may have opened and at the end of each turn.
+    func serviceReceiver(_ now: Int64) {
+        guard hasGNSS, gnss.isOpen else { return }
+        guard receiver.service(now: MonotonicInstant(nanoseconds: now), write: { gnss.write($0) }) else { return }
+        let report = receiver.settledReport()
+        if report.allConfirmed {
+            AgentLog.info("locus: gnss: \(report.text)")
+        } else {
+            AgentLog.warning("locus: gnss: \(report.text)")
+        }
     }
 }
 

@@ -166,7 +166,7 @@ extension Agent {
         let site = loaded.site.updates
         let chosenPreset = preset ?? site.preset
         let chosenTier = accuracy ?? site.accuracy
-        let settings = ReplayUpdates.settings(site, preset: chosenPreset, tier: chosenTier)
+        let settings = LiveUpdateSettings(site, preset: chosenPreset, tier: chosenTier)
         streams[slot] = UpdateStream(updater: LiveUpdater(settings: settings), preset: chosenPreset, tier: chosenTier)
         AgentLog.info("locus: updates: stream \(slot) opened (\(chosenPreset), \(chosenTier))")
         applyRadioTier(now)
@@ -230,14 +230,14 @@ extension Agent {
 extension Agent {
     /// The receiver's plan for the radios' tier and the site's preset (queued while it sleeps).
     func applyReceiverPlan(_ now: Int64) {
-        receiver.apply(preset: siteUpdater.settings.configuration, tier: TierPolicy(tier: radioTier), now: now)
+        receiver.apply(preset: siteUpdater.settings.configuration, tier: TierPolicy(tier: radioTier), now: MonotonicInstant(nanoseconds: now))
     }
 
     /// Into its lowest-power mode (u-blox backup, MediaTek standby); false for a receiver that
     /// takes no commands or a closed port.
     func sleepReceiver(durationMs: Int64, _ now: Int64) -> Bool {
-        receiver.sleep(durationMs: durationMs, now: now)
+        receiver.sleep(durationMs: durationMs, now: MonotonicInstant(nanoseconds: now))
     }
 
-    func wakeReceiver(_ now: Int64) { receiver.wake(now: now) }
+    func wakeReceiver(_ now: Int64) { receiver.wake(now: MonotonicInstant(nanoseconds: now)) }
 }

@@ -38,7 +38,7 @@ enum RunCommand {
         let loaded: LoadedConfig
         switch LoadedConfig.load(configPath) {
         case .success(let value): loaded = value
-        case .failure(let status): return .failure(status)
+        case .failure: return .failure(ExitStatus(code: 1))
         }
         let directory = stateOverride ?? Paths.resolve(loaded.site.stateDirectory, relativeTo: Paths.directory(of: configPath))
         // Parsing freed what it used; give those pages back before the engine's tables are carved
