@@ -8,7 +8,7 @@ public enum Files {
         defer { _ = locus_close(fd) }
         let size = try check(locus_file_size(fd))
         if locus_is_directory(path) == 1 { throw SystemError.isDirectory }
-        if size > Int64(limit) { throw SystemError(code: 27) } // EFBIG
+        if size > Int64(limit) { throw SystemError.fileTooLarge }
         var bytes = [UInt8](repeating: 0, count: Int(size))
         var filled = 0
         // Bounded: a file that grows while read stops at its size when opened.

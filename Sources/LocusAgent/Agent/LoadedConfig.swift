@@ -47,4 +47,23 @@ struct LoadedConfig {
         }
         return .success(LoadedConfig(site: site, board: board, sitePath: path, boardPath: boardPath))
     }
+
+    /// What of `fresh` a SIGHUP cannot apply: capacities, `[updates]`, the board file take
+    /// effect at the next start (one sentence each, for the log).
+    func changesAtRestart(_ fresh: LoadedConfig) -> [String] {
+        var changes: [String] = []
+        let (was, new) = (site.capacity, fresh.site.capacity)
+        if was.conditions != new.conditions || was.events != new.events || was.subscribers != new.subscribers {
+            changes.append("[capacity] changes take effect at the next start")
+        }
+        let (before, after) = (site.updates, fresh.site.updates)
+        if before.preset != after.preset || before.accuracy != after.accuracy || before.batchCount != after.batchCount
+            || before.batchAgeMs != after.batchAgeMs || before.distanceFilterM != after.distanceFilterM
+            || before.significantChange != after.significantChange || before.visitMinimumMs != after.visitMinimumMs
+            || before.stationaryWindowMs != after.stationaryWindowMs || before.motionInput != after.motionInput {
+            changes.append("[updates] changes take effect at the next start")
+        }
+        if fresh.boardPath != boardPath { changes.append("a different board file takes effect at the next start") }
+        return changes
+    }
 }

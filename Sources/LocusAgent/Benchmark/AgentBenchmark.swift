@@ -38,10 +38,11 @@ public final class AgentBenchmark {
             return nil
         }
         self.master = master
-        guard case .success(let agent) = RunCommand.setUp(["--config", Paths.join(directory, "site.toml"), "--state", state]) else { return nil }
+        guard case .success(let agent) = Agent.open(configPath: Paths.join(directory, "site.toml"), stateDirectory: state) else { return nil }
         self.agent = agent
-        agent.openSources(MonotonicClock.now())
-        if let interval = agent.notifier.watchdogIntervalNs { agent.nextWatchdogNs = MonotonicClock.now() + interval }
+        // The port open before the first write (a turn would open it too, but would wait first).
+        agent.start()
+        agent.gnss.openIfDue(AgentTime(monotonic: MonotonicClock.instant, utc: UTCTime(nanoseconds: Clock.realtimeNs())))
     }
 
     /// One turn of the loop (it waits in poll(2) for something to do).
@@ -51,10 +52,9 @@ public final class AgentBenchmark {
     /// the next turn reads it whole.
     public func write(_ bytes: [UInt8]) {
         _ = Files.writeSome(master, bytes)
-        _ = Files.waitUntilReadable(agent.gnss.descriptor, timeoutMs: 1_000)
+        if let port = agent.gnss.descriptor { _ = Files.waitUntilReadable(port.rawValue, timeoutMs: 1_000) }
     }
 
-    public var fixes: Int { agent.statistics.fixes }
-    public var events: Int { agent.statistics.events }
-    public var gnssOpen: Bool { agent.gnss.isOpen }
+    public var fixes: Int { agent.gnss.fixesDecoded }
+    public var events: Int { agent.log.events }
 }

@@ -89,7 +89,7 @@ public struct ReceiverControl {
     /// whether a sleep request was queued: false for generic-nmea receivers, a closed port, or a
     /// non-positive u-blox duration. Resends stop while the receiver sleeps.
     public mutating func sleep(durationMs: Int64, now: MonotonicInstant) -> Bool {
-        guard portOpen else { return false }
+        guard ReceiverControl.canSleep(receiver, portOpen: portOpen, durationMs: durationMs) else { return false }
         switch receiver {
         case .genericNMEA:
             return false
@@ -106,6 +106,17 @@ public struct ReceiverControl {
         resendMask = 0
         queuedAt = now
         return true
+    }
+
+    /// Whether `sleep(durationMs:now:)` queues a request, for a caller that decides before
+    /// asking (the live updates, from a `ReceiverState` value).
+    public static func canSleep(_ receiver: BoardConfig.Receiver, portOpen: Bool, durationMs: Int64) -> Bool {
+        guard portOpen else { return false }
+        switch receiver {
+        case .genericNMEA: return false
+        case .ublox: return ReceiverPlan.sleep(durationMs: durationMs, receiver: receiver) != nil
+        case .mediatek: return true
+        }
     }
 
     /// Wakes the receiver (a few bytes on its RX line), then sends the current plan again from
