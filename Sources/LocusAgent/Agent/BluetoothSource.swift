@@ -109,18 +109,34 @@ final class BluetoothSource: LoopComponent {
         }
     }
 
-    /// Reads what the adapter or the feed has, if ready: HCI event packets from either go
-    /// through one gather into the sighting buffer, stamped with the turn's UTC time.
+    /// Reads what the adapter or the feed has, if ready: HCI event packets (H4 indicator
+    /// first) from the adapter's socket, or from the feed through the H4 framer, go through one
+    /// gather into the sighting buffer, stamped with the turn's UTC time.
     func read(_ poll: borrowing PollSet, _ now: AgentTime) {
         sightingCount = 0
         guard poll.readable(readIndex) else { return }
-        let time = now.utc
-        let dropped = droppedSightings
-        forEachPacket(now) { packet in
-            SightingGather.gather(packet, time, sightings, &sightingCount, &rejectedEvents, &droppedSightings)
+        // Locals, not `self`, in the gather: the framer's allocation-free path may not retain.
+        let time = now.utc, buffer = sightings
+        var count = 0, rejected = 0, dropped = 0
+        switch kind {
+        case .adapter:
+            let event = scanner?.read(now: now.monotonic.nanoseconds) { packet in
+                SightingGather.gather(packet, time, buffer, &count, &rejected, &dropped)
+            }
+            if let event { AgentLog.warning("locus: bluetooth: \(event)") }
+        case .feed(let path):
+            let event = feed?.read(now: now.monotonic.nanoseconds) { bytes in
+                h4.consume(bytes) { packet in SightingGather.gather(packet, time, buffer, &count, &rejected, &dropped) }
+            }
+            if case .lost? = event { AgentLog.warning("locus: bluetooth: the HCI feed \(path) closed; reopening") }
+        case .none:
+            break
         }
-        sightingsGathered += sightingCount
-        if droppedSightings > dropped && droppedSightings >= 2 * droppedReported {
+        sightingCount = count
+        sightingsGathered += count
+        rejectedEvents += rejected
+        droppedSightings += dropped
+        if dropped > 0 && droppedSightings >= 2 * droppedReported {
             droppedReported = droppedSightings
             AgentLog.warning("locus: bluetooth: \(droppedSightings) sightings dropped since start: more than \(BluetoothSource.sightingCapacity) in one read")
         }
@@ -168,22 +184,6 @@ final class BluetoothSource: LoopComponent {
     func shutdown(now: AgentTime) {
         if let problem = scanner?.stop() { AgentLog.warning("locus: bluetooth: stopping the scan: \(problem)") }
         feed?.close()
-    }
-
-    // MARK: the one reader path
-
-    /// Each HCI event packet waiting (H4 indicator first), from the adapter's socket or from the
-    /// feed through the H4 framer.
-    private func forEachPacket(_ now: AgentTime, _ body: (UnsafeRawBufferPointer) -> Void) {
-        switch kind {
-        case .adapter:
-            if let event = scanner?.read(now: now.monotonic.nanoseconds, body) { AgentLog.warning("locus: bluetooth: \(event)") }
-        case .feed(let path):
-            let event = feed?.read(now: now.monotonic.nanoseconds) { bytes in h4.consume(bytes, body) }
-            if case .lost? = event { AgentLog.warning("locus: bluetooth: the HCI feed \(path) closed; reopening") }
-        case .none:
-            break
-        }
     }
 }
 

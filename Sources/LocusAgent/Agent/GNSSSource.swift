@@ -169,7 +169,9 @@ final class GNSSSource: LoopComponent {
     /// logs and streams on fix time).
     private func store(_ fix: Fix) {
         guard fix.time != nil else { return }
-        precondition(fixCount < fixes.count, "more fixes in one read than GNSSSource.fixCapacity")
+        // Locals, not `self`, in the autoclosure: capturing self would retain it.
+        let count = fixCount, capacity = fixes.count
+        precondition(count < capacity, "more fixes in one read than GNSSSource.fixCapacity")
         fixes[fixCount] = fix
         fixCount += 1
         fixesDecoded += 1
