@@ -294,9 +294,10 @@ func engineWorkload(kind: String, observe: Bool, repeats: Int) {
 
 /// One turn of the agent's loop (`AgentBenchmark`: the real loop on a pseudo-terminal GNSS port,
 /// a log in a temporary directory). `idle`: the systemd watchdog is due every turn and nothing
-/// else happens. `fix`: an NMEA epoch (RMC, GGA) is written before each turn, alternately inside
-/// a 100 m fence and 500 m north of it, so every turn decodes a fix, decides an event, logs both
-/// and hands the event on. Both modes set up the agent and run 20 warm-up turns; --decode adds
+/// else happens. `fix`: an NMEA epoch (RMC, GGA) is written before each turn, alternately 80 m and
+/// 120 m north of a 100 m fence's centre (40 m/s, within the default preset's speed filter, so the
+/// updater accepts every fix and never pauses), so every turn decodes a fix, decides an event,
+/// logs both and hands the event on. Both modes set up the agent and run 20 warm-up turns; --decode adds
 /// `repeats` measured turns, whose allocations are counted.
 func agentTurns(kind: String, measure: Bool, repeats: Int) {
     let directory = NSTemporaryDirectory() + "locus-bench-agent-\(getpid())"
@@ -312,7 +313,7 @@ func agentTurns(kind: String, measure: Bool, repeats: Int) {
     let warmUp = 20
     let epochs: [[UInt8]] = (0..<(warmUp + repeats)).map { second in
         let time = String(format: "%02d%02d%02d.00", 10 + second / 3600, (second / 60) % 60, second % 60)
-        let minutes = second % 2 == 0 ? 0.0 : 500 / 111_132.0 * 60   // inside, then 500 m north
+        let minutes = (second % 2 == 0 ? 80.0 : 120.0) / 111_132.0 * 60   // inside, then outside
         let lat = String(format: "45%010.7f,N", minutes)
         return Array((checksummed("$GPRMC,\(time),A,\(lat),00700.0000000,E,0.0,0.0,150324,,,A")
             + checksummed("$GPGGA,\(time),\(lat),00700.0000000,E,1,09,0.8,20.0,M,-30.0,M,,")).utf8)

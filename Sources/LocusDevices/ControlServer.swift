@@ -24,7 +24,7 @@ public final class ControlServer {
         case tooLarge
     }
 
-    /// Socket reads per slot and turn (`startTurn` resets the count): bounds one client's hold
+    /// Socket reads per slot and turn (`startTurn` starts a new count): bounds one client's hold
     /// on the loop.
     public static let maximumReadsPerTurn = 16
     /// Connections accepted per listener and turn.
@@ -36,6 +36,8 @@ public final class ControlServer {
         var inboundStart = 0
         var inboundCount = 0
         var readsThisTurn = 0
+        /// The turn `readsThisTurn` counts (a slot is not touched in turns it does not read).
+        var readTurn = 0
         var outbound: UnsafeMutableRawBufferPointer
         var outboundStart = 0
         var outboundCount = 0
@@ -51,6 +53,9 @@ public final class ControlServer {
     public let readOnlyListener: Descriptor?
     public let requestLimit: Int
     private var clients: [Client]
+    private var turn = 0
+    /// Connections open now.
+    public private(set) var connections = 0
 
     public init(path: String, mode: Int32, readOnlyPath: String? = nil, readOnlyMode: Int32 = 0o666,
                 capacity: Int, requestLimit: Int, outputBytes: Int) throws(SystemError) {
@@ -126,6 +131,7 @@ public final class ControlServer {
                 continue
             }
             clients[slot].descriptor = descriptor
+            connections += 1
             clients[slot].inboundStart = 0
             clients[slot].inboundCount = 0
             clients[slot].readsThisTurn = 0
@@ -138,8 +144,16 @@ public final class ControlServer {
     }
 
     /// A new turn: every slot may read again (`maximumReadsPerTurn`).
-    public func startTurn() {
-        for index in clients.indices { clients[index].readsThisTurn = 0 }
+    public func startTurn() { turn &+= 1 }
+
+    /// Each open connection: its slot, descriptor, and whether it has output waiting.
+    public func forEachConnection(_ body: (Int, Descriptor, Bool) -> Void) {
+        guard connections > 0 else { return }
+        for slot in clients.indices {
+            let client = clients[slot]
+            guard let descriptor = Descriptor(client.descriptor) else { continue }
+            body(slot, descriptor, client.outboundCount > 0)
+        }
     }
 
     /// The next complete line the client sent, reading from its socket when none is buffered.
@@ -165,8 +179,10 @@ public final class ControlServer {
             }
             let free = client.inbound.count - remaining
             if free == 0 { return .tooLarge }
-            guard client.readsThisTurn < ControlServer.maximumReadsPerTurn else { return .waiting }
-            clients[slot].readsThisTurn += 1
+            let reads = client.readTurn == turn ? client.readsThisTurn : 0
+            guard reads < ControlServer.maximumReadsPerTurn else { return .waiting }
+            clients[slot].readTurn = turn
+            clients[slot].readsThisTurn = reads + 1
             let count = locus_read(client.descriptor, base + remaining, free)
             if count == 0 { return .closed }
             if count < 0 {
@@ -227,6 +243,7 @@ public final class ControlServer {
         guard clients[slot].descriptor >= 0 else { return }
         _ = locus_close(clients[slot].descriptor)
         clients[slot].descriptor = -1
+        connections -= 1
         clients[slot].inboundStart = 0
         clients[slot].inboundCount = 0
         clients[slot].outboundCount = 0

@@ -139,8 +139,7 @@ final class Agent {
         bluetooth.read(poll, now)
         for index in 0..<bluetooth.sightingCount { engine.observe(bluetooth.sighting(index)) }
         bluetooth.checkAdapter(now)
-        updates.readMotion(poll, now, receiver: gnss.receiverState)
-        takeUpdates(now)
+        if updates.readMotion(poll, now, receiver: gnss.receiverState) { takeUpdates(now) }
         serveControl(now)
         engine.tick(now: now.utc)
         updates.tick(now, receiver: gnss.receiverState)
@@ -233,14 +232,15 @@ final class Agent {
     /// The control socket: new connections, output with room to go, each request answered.
     private func serveControl(_ now: AgentTime) {
         sessions.accept(poll)
-        for slot in 0..<sessions.capacity {
-            sessions.flushIfWritable(slot, poll)
-            guard sessions.isReadable(slot, poll) else { continue }
+        for connection in 0..<sessions.registeredCount {
+            guard let slot = sessions.readySlot(connection, poll) else { continue }
             while let request = sessions.nextRequest(slot) { answer(request, now) }
             sessions.flush(slot)
         }
-        while let slot = sessions.nextEndedStream() { updates.endStream(slot) }
-        takeUpdates(now)
+        while let slot = sessions.nextEndedStream() {
+            updates.endStream(slot)
+            takeUpdates(now)
+        }
     }
 
     /// One request, to its operation with the components it needs.

@@ -32,12 +32,19 @@ final class ControlSessions: LoopComponent {
         /// The stream of the connection that used this slot before has to be ended.
         var streamEnded = false
 
+        /// The connection ended (or a new one takes the slot): it starts over.
         mutating func reset() {
             subscription = nil
             claim = nil
             if streaming { streamEnded = true }
             streaming = false
         }
+    }
+
+    /// A connection registered this turn: its slot and its place in the poll set.
+    struct Registration {
+        var slot: Int
+        var index: PollSet.Index?
     }
 
     /// nil: the socket could not be created (the agent runs without it, and said why).
@@ -48,8 +55,13 @@ final class ControlSessions: LoopComponent {
     private var line = JSONWriter(capacity: ControlSessions.outputBytes)
     private var listenIndex: PollSet.Index? = nil
     private var readOnlyIndex: PollSet.Index? = nil
-    /// Each slot's index in this turn's poll set (allocated once: a turn allocates nothing).
-    private let clientIndex: UnsafeMutableBufferPointer<PollSet.Index?>
+    /// The connections registered this turn (allocated once: a turn allocates nothing, and an
+    /// idle agent's turn looks at no slot).
+    private let registered: UnsafeMutableBufferPointer<Registration>
+    /// Connections registered this turn, in `registered`.
+    private(set) var registeredCount = 0
+    /// Slots whose stream is to be ended (`nextEndedStream`).
+    private var endedStreams = 0
 
     /// Listens on STATE/control.sock and STATE/read.sock (`capacity` connections; none when 0).
     /// Last in the agent's start: the socket's appearance tells clients (and tests) it is set up.
@@ -67,11 +79,11 @@ final class ControlSessions: LoopComponent {
         self.server = server
         self.privacy = privacy
         slots = Array(repeating: ClientSlot(), count: server?.capacity ?? 0)
-        clientIndex = .allocate(capacity: max(1, slots.count))
-        clientIndex.initialize(repeating: nil)
+        registered = .allocate(capacity: max(1, slots.count))
+        registered.initialize(repeating: Registration(slot: 0, index: nil))
     }
 
-    deinit { clientIndex.deallocate() }
+    deinit { registered.deallocate() }
 
     /// Connection slots (0 without a socket).
     var capacity: Int { slots.count }
@@ -82,11 +94,18 @@ final class ControlSessions: LoopComponent {
     var maximumDescriptors: Int { 2 + slots.count }
 
     func register(in poll: inout PollSet) {
+        registeredCount = 0
         guard let server else { return }
         server.startTurn()
         listenIndex = poll.add(server.listener)
         readOnlyIndex = poll.add(server.readOnlyListener)
-        for slot in slots.indices { clientIndex[slot] = poll.add(server.descriptor(slot), write: server.wantsWrite(slot)) }
+        let registered = self.registered
+        var count = 0
+        server.forEachConnection { slot, descriptor, wantsWrite in
+            registered[count] = Registration(slot: slot, index: poll.add(descriptor, write: wantsWrite))
+            count += 1
+        }
+        registeredCount = count
     }
 
     func deadlines(_ next: inout NextDeadline) {}
@@ -121,15 +140,16 @@ final class ControlSessions: LoopComponent {
         line.reset()
         ControlReply.error(nil, ControlError(.busy, "all \(slots.count) control connections are in use (capacity.subscribers)"), into: &line)
         // A connection the server closed by itself may have left its stream (and its tier).
-        server.acceptWaiting(on: listener, busyLine: line.bytes) { slot in slots[slot].reset() }
+        server.acceptWaiting(on: listener, busyLine: line.bytes) { slot in reset(slot) }
     }
 
-    /// Writes what a connection has queued, if its socket has room this turn.
-    func flushIfWritable(_ slot: Int, _ poll: borrowing PollSet) {
-        if poll.writable(clientIndex[slot]) { server?.flush(slot) }
+    /// Registered connection `connection` (`0..<registeredCount`): what it has queued is written
+    /// if its socket has room; its slot when it has sent something (or hung up), else nil.
+    func readySlot(_ connection: Int, _ poll: borrowing PollSet) -> Int? {
+        let registration = registered[connection]
+        if poll.writable(registration.index) { server?.flush(registration.slot) }
+        return poll.readable(registration.index) ? registration.slot : nil
     }
-
-    func isReadable(_ slot: Int, _ poll: borrowing PollSet) -> Bool { poll.readable(clientIndex[slot]) }
 
     /// The next request a connection sent, decoded; protocol errors, refusals on read.sock, a
     /// request over the limit and a closed connection are dealt with here (nil: none left).
@@ -147,7 +167,7 @@ final class ControlSessions: LoopComponent {
                 ControlReply.error(nil, ControlError(.tooLarge, "a request is at most \(server.requestLimit) bytes, newline included"), into: &line)
                 _ = server.send(slot, line.bytes)
                 server.closeWhenFlushed(slot)
-                slots[slot].reset()
+                reset(slot)
                 return nil
             case .line(let bytes):
                 guard !bytes.isEmpty else { continue }
@@ -169,17 +189,25 @@ final class ControlSessions: LoopComponent {
 
     /// A slot whose connection ended with a stream open: the loop ends the stream (nil: none).
     func nextEndedStream() -> Int? {
+        guard endedStreams > 0 else { return nil }
         for slot in slots.indices where slots[slot].streamEnded {
             slots[slot].streamEnded = false
+            endedStreams -= 1
             return slot
         }
-        return nil
+        preconditionFailure("an ended stream without its slot")
     }
 
     /// A connection ends: its subscription, its claim and its stream with it.
     private func hangUp(_ slot: Int) {
         server?.close(slot)
+        reset(slot)
+    }
+
+    private func reset(_ slot: Int) {
+        let ended = slots[slot].streamEnded
         slots[slot].reset()
+        if slots[slot].streamEnded && !ended { endedStreams += 1 }
     }
 
     // MARK: replies
@@ -471,7 +499,8 @@ final class ControlSessions: LoopComponent {
     /// they have read everything queued (a stuck client costs no log scans).
     func catchUp(_ log: EventLog) {
         guard let server, log.isAvailable else { return }
-        for slot in slots.indices {
+        for connection in 0..<registeredCount {
+            let slot = registered[connection].slot
             guard var cursor = slots[slot].subscription, cursor.behind else { continue }
             guard server.isConnected(slot) else {
                 slots[slot].subscription = nil

@@ -88,7 +88,9 @@ final class GNSSSource: LoopComponent {
 
     /// Writes what the receiver control has queued, and logs a plan once it has settled.
     func writeReceiverQueue(_ now: AgentTime) {
-        guard let port = reader?.descriptor else { return }
+        // Nothing is due before the receiver control's deadline (most turns, and always for a
+        // generic-nmea receiver).
+        guard let due = receiver.nextDeadline, now.monotonic >= due, let port = reader?.descriptor else { return }
         guard receiver.service(now: now.monotonic, write: { SerialReader.write($0, to: port) }) else { return }
         let report = receiver.settledReport()
         if report.allConfirmed {

@@ -47,6 +47,8 @@ final class LiveUpdates: LoopComponent {
     let siteUpdater: LiveUpdater
     /// Each control slot's stream, if it asked for one.
     private var streams: [Stream?]
+    /// Streams open (an agent without any looks at no slot).
+    private var streamCount = 0
     private var pause: PauseController
     /// The tier the receiver and the BLE scan run at.
     private(set) var radioTier: AccuracyTier
@@ -98,6 +100,7 @@ final class LiveUpdates: LoopComponent {
         next.consider(siteUpdater.nextDeadlineNs.map { UTCTime(nanoseconds: $0) })
         next.consider(pause.nextDeadlineNs.map { UTCTime(nanoseconds: $0) })
         next.consider(sampleWakeAt)
+        guard streamCount > 0 else { return }
         for slot in streams.indices { next.consider(streams[slot]?.updater.nextDeadlineNs.map { UTCTime(nanoseconds: $0) }) }
     }
 
@@ -111,7 +114,7 @@ final class LiveUpdates: LoopComponent {
         line.integer("probes", pause.probes)
         line.integer("motion_wakes", pause.motionWakes)
         line.integer("filtered", siteUpdater.filteredCount)
-        line.integer("streams", streams.reduce(0) { $0 + ($1 == nil ? 0 : 1) })
+        line.integer("streams", streamCount)
         line.endObject()
     }
 
@@ -134,7 +137,7 @@ final class LiveUpdates: LoopComponent {
         let why: StaticString = isStationary == wasStationary ? "probe" : isStationary ? "stationary" : "moving again"
         carryOut(pause.observed(wasStationary: wasStationary, isStationary: isStationary, accepted: accepted,
                                 nowNs: time.totalNanoseconds), receiver, why: why)
-        for slot in streams.indices { streams[slot]?.updater.observe(fix, now: time) }
+        if streamCount > 0 { for slot in streams.indices { streams[slot]?.updater.observe(fix, now: time) } }
         if accepted { scheduleNextFix(fix, time, receiver, engine) }
     }
 
@@ -146,14 +149,14 @@ final class LiveUpdates: LoopComponent {
             if !pause.isPaused { queue(.wake) }
         }
         carryOut(pause.tick(isStationary: siteUpdater.isStationary, nowNs: now.utc.totalNanoseconds), receiver, why: "probe")
-        for slot in streams.indices { streams[slot]?.updater.tick(now: now.utc) }
+        if streamCount > 0 { for slot in streams.indices { streams[slot]?.updater.tick(now: now.utc) } }
     }
 
     /// A monitor event is about to be handled: the batches go out first, so the log reads in the
     /// order things happened and subscribers get the fixes that led to the event.
     func flushForEvent(_ now: AgentTime) {
         siteUpdater.monitorEvent(now: now.utc)
-        for slot in streams.indices { streams[slot]?.updater.monitorEvent(now: now.utc) }
+        if streamCount > 0 { for slot in streams.indices { streams[slot]?.updater.monitorEvent(now: now.utc) } }
     }
 
     /// The receiver announced a restart: it is awake, and the pause starts over.
@@ -162,12 +165,14 @@ final class LiveUpdates: LoopComponent {
         sampleWakeAt = nil
     }
 
-    /// The motion input, when its line rose: the receiver wakes at once if it was paused.
-    func readMotion(_ poll: borrowing PollSet, _ now: AgentTime, receiver: ReceiverState) {
-        guard poll.readable(motionIndex), let motion, motion.readEdges() > 0 else { return }
+    /// The motion input, when its line rose: the receiver wakes at once if it was paused. True
+    /// when it rose (the loop takes what that queued).
+    func readMotion(_ poll: borrowing PollSet, _ now: AgentTime, receiver: ReceiverState) -> Bool {
+        guard poll.readable(motionIndex), let motion, motion.readEdges() > 0 else { return false }
         let action = pause.motion(nowNs: now.utc.totalNanoseconds)
         AgentLog.info("locus: updates: motion input\(pause.isPaused ? "; receiver awake for \(pause.motionHoldMs / 1000) s" : "")")
         carryOut(action, receiver, why: "motion input")
+        return true
     }
 
     // MARK: streams
@@ -178,6 +183,7 @@ final class LiveUpdates: LoopComponent {
         let chosenPreset = preset ?? site.preset
         let chosenTier = accuracy ?? site.accuracy
         let settings = LiveUpdateSettings(site, preset: chosenPreset, tier: chosenTier)
+        if streams[slot] == nil { streamCount += 1 }
         streams[slot] = Stream(updater: LiveUpdater(settings: settings), preset: chosenPreset, tier: chosenTier)
         AgentLog.info("locus: updates: stream \(slot) opened (\(chosenPreset), \(chosenTier))")
         applyRadioTier()
@@ -188,6 +194,7 @@ final class LiveUpdates: LoopComponent {
     func endStream(_ slot: Int) {
         guard slot < streams.count, streams[slot] != nil else { return }
         streams[slot] = nil
+        streamCount -= 1
         AgentLog.info("locus: updates: stream \(slot) closed")
         applyRadioTier()
     }
@@ -210,7 +217,7 @@ final class LiveUpdates: LoopComponent {
                 continue
             }
         }
-        while nextSlot < streams.count {
+        while streamCount > 0 && nextSlot < streams.count {
             let slot = nextSlot
             nextSlot += 1
             guard render(slot) else { continue }
