@@ -62,6 +62,10 @@ final class ControlSessions: LoopComponent {
     private(set) var registeredCount = 0
     /// Slots whose stream is to be ended (`nextEndedStream`).
     private var endedStreams = 0
+    /// Replies larger than a connection's buffer (the connection was closed), and clients
+    /// dismissed for not reading their events or updates, since start.
+    private(set) var oversizedReplies = 0
+    private(set) var dismissed = 0
 
     /// Listens on STATE/control.sock and STATE/read.sock (`capacity` connections; none when 0).
     /// Last in the agent's start: the socket's appearance tells clients (and tests) it is set up.
@@ -120,6 +124,8 @@ final class ControlSessions: LoopComponent {
         line.integer("connections", connections)
         line.integer("subscribers", subscribers)
         line.integer("capacity", slots.count)
+        line.integer("oversized_replies", oversizedReplies)
+        line.integer("dismissed", dismissed)
         line.endObject()
     }
 
@@ -242,6 +248,10 @@ final class ControlSessions: LoopComponent {
     /// than a buffer) is hung up.
     private func send(_ slot: Int) {
         guard let server else { return }
+        if line.overflowed {
+            oversizedReplies += 1
+            AgentLog.warning("locus: control: a reply larger than \(ControlSessions.outputBytes) bytes; closing the connection (\(oversizedReplies) since start)")
+        }
         if line.overflowed || !server.send(slot, line.bytes) { hangUp(slot) }
     }
 
@@ -249,6 +259,7 @@ final class ControlSessions: LoopComponent {
     /// before it is closed once what it has queued is written.
     private func dismiss(_ slot: Int, _ message: String) {
         guard let server else { return }
+        dismissed += 1
         line.reset()
         ControlReply.error(nil, ControlError(.busy, message), into: &line)
         _ = server.send(slot, line.bytes)
