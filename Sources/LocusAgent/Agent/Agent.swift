@@ -45,7 +45,7 @@ final class Agent {
         // that finds it full counts and logs it), and a stream's lines fit a connection's buffer.
         poll = PollSet(capacity: loop.maximumDescriptors + gnss.maximumDescriptors + bluetooth.maximumDescriptors
                        + log.maximumDescriptors + outputs.maximumDescriptors + updates.maximumDescriptors + sessions.maximumDescriptors)
-        precondition(poll.capacity >= 2 + sessions.capacity + 2, "the poll set holds the loop's own descriptors and every connection")
+        precondition(poll.capacity >= loop.maximumDescriptors + sessions.capacity, "the poll set holds the loop's own descriptors and every connection")
         precondition(LiveUpdates.streamBytes <= ControlSessions.outputBytes, "a stream's lines must fit a connection's output buffer")
     }
 

@@ -172,8 +172,9 @@ final class EventLog: LoopComponent {
     /// failed a sync (or says it is unusable) is reopened first.
     private func failed(_ error: LogStoreError, _ now: AgentTime, waiting: Int?) {
         if !failing {
-            let what = waiting.map { "\($0) event(s) wait, nothing" } ?? "nothing"
-            AgentLog.error("locus: log: cannot append: \(error); \(what) is acknowledged until they are logged")
+            let what = waiting.map { "\($0) event(s) wait, nothing is acknowledged until they are logged" }
+                ?? "nothing is acknowledged until it is logged"
+            AgentLog.error("locus: log: cannot append: \(error); \(what)")
         }
         failing = true
         var mustReopen = error == .unusable
