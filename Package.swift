@@ -39,7 +39,7 @@ let package = Package(
         .executableTarget(name: "relay-controller", dependencies: ["LocusMonitor"], path: "Examples/RelayController"),
         .executableTarget(name: "live-updates-logger", dependencies: ["LocusMonitor"], path: "Examples/LiveUpdatesLogger"),
 
-        .executableTarget(name: "locus-bench", dependencies: ["LocusCore", "AllocCounter", "TestSupport"], path: "Benchmarks/LocusBench", swiftSettings: hotPathChecks),
+        .executableTarget(name: "locus-bench", dependencies: ["LocusCore", "LocusAgent", "AllocCounter", "TestSupport"], path: "Benchmarks/LocusBench", swiftSettings: hotPathChecks),
 
         .target(name: "CAllocCounter", path: "Tests/AllocCounter/C"),
         .target(name: "AllocCounter", dependencies: ["CAllocCounter"], path: "Tests/AllocCounter/Swift"),

@@ -3,6 +3,7 @@
 // item count is the cost per item, independent of the machine's clock.
 import AllocCounter
 import Foundation
+import LocusAgent
 import LocusCore
 import TestSupport
 
@@ -285,6 +286,47 @@ func engineWorkload(kind: String, observe: Bool, repeats: Int) {
     print("observations \(repeats * fixes.count) events \(events) allocations \(counted)")
 }
 
+/// One turn of the agent's loop (`AgentBenchmark`: the real loop on a pseudo-terminal GNSS port,
+/// a log in a temporary directory). `idle`: the systemd watchdog is due every turn and nothing
+/// else happens. `fix`: an NMEA epoch (RMC, GGA) is written before each turn, alternately 80 m and
+/// 120 m north of a 100 m fence's centre (40 m/s, within the default preset's speed filter, so the
+/// updater accepts every fix and never pauses), so every turn decodes a fix, decides an event,
+/// logs both and hands the event on. Both modes set up the agent and run 20 warm-up turns; --decode adds
+/// `repeats` measured turns, whose allocations are counted.
+func agentTurns(kind: String, measure: Bool, repeats: Int) {
+    let directory = NSTemporaryDirectory() + "locus-bench-agent-\(getpid())"
+    try? FileManager.default.removeItem(atPath: directory)
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    if kind == "idle" { setenv("WATCHDOG_USEC", "2", 1) } else { unsetenv("WATCHDOG_USEC") }
+    guard let bench = AgentBenchmark(directory: directory) else { exit(1) }
+    func checksummed(_ body: String) -> String {
+        var checksum: UInt8 = 0
+        for byte in body.utf8.dropFirst() { checksum ^= byte }
+        return body + String(format: "*%02X\r\n", checksum)
+    }
+    let warmUp = 20
+    let epochs: [[UInt8]] = (0..<(warmUp + repeats)).map { second in
+        let time = String(format: "%02d%02d%02d.00", 10 + second / 3600, (second / 60) % 60, second % 60)
+        let minutes = (second % 2 == 0 ? 80.0 : 120.0) / 111_132.0 * 60   // inside, then outside
+        let lat = String(format: "45%010.7f,N", minutes)
+        return Array((checksummed("$GPRMC,\(time),A,\(lat),00700.0000000,E,0.0,0.0,150324,,,A")
+            + checksummed("$GPGGA,\(time),\(lat),00700.0000000,E,1,09,0.8,20.0,M,-30.0,M,,")).utf8)
+    }
+    func turn(_ index: Int) {
+        if kind == "fix" { bench.write(epochs[index]) }
+        bench.turn()
+    }
+    for index in 0..<warmUp { turn(index) }
+    guard measure else { return }
+    let fixes = bench.fixes, events = bench.events
+    var counted = 0
+    for index in warmUp..<(warmUp + repeats) {
+        if kind == "fix" { bench.write(epochs[index]) }
+        counted += allocations { bench.turn() }
+    }
+    print("turns \(repeats) fixes \(bench.fixes - fixes) events \(bench.events - events) allocations \(counted)")
+}
+
 let arguments = CommandLine.arguments.dropFirst()
 guard let workload = arguments.first else {
     print("usage: locus-bench nmea (--decode|--load-only) [--repeat N] FILE...")
@@ -307,6 +349,8 @@ case "nearest", "nearest-unlimited", "nearest-linear":
     nearest(mode: workload == "nearest" ? "index" : workload == "nearest-unlimited" ? "unlimited" : "linear", decide: decode, repeats: repeats)
 case "engine-fix": engineWorkload(kind: "fix", observe: decode, repeats: repeats)
 case "engine-sighting": engineWorkload(kind: "sighting", observe: decode, repeats: repeats)
+case "agent-idle": agentTurns(kind: "idle", measure: decode, repeats: repeats)
+case "agent-fix": agentTurns(kind: "fix", measure: decode, repeats: repeats)
 default:
     print("unknown workload \(workload)")
     exit(2)

@@ -6,14 +6,38 @@ import CLocus
 /// It never blocks the agent: reads and writes are non-blocking, a request longer than the limit
 /// is refused, and a client that does not read its output is never waited for: `send` reports
 /// that the output buffer is full and the caller decides (a subscriber catches up from the log
-/// later). Framing only; the protocol lives in LocusCore.ControlProtocol.
+/// later). Framing only; the protocol lives in LocusCore.ControlProtocol. Everything it sends
+/// is bytes the caller rendered (`send(_:_:)` takes a buffer; no String per reply).
+///
+/// Request buffer of a slot: `0 <= inboundStart <= inboundCount <= requestLimit`; bytes before
+/// `inboundStart` were handed out as lines, bytes up to `inboundCount` were read.
 public final class ControlServer {
-    public enum ReadOutcome: Equatable { case open, closed, tooLarge }
+    /// What `nextLine` found.
+    public enum LineRead {
+        /// A complete request line, without its newline (and CR): valid until the next call.
+        case line(UnsafeRawBufferPointer)
+        /// No complete line, and nothing more to read this turn.
+        case waiting
+        /// The client closed the connection or it failed; the slot is still the caller's to close.
+        case closed
+        /// A line longer than the request limit.
+        case tooLarge
+    }
+
+    /// Socket reads per slot and turn (`startTurn` starts a new count): bounds one client's hold
+    /// on the loop.
+    public static let maximumReadsPerTurn = 16
+    /// Connections accepted per listener and turn.
+    public static let maximumAcceptsPerTurn = 64
 
     struct Client {
         var descriptor: Int32 = -1
         var inbound: UnsafeMutableRawBufferPointer
+        var inboundStart = 0
         var inboundCount = 0
+        var readsThisTurn = 0
+        /// The turn `readsThisTurn` counts (a slot is not touched in turns it does not read).
+        var readTurn = 0
         var outbound: UnsafeMutableRawBufferPointer
         var outboundStart = 0
         var outboundCount = 0
@@ -22,21 +46,24 @@ public final class ControlServer {
     }
 
     public let path: String
-    public let listener: Int32
+    public let listener: Descriptor
     /// A second socket whose clients may only read (status, records, events): its file mode,
     /// not a list in the config, says who may (see README, "The control protocol").
     public let readOnlyPath: String?
-    public let readOnlyListener: Int32
+    public let readOnlyListener: Descriptor?
     public let requestLimit: Int
     private var clients: [Client]
+    private var turn = 0
+    /// Connections open now.
+    public private(set) var connections = 0
 
     public init(path: String, mode: Int32, readOnlyPath: String? = nil, readOnlyMode: Int32 = 0o666,
                 capacity: Int, requestLimit: Int, outputBytes: Int) throws(SystemError) {
         let descriptor = try ControlServer.listen(path, mode)
-        var readOnlyDescriptor: Int32 = -1
+        var readOnlyDescriptor: Descriptor? = nil
         if let readOnlyPath {
             do { readOnlyDescriptor = try ControlServer.listen(readOnlyPath, readOnlyMode) } catch {
-                _ = locus_close(descriptor)
+                _ = locus_close(descriptor.rawValue)
                 _ = locus_unlink(path)
                 throw error
             }
@@ -51,12 +78,12 @@ public final class ControlServer {
         }
     }
 
-    private static func listen(_ path: String, _ mode: Int32) throws(SystemError) -> Int32 {
-        let descriptor = locus_unix_listen(path, 16)
-        if descriptor < 0 { throw SystemError(code: -descriptor) }
+    private static func listen(_ path: String, _ mode: Int32) throws(SystemError) -> Descriptor {
+        let result = locus_unix_listen(path, 16)
+        guard let descriptor = Descriptor(result) else { throw SystemError(code: -result) }
         let changed = locus_chmod(path, mode)
         if changed < 0 {
-            _ = locus_close(descriptor)
+            _ = locus_close(descriptor.rawValue)
             throw SystemError(code: -changed)
         }
         return descriptor
@@ -68,10 +95,10 @@ public final class ControlServer {
             clients[index].inbound.deallocate()
             clients[index].outbound.deallocate()
         }
-        _ = locus_close(listener)
+        _ = locus_close(listener.rawValue)
         _ = locus_unlink(path)
-        if let readOnlyPath {
-            _ = locus_close(readOnlyListener)
+        if let readOnlyPath, let readOnlyListener {
+            _ = locus_close(readOnlyListener.rawValue)
             _ = locus_unlink(readOnlyPath)
         }
     }
@@ -81,88 +108,105 @@ public final class ControlServer {
 
     public var capacity: Int { clients.count }
 
-    /// The client's descriptor, or -1 for a free slot.
-    public func descriptor(_ slot: Int) -> Int32 { clients[slot].descriptor }
+    /// The client's connection, or nil for a free slot.
+    public func descriptor(_ slot: Int) -> Descriptor? { Descriptor(clients[slot].descriptor) }
+
+    public func isConnected(_ slot: Int) -> Bool { clients[slot].descriptor >= 0 }
 
     public func wantsWrite(_ slot: Int) -> Bool { clients[slot].descriptor >= 0 && clients[slot].outboundCount > 0 }
 
     /// Free space in the client's output buffer.
     public func room(_ slot: Int) -> Int { clients[slot].outbound.count - clients[slot].outboundCount }
 
-    /// Accepts every waiting connection on `listener` (one of the two). One beyond capacity is
-    /// told so and closed at once.
-    public func acceptWaiting(on listening: Int32, busyLine: String) -> [Int] {
-        var accepted: [Int] = []
-        for _ in 0..<64 {
-            let descriptor = locus_unix_accept(listening)
+    /// Accepts every waiting connection on `listening` (one of the two), at most
+    /// `maximumAcceptsPerTurn`; `accepted` gets each new slot. One beyond capacity is sent
+    /// `busyLine` and closed at once.
+    public func acceptWaiting(on listening: Descriptor, busyLine: UnsafeRawBufferPointer, _ accepted: (Int) -> Void) {
+        for _ in 0..<ControlServer.maximumAcceptsPerTurn {
+            let descriptor = locus_unix_accept(listening.rawValue)
             if descriptor < 0 { break }
             guard let slot = clients.firstIndex(where: { $0.descriptor < 0 }) else {
-                var text = busyLine
-                _ = text.withUTF8 { locus_send(descriptor, $0.baseAddress, $0.count) }
+                _ = locus_send(descriptor, busyLine.baseAddress, busyLine.count)
                 _ = locus_close(descriptor)
                 continue
             }
             clients[slot].descriptor = descriptor
+            connections += 1
+            clients[slot].inboundStart = 0
             clients[slot].inboundCount = 0
+            clients[slot].readsThisTurn = 0
             clients[slot].outboundStart = 0
             clients[slot].outboundCount = 0
             clients[slot].closeWhenFlushed = false
             clients[slot].readOnly = listening == readOnlyListener
-            accepted.append(slot)
+            accepted(slot)
         }
-        return accepted
     }
 
-    /// Reads what the client sent and hands each complete line (without its newline) to `body`.
-    public func read(_ slot: Int, _ body: ([UInt8]) -> Void) -> ReadOutcome {
+    /// A new turn: every slot may read again (`maximumReadsPerTurn`).
+    public func startTurn() { turn &+= 1 }
+
+    /// Each open connection: its slot, descriptor, and whether it has output waiting.
+    public func forEachConnection(_ body: (Int, Descriptor, Bool) -> Void) {
+        guard connections > 0 else { return }
+        for slot in clients.indices {
+            let client = clients[slot]
+            guard let descriptor = Descriptor(client.descriptor) else { continue }
+            body(slot, descriptor, client.outboundCount > 0)
+        }
+    }
+
+    /// The next complete line the client sent, reading from its socket when none is buffered.
+    public func nextLine(_ slot: Int) -> LineRead {
         guard clients[slot].descriptor >= 0 else { return .closed }
-        for _ in 0..<16 {
-            let free = clients[slot].inbound.count - clients[slot].inboundCount
+        while true {
+            let client = clients[slot]
+            let base = client.inbound.baseAddress!
+            if let newline = UnsafeRawBufferPointer(start: base + client.inboundStart, count: client.inboundCount - client.inboundStart)
+                .firstIndex(of: 0x0A) {
+                let start = client.inboundStart
+                var end = start + newline
+                clients[slot].inboundStart = end + 1
+                if end > start && base.load(fromByteOffset: end - 1, as: UInt8.self) == 0x0D { end -= 1 }
+                return .line(UnsafeRawBufferPointer(start: base + start, count: end - start))
+            }
+            // No line: keep the partial one at the front, then read more.
+            let remaining = client.inboundCount - client.inboundStart
+            if client.inboundStart > 0 {
+                if remaining > 0 { base.copyMemory(from: base + client.inboundStart, byteCount: remaining) }
+                clients[slot].inboundStart = 0
+                clients[slot].inboundCount = remaining
+            }
+            let free = client.inbound.count - remaining
             if free == 0 { return .tooLarge }
-            let count = locus_read(clients[slot].descriptor, clients[slot].inbound.baseAddress! + clients[slot].inboundCount, free)
+            let reads = client.readTurn == turn ? client.readsThisTurn : 0
+            guard reads < ControlServer.maximumReadsPerTurn else { return .waiting }
+            clients[slot].readTurn = turn
+            clients[slot].readsThisTurn = reads + 1
+            let count = locus_read(client.descriptor, base + remaining, free)
             if count == 0 { return .closed }
             if count < 0 {
                 let error = SystemError(code: Int32(truncatingIfNeeded: -count))
-                return error == .wouldBlock || error == .interrupted ? .open : .closed
+                return error == .wouldBlock || error == .interrupted ? .waiting : .closed
             }
-            let start = clients[slot].inboundCount
-            clients[slot].inboundCount += Int(count)
-            var lineStart = 0
-            for index in start..<clients[slot].inboundCount where clients[slot].inbound[index] == 0x0A {
-                let line = Array(UnsafeRawBufferPointer(rebasing: clients[slot].inbound[lineStart..<index]))
-                lineStart = index + 1
-                body(line.last == 0x0D ? Array(line.dropLast()) : line)
-                if clients[slot].descriptor < 0 { return .closed }
-            }
-            if lineStart > 0 {
-                let remaining = clients[slot].inboundCount - lineStart
-                if remaining > 0 {
-                    let base = clients[slot].inbound.baseAddress!
-                    base.copyMemory(from: base + lineStart, byteCount: remaining)
-                }
-                clients[slot].inboundCount = remaining
-            }
+            clients[slot].inboundCount = remaining + Int(count)
         }
-        return .open
     }
 
-    /// Queues `text` for the client whole, or not at all (false: not enough room).
-    public func send(_ slot: Int, _ text: String) -> Bool {
-        guard clients[slot].descriptor >= 0 else { return false }
-        var copy = text
-        return copy.withUTF8 { bytes in
-            guard bytes.count <= room(slot) else { return false }
-            var client = clients[slot]
-            if client.outboundStart > 0 {
-                let base = client.outbound.baseAddress!
-                base.copyMemory(from: base + client.outboundStart, byteCount: client.outboundCount)
-                client.outboundStart = 0
-            }
-            (client.outbound.baseAddress! + client.outboundCount).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
-            client.outboundCount += bytes.count
-            clients[slot] = client
-            return true
+    /// Queues `bytes` for the client whole, or not at all (false: not enough room, or no client).
+    public func send(_ slot: Int, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard clients[slot].descriptor >= 0, bytes.count <= room(slot) else { return false }
+        guard bytes.count > 0 else { return true }
+        var client = clients[slot]
+        if client.outboundStart > 0 {
+            let base = client.outbound.baseAddress!
+            base.copyMemory(from: base + client.outboundStart, byteCount: client.outboundCount)
+            client.outboundStart = 0
         }
+        (client.outbound.baseAddress! + client.outboundCount).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+        client.outboundCount += bytes.count
+        clients[slot] = client
+        return true
     }
 
     /// Writes queued output; false when the client has gone (the slot is then free).
@@ -199,6 +243,8 @@ public final class ControlServer {
         guard clients[slot].descriptor >= 0 else { return }
         _ = locus_close(clients[slot].descriptor)
         clients[slot].descriptor = -1
+        connections -= 1
+        clients[slot].inboundStart = 0
         clients[slot].inboundCount = 0
         clients[slot].outboundCount = 0
         clients[slot].outboundStart = 0

@@ -1,17 +1,45 @@
 import CLocus
+import LocusCore
 
-/// The descriptors one turn of the agent's loop waits on, rebuilt every turn (a dozen entries).
+/// An open file descriptor: a small type of its own, so "no descriptor" is `nil`, not `-1`.
+public struct Descriptor: Equatable, Hashable, Sendable {
+    public let rawValue: Int32
+
+    /// nil for a negative value (a closed slot, a failed open).
+    @inline(__always)
+    public init?(_ rawValue: Int32) {
+        guard rawValue >= 0 else { return nil }
+        self.rawValue = rawValue
+    }
+}
+
+/// The descriptors one turn of the agent's loop waits on, rebuilt every turn. Its capacity is
+/// the sum of what the loop's components can register (`maximumDescriptors` each), fixed at
+/// start; `add` never grows it.
+///
+/// Invariant: `0 <= count <= capacity`. A descriptor that does not fit is not added: `add`
+/// returns nil and `overflows` counts it (the loop logs it); a poll set sized from its
+/// components never overflows.
 public struct PollSet: ~Copyable {
-    public static let capacity = 64
+    /// A position in this turn's set, for `readable` and `writable`.
+    public struct Index: Equatable, Sendable {
+        fileprivate let rawValue: Int
+    }
+
+    public let capacity: Int
     private let descriptors: UnsafeMutableBufferPointer<Int32>
     private let events: UnsafeMutableBufferPointer<Int16>
     private let returned: UnsafeMutableBufferPointer<Int16>
     public private(set) var count = 0
+    /// Descriptors refused because the set was full, since start.
+    public private(set) var overflows = 0
 
-    public init() {
-        descriptors = .allocate(capacity: PollSet.capacity)
-        events = .allocate(capacity: PollSet.capacity)
-        returned = .allocate(capacity: PollSet.capacity)
+    public init(capacity: Int) {
+        precondition(capacity > 0)
+        self.capacity = capacity
+        descriptors = .allocate(capacity: capacity)
+        events = .allocate(capacity: capacity)
+        returned = .allocate(capacity: capacity)
     }
 
     deinit {
@@ -20,16 +48,23 @@ public struct PollSet: ~Copyable {
         returned.deallocate()
     }
 
+    @_noAllocation
     public mutating func removeAll() { count = 0 }
 
-    /// Adds a descriptor; returns its index for `ready`, or -1 (negative descriptor, or full).
-    public mutating func add(_ descriptor: Int32, write: Bool = false) -> Int {
-        guard descriptor >= 0, count < PollSet.capacity else { return -1 }
-        descriptors[count] = descriptor
+    /// Adds a descriptor to wait on (readable, and writable when `write`); nil for no descriptor,
+    /// or when the set is full (counted in `overflows`).
+    @_noAllocation
+    public mutating func add(_ descriptor: Descriptor?, write: Bool = false) -> Index? {
+        guard let descriptor else { return nil }
+        guard count < capacity else {
+            overflows += 1
+            return nil
+        }
+        descriptors[count] = descriptor.rawValue
         events[count] = Int16(LOCUS_POLLIN) | (write ? Int16(LOCUS_POLLOUT) : 0)
         returned[count] = 0
         count += 1
-        return count - 1
+        return Index(rawValue: count - 1)
     }
 
     /// Waits until a descriptor is ready (-1: no timeout). Returns the ready count or -errno.
@@ -38,62 +73,69 @@ public struct PollSet: ~Copyable {
     }
 
     /// Readable, or hung up / in error (a read will say which).
-    public func readable(_ index: Int) -> Bool {
-        index >= 0 && returned[index] & Int16(LOCUS_POLLIN | LOCUS_POLLHUP | LOCUS_POLLERR) != 0
+    @_noAllocation
+    public func readable(_ index: Index?) -> Bool {
+        guard let index else { return false }
+        return returned[index.rawValue] & Int16(LOCUS_POLLIN | LOCUS_POLLHUP | LOCUS_POLLERR) != 0
     }
 
-    public func writable(_ index: Int) -> Bool { index >= 0 && returned[index] & Int16(LOCUS_POLLOUT) != 0 }
+    @_noAllocation
+    public func writable(_ index: Index?) -> Bool {
+        guard let index else { return false }
+        return returned[index.rawValue] & Int16(LOCUS_POLLOUT) != 0
+    }
 }
 
 /// A CLOCK_MONOTONIC timerfd armed for the loop's next deadline: with nothing arriving the agent
 /// sleeps in poll(2) until exactly then.
 public struct DeadlineTimer: ~Copyable {
-    public let descriptor: Int32
-    public private(set) var armedAtNs: Int64? = nil
+    public let descriptor: Descriptor
+    public private(set) var armedAt: MonotonicInstant? = nil
 
     public init() throws(SystemError) {
         let fd = locus_timerfd_create()
-        if fd < 0 { throw SystemError(code: -fd) }
-        descriptor = fd
+        guard let descriptor = Descriptor(fd) else { throw SystemError(code: -fd) }
+        self.descriptor = descriptor
     }
 
-    deinit { _ = locus_close(descriptor) }
+    deinit { _ = locus_close(descriptor.rawValue) }
 
-    /// Arms for monotonic time `deadlineNs` (nil disarms). Re-arming for the same time is free.
-    public mutating func arm(at deadlineNs: Int64?, now: Int64) {
-        guard deadlineNs != armedAtNs else { return }
-        armedAtNs = deadlineNs
-        guard let deadlineNs else {
-            _ = locus_timerfd_arm(descriptor, 0)
+    /// Arms for `deadline` (nil disarms). Re-arming for the same time is free. (Not
+    /// `@_noAllocation`: the allocation check cannot see into the C call; it allocates nothing.)
+    public mutating func arm(at deadline: MonotonicInstant?, now: MonotonicInstant) {
+        guard deadline != armedAt else { return }
+        armedAt = deadline
+        guard let deadline else {
+            _ = locus_timerfd_arm(descriptor.rawValue, 0)
             return
         }
-        _ = locus_timerfd_arm(descriptor, max(1, deadlineNs - now))
+        _ = locus_timerfd_arm(descriptor.rawValue, max(1, deadline.nanoseconds(since: now)))
     }
 
     /// Consumes the expiry count after the timer fired.
     public mutating func acknowledge() {
         var expirations: UInt64 = 0
-        _ = withUnsafeMutableBytes(of: &expirations) { locus_read(descriptor, $0.baseAddress, 8) }
-        armedAtNs = nil
+        _ = withUnsafeMutableBytes(of: &expirations) { locus_read(descriptor.rawValue, $0.baseAddress, 8) }
+        armedAt = nil
     }
 }
 
 /// SIGTERM, SIGINT and SIGHUP as a readable descriptor (they are blocked for normal delivery).
 public struct SignalSource: ~Copyable {
     public enum Signal: Equatable { case terminate, interrupt, hangUp }
-    public let descriptor: Int32
+    public let descriptor: Descriptor
 
     public init() throws(SystemError) {
         let fd = locus_signalfd_create()
-        if fd < 0 { throw SystemError(code: -fd) }
-        descriptor = fd
+        guard let descriptor = Descriptor(fd) else { throw SystemError(code: -fd) }
+        self.descriptor = descriptor
     }
 
-    deinit { _ = locus_close(descriptor) }
+    deinit { _ = locus_close(descriptor.rawValue) }
 
     /// The next pending signal, or nil.
     public func next() -> Signal? {
-        switch locus_signalfd_read(descriptor) {
+        switch locus_signalfd_read(descriptor.rawValue) {
         case Int32(LOCUS_SIGTERM): return .terminate
         case Int32(LOCUS_SIGINT): return .interrupt
         case Int32(LOCUS_SIGHUP): return .hangUp

@@ -8,7 +8,7 @@ public enum Files {
         defer { _ = locus_close(fd) }
         let size = try check(locus_file_size(fd))
         if locus_is_directory(path) == 1 { throw SystemError.isDirectory }
-        if size > Int64(limit) { throw SystemError(code: 27) } // EFBIG
+        if size > Int64(limit) { throw SystemError.fileTooLarge }
         var bytes = [UInt8](repeating: 0, count: Int(size))
         var filled = 0
         // Bounded: a file that grows while read stops at its size when opened.
@@ -114,6 +114,14 @@ extension Files {
         var returned: Int16 = 0
         _ = locus_poll(&fd, &events, &returned, 1, 0)
         return returned & Int16(LOCUS_POLLHUP | LOCUS_POLLERR) != 0
+    }
+
+    /// Waits at most `timeoutMs` until `descriptor` is readable (or hung up); whether it is.
+    public static func waitUntilReadable(_ descriptor: Int32, timeoutMs: Int32) -> Bool {
+        var fd = descriptor
+        var events = Int16(LOCUS_POLLIN)
+        var returned: Int16 = 0
+        return locus_poll(&fd, &events, &returned, 1, timeoutMs) > 0
     }
 
     /// Writes `bytes` to a non-blocking descriptor, waiting at most 100 ms for room. false when

@@ -16,7 +16,9 @@ public final class GPIOInput {
     public let input: BoardConfig.Input
     public let chipDescription: String
     private let backend: Backend
-    public let descriptor: Int32
+    private let fd: Int32
+    /// The line's event descriptor (edges make it readable).
+    public var descriptor: Descriptor { Descriptor(fd)! }
     /// The line's last known logical value (1 = active).
     public private(set) var value = false
     public private(set) var edges = 0
@@ -34,7 +36,7 @@ public final class GPIOInput {
             let fd = locus_open(simulationPath, Int32(LOCUS_O_READ | LOCUS_O_WRITE | LOCUS_O_NONBLOCK), 0)
             guard fd >= 0 else { throw GPIOError(chip: simulationPath, step: .line(name: input.name, offset: input.line), cause: SystemError(code: -fd)) }
             backend = .simulated(path: simulationPath)
-            descriptor = fd
+            self.fd = fd
         case .name(let text), .label(let text):
             chipDescription = text
             var error: Int32 = 0
@@ -59,7 +61,7 @@ public final class GPIOInput {
                 throw GPIOError(chip: text, step: .line(name: input.name, offset: input.line), cause: SystemError(code: -fd))
             }
             backend = .chip(handle, line)
-            descriptor = fd
+            self.fd = fd
             let current = locus_gpio_get(line)
             value = current > 0
         }
@@ -71,7 +73,7 @@ public final class GPIOInput {
             locus_gpio_release(line)
             locus_gpio_chip_close(handle)
         case .simulated:
-            _ = locus_close(descriptor)
+            _ = locus_close(fd)
         }
     }
 
@@ -82,7 +84,7 @@ public final class GPIOInput {
         case .chip(_, let line):
             // One event per call; the descriptor stays readable while more wait.
             for _ in 0..<16 {
-                var fd = descriptor
+                var fd = self.fd
                 var events = Int16(LOCUS_POLLIN)
                 var returned: Int16 = 0
                 guard locus_poll(&fd, &events, &returned, 1, 0) > 0 else { break }
@@ -94,7 +96,7 @@ public final class GPIOInput {
             }
         case .simulated:
             var byte: UInt8 = 0
-            while locus_read(descriptor, &byte, 1) == 1 {
+            while locus_read(fd, &byte, 1) == 1 {
                 guard byte == UInt8(ascii: "0") || byte == UInt8(ascii: "1") else { continue }
                 let active = byte == UInt8(ascii: "1")
                 if active != value {

@@ -103,19 +103,21 @@ public enum HCIScannerAdvice {
         }
     }
 
-    /// Linux errno values (the same on aarch64 and x86_64: asm-generic/errno*.h).
+    /// The errno values the advice names (from <errno.h> through CLocus).
     enum Errno {
-        static let permissionDenied: Int32 = 1      // EPERM
-        static let ioError: Int32 = 5               // EIO
-        static let accessDenied: Int32 = 13         // EACCES
-        static let busy: Int32 = 16                 // EBUSY
-        static let noDevice: Int32 = 19             // ENODEV
-        static let brokenPipe: Int32 = 32           // EPIPE: the kernel's mark on a socket whose adapter was unregistered
-        static let badFileDescriptorState: Int32 = 77 // EBADFD
-        static let addressFamilyNotSupported: Int32 = 97 // EAFNOSUPPORT: no AF_BLUETOOTH
-        static let networkDown: Int32 = 100         // ENETDOWN
-        static let timedOut: Int32 = 110            // ETIMEDOUT
-        static let rfkill: Int32 = 132              // ERFKILL
+        static let permissionDenied = Int32(LOCUS_EPERM)
+        static let ioError = Int32(LOCUS_EIO)
+        static let accessDenied = Int32(LOCUS_EACCES)
+        static let busy = Int32(LOCUS_EBUSY)
+        static let noDevice = Int32(LOCUS_ENODEV)
+        /// EPIPE: the kernel's mark on a socket whose adapter was unregistered.
+        static let brokenPipe = Int32(LOCUS_EPIPE)
+        static let badFileDescriptorState = Int32(LOCUS_EBADFD)
+        /// EAFNOSUPPORT: no AF_BLUETOOTH.
+        static let addressFamilyNotSupported = Int32(LOCUS_EAFNOSUPPORT)
+        static let networkDown = Int32(LOCUS_ENETDOWN)
+        static let timedOut = Int32(LOCUS_ETIMEDOUT)
+        static let rfkill = Int32(LOCUS_ERFKILL)
     }
 }
 
@@ -230,7 +232,9 @@ public struct HCIScanner<Driver: HCIDriver>: ~Copyable {
     public let adapterIndex: Int
     public private(set) var settings: ScanSettings
     public let driver: Driver
-    public private(set) var descriptor: Int32 = -1
+    private var socket: Int32 = -1
+    /// The HCI socket while scanning.
+    public var descriptor: Descriptor? { Descriptor(socket) }
     /// The commands in use while open.
     public private(set) var controllerKind: HCIControllerKind?
     /// Set when a controller claimed extended scanning but answered an extended command with
@@ -259,17 +263,17 @@ public struct HCIScanner<Driver: HCIDriver>: ~Copyable {
     }
 
     deinit {
-        if descriptor >= 0 {
+        if socket >= 0 {
             // Leaving the controller scanning would keep its radio on after the agent is gone.
             _ = teardown()
-            driver.close(descriptor)
+            driver.close(socket)
         }
         buffer.deallocate()
         savedFilter.deallocate()
         reply.deallocate()
     }
 
-    public var isOpen: Bool { descriptor >= 0 }
+    public var isOpen: Bool { socket >= 0 }
 
     /// When closed: the monotonic time of the next start attempt.
     public var nextAttemptAtNs: Int64? { isOpen ? nil : nextAttemptNs }
@@ -293,7 +297,7 @@ public struct HCIScanner<Driver: HCIDriver>: ~Copyable {
     public mutating func read(now: Int64, _ body: (UnsafeRawBufferPointer) -> Void) -> Event? {
         guard isOpen else { return nil }
         for _ in 0..<HCIScanner.maximumReadsPerTurn {
-            let count = driver.read(descriptor, into: buffer)
+            let count = driver.read(socket, into: buffer)
             if count > 0 {
                 eventsRead += 1
                 body(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
@@ -312,7 +316,7 @@ public struct HCIScanner<Driver: HCIDriver>: ~Copyable {
     /// every few seconds, or when the radio has been silent for a while.
     public mutating func checkAdapter(now: Int64) -> Event? {
         guard isOpen else { return nil }
-        let state = driver.isUp(descriptor, adapterIndex: Int32(adapterIndex))
+        let state = driver.isUp(socket, adapterIndex: Int32(adapterIndex))
         if state == 1 { return nil }
         let cause: HCIScannerError.Cause = state == 0 ? .adapterDown : .system(SystemError(code: -state))
         return lose(HCIScannerError(adapterIndex: adapterIndex, step: .check, cause: cause), now: now)
@@ -335,8 +339,8 @@ public struct HCIScanner<Driver: HCIDriver>: ~Copyable {
     public mutating func stop() -> HCIScannerError? {
         guard isOpen else { return nil }
         let problem = teardown()
-        driver.close(descriptor)
-        descriptor = -1
+        driver.close(socket)
+        socket = -1
         controllerKind = nil
         filterSaved = false
         return problem
@@ -349,7 +353,7 @@ public struct HCIScanner<Driver: HCIDriver>: ~Copyable {
         let opened = driver.open(adapterIndex: index)
         if opened < 0 { return .failure(failure(.open, errno: opened)) }
         // Stored at once so every failure below closes it (closeQuietly).
-        descriptor = opened
+        socket = opened
         let state = driver.isUp(opened, adapterIndex: index)
         if state < 0 { return .failure(failure(.open, errno: state)) }
         if state == 0 {
@@ -380,7 +384,7 @@ public struct HCIScanner<Driver: HCIDriver>: ~Copyable {
     /// the legacy commands, whose own failure then says what is wrong.
     private func detectControllerKind() -> Result<HCIControllerKind, HCIScannerError> {
         let command = HCICommand.readLocalSupportedCommands()
-        let count = driver.request(descriptor, command, reply: reply, timeoutMs: HCIScannerError.commandTimeoutMs)
+        let count = driver.request(socket, command, reply: reply, timeoutMs: HCIScannerError.commandTimeoutMs)
         if count < 0 { return .failure(failure(.command(command.opcode), errno: count)) }
         if extendedScanBroken { return .success(.legacy) }
         let answer = UnsafeRawBufferPointer(rebasing: reply[0..<min(count, reply.count)])
@@ -391,7 +395,7 @@ public struct HCIScanner<Driver: HCIDriver>: ~Copyable {
     /// One command; nil when it succeeded or its failure is tolerated.
     private func send(_ step: HCIScanStep) -> HCIScannerError? {
         let place = HCIScannerError.Step.command(step.command.opcode)
-        let count = driver.request(descriptor, step.command, reply: reply, timeoutMs: HCIScannerError.commandTimeoutMs)
+        let count = driver.request(socket, step.command, reply: reply, timeoutMs: HCIScannerError.commandTimeoutMs)
         // libbluetooth's request turns a failing Command Status (how some controllers answer a
         // command they do not know) into EIO; the status code itself is lost there.
         if count == -Int(HCIScannerAdvice.Errno.ioError) {
@@ -424,10 +428,10 @@ public struct HCIScanner<Driver: HCIDriver>: ~Copyable {
                 }
             }
         }
-        // The filter belongs to this socket; restoring it matters only if the descriptor outlives
+        // The filter belongs to this socket; restoring it matters only if the socket outlives
         // the scanner (inherited, or reused by a caller), and costs one setsockopt.
         if filterSaved {
-            let restored = driver.restoreFilter(descriptor, from: UnsafeRawBufferPointer(savedFilter))
+            let restored = driver.restoreFilter(socket, from: UnsafeRawBufferPointer(savedFilter))
             if restored < 0 && problem == nil { problem = failure(.restoreFilter, errno: restored) }
         }
         return problem
@@ -444,7 +448,7 @@ public struct HCIScanner<Driver: HCIDriver>: ~Copyable {
 
     private func drain() {
         for _ in 0..<HCIScanner.maximumDrainReads {
-            if driver.read(descriptor, into: buffer) <= 0 { return }
+            if driver.read(socket, into: buffer) <= 0 { return }
         }
     }
 
@@ -464,8 +468,8 @@ public struct HCIScanner<Driver: HCIDriver>: ~Copyable {
     }
 
     private mutating func closeQuietly() {
-        if descriptor >= 0 { driver.close(descriptor) }
-        descriptor = -1
+        if socket >= 0 { driver.close(socket) }
+        socket = -1
         controllerKind = nil
         filterSaved = false
     }

@@ -1,4 +1,5 @@
 import CLocus
+import LocusCore
 
 /// The running process: arguments, environment, exit. Both build modes read arguments from the
 /// C shim (Embedded Swift has no `CommandLine`).
@@ -74,6 +75,24 @@ public enum AgentLog {
 
     public static func write(_ priority: Priority, _ text: String) {
         Console.error(prefixed ? "<\(priority.rawValue)>\(text)\n" : "\(text)\n")
+    }
+
+    /// Starts a line in `line` (reset first) with its priority prefix when there is one; the
+    /// caller writes the text and hands it to `finish`. For lines written on the loop's hot path:
+    /// no String is made.
+    public static func begin(_ priority: Priority, into line: inout JSONWriter) {
+        line.reset()
+        guard prefixed else { return }
+        line.text("<")
+        line.text(Int(priority.rawValue))
+        line.text(">")
+    }
+
+    /// Ends the line `begin` started and writes it to standard error.
+    public static func finish(_ line: inout JSONWriter) {
+        line.newline()
+        let bytes = line.bytes
+        _ = locus_write_all(2, bytes.baseAddress, bytes.count)
     }
 
     public static func error(_ text: String) { write(.error, text) }

@@ -1,4 +1,5 @@
 import CLocus
+import LocusCore
 
 /// Monotonic clock, nanoseconds. Everything that schedules (backoff, timers) takes `now` from
 /// here once per loop turn and passes it down.
@@ -26,10 +27,12 @@ public struct SerialReader: ~Copyable {
     public static let maximumBackoffNs: Int64 = 10_000_000_000
     /// Reads per `read` call: bounds the time one busy port can hold the loop.
     public static let maximumReadsPerTurn = 8
+    /// The buffer one read fills, unless a reader is given another size.
+    public static let defaultBufferSize = 4096
 
     public let path: String
     public let baud: Int
-    public private(set) var descriptor: Int32 = -1
+    private var fd: Int32 = -1
     private var nextAttemptNs: Int64 = 0
     private var backoffNs: Int64 = SerialReader.initialBackoffNs
     private let buffer: UnsafeMutableRawBufferPointer
@@ -37,18 +40,25 @@ public struct SerialReader: ~Copyable {
     public private(set) var bytesRead: Int64 = 0
     public private(set) var losses = 0
 
-    public init(path: String, baud: Int, bufferSize: Int = 4096) {
+    public init(path: String, baud: Int, bufferSize: Int = SerialReader.defaultBufferSize) {
         self.path = path
         self.baud = baud
         buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: bufferSize, alignment: 16)
     }
 
     deinit {
-        if descriptor >= 0 { _ = locus_close(descriptor) }
+        if fd >= 0 { _ = locus_close(fd) }
         buffer.deallocate()
     }
 
-    public var isOpen: Bool { descriptor >= 0 }
+    /// The size of the buffer each read fills: a caller sizes what one `read` can produce
+    /// from it (at most `maximumReadsPerTurn` fills).
+    public var bufferSize: Int { buffer.count }
+
+    /// The port while it is open.
+    public var descriptor: Descriptor? { Descriptor(fd) }
+
+    public var isOpen: Bool { fd >= 0 }
 
     /// When closed: the monotonic time of the next open attempt.
     public var nextAttemptAtNs: Int64? { isOpen ? nil : nextAttemptNs }
@@ -58,7 +68,7 @@ public struct SerialReader: ~Copyable {
         guard !isOpen, now >= nextAttemptNs else { return nil }
         let result = locus_uart_open(path, Int32(baud))
         if result >= 0 {
-            descriptor = result
+            fd = result
             backoffNs = SerialReader.initialBackoffNs
             return .opened
         }
@@ -69,12 +79,14 @@ public struct SerialReader: ~Copyable {
         return .openFailed(error, retryInMs: waited / 1_000_000)
     }
 
-    /// Reads what is available (bounded), handing each chunk to `body`. On a device error or end
-    /// of file the port is closed and a reopen is scheduled.
-    public mutating func read(now: Int64, _ body: (UnsafeRawBufferPointer) -> Void) -> Event? {
+    /// Reads what is available, at most `maximumReads` buffers (`maximumReadsPerTurn` unless
+    /// told), handing each chunk to `body`. On a device error or end of file the port is closed
+    /// and a reopen is scheduled.
+    public mutating func read(now: Int64, maximumReads: Int = SerialReader.maximumReadsPerTurn,
+                              _ body: (UnsafeRawBufferPointer) -> Void) -> Event? {
         guard isOpen else { return nil }
-        for _ in 0..<SerialReader.maximumReadsPerTurn {
-            let count = locus_read(descriptor, buffer.baseAddress, buffer.count)
+        for _ in 0..<maximumReads {
+            let count = locus_read(fd, buffer.baseAddress, buffer.count)
             if count > 0 {
                 bytesRead += Int64(count)
                 body(UnsafeRawBufferPointer(rebasing: buffer[0..<Int(count)]))
@@ -92,11 +104,17 @@ public struct SerialReader: ~Copyable {
     /// Writes a receiver command (UBX or PMTK). Short writes are finished; a full output buffer
     /// (EAGAIN) is reported to the caller, which retries on its next turn.
     public func write(_ bytes: UnsafeRawBufferPointer) -> SystemError? {
-        guard isOpen else { return .noDevice }
+        guard let descriptor else { return .noDevice }
+        return SerialReader.write(bytes, to: descriptor)
+    }
+
+    /// The same on the port's descriptor, for a caller that holds only that (the write closure
+    /// of `ReceiverControl.service`, while the reader itself is borrowed elsewhere).
+    public static func write(_ bytes: UnsafeRawBufferPointer, to port: Descriptor) -> SystemError? {
         var offset = 0
         var attempts = 0
         while offset < bytes.count && attempts < 16 {
-            let count = locus_write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+            let count = locus_write(port.rawValue, bytes.baseAddress! + offset, bytes.count - offset)
             if count < 0 { return SystemError(code: Int32(truncatingIfNeeded: -count)) }
             offset += Int(count)
             attempts += 1
@@ -105,8 +123,8 @@ public struct SerialReader: ~Copyable {
     }
 
     private mutating func lose(_ error: SystemError?, now: Int64) -> Event {
-        _ = locus_close(descriptor)
-        descriptor = -1
+        _ = locus_close(fd)
+        fd = -1
         losses += 1
         nextAttemptNs = now + backoffNs
         return .lost(error)
@@ -114,8 +132,8 @@ public struct SerialReader: ~Copyable {
 
     /// Closes the port (shutdown); no reopen is scheduled before `openIfDue` is called again.
     public mutating func close() {
-        if descriptor >= 0 { _ = locus_close(descriptor) }
-        descriptor = -1
+        if fd >= 0 { _ = locus_close(fd) }
+        fd = -1
     }
 }
 
@@ -132,6 +150,22 @@ public enum Clock {
             let step = min(remaining, 1_000_000_000)
             _ = locus_poll(nil, nil, nil, 0, Int32(max(1, step / 1_000_000)))
             remaining -= step
+        }
+    }
+}
+
+extension MonotonicClock {
+    /// The monotonic clock as a typed instant (deadlines, retries, the loop's `now`).
+    public static var instant: MonotonicInstant { MonotonicInstant(nanoseconds: locus_monotonic_ns()) }
+}
+
+extension ReceiverControl {
+    /// `service(now:write:)` with a port write that reports a `SystemError`: EAGAIN is a full
+    /// buffer, anything else a failing port.
+    public mutating func service(now: MonotonicInstant, write: (UnsafeRawBufferPointer) -> SystemError?) -> Bool {
+        service(now: now) { bytes in
+            guard let error = write(bytes) else { return .written }
+            return error == .wouldBlock ? .full : .failed
         }
     }
 }

@@ -1,6 +1,7 @@
 import CLocus
 
-/// An errno value from a failed system call, with the C constant's name where it matters.
+/// An errno value from a failed system call, with the C constant's name where it matters (the
+/// values come from <errno.h> through CLocus, never from literals).
 public struct SystemError: Error, Equatable, CustomStringConvertible {
     public let code: Int32
 
@@ -11,19 +12,24 @@ public struct SystemError: Error, Equatable, CustomStringConvertible {
         code = -Int32(truncatingIfNeeded: result)
     }
 
-    public static let notFound = SystemError(code: 2)          // ENOENT
-    public static let interrupted = SystemError(code: 4)       // EINTR
-    public static let ioError = SystemError(code: 5)           // EIO
-    public static let noSuchDeviceOrAddress = SystemError(code: 6) // ENXIO
-    public static let wouldBlock = SystemError(code: 11)       // EAGAIN / EWOULDBLOCK
-    public static let permissionDenied = SystemError(code: 13) // EACCES
-    public static let busy = SystemError(code: 16)             // EBUSY
-    public static let exists = SystemError(code: 17)           // EEXIST
-    public static let noDevice = SystemError(code: 19)         // ENODEV
-    public static let isDirectory = SystemError(code: 21)      // EISDIR
-    public static let invalidArgument = SystemError(code: 22)  // EINVAL
-    public static let noSpace = SystemError(code: 28)          // ENOSPC
-    public static let operationNotPermitted = SystemError(code: 1) // EPERM
+    public static let operationNotPermitted = SystemError(LOCUS_EPERM)
+    public static let notFound = SystemError(LOCUS_ENOENT)
+    public static let interrupted = SystemError(LOCUS_EINTR)
+    public static let ioError = SystemError(LOCUS_EIO)
+    public static let noSuchDeviceOrAddress = SystemError(LOCUS_ENXIO)
+    /// EAGAIN (= EWOULDBLOCK on Linux).
+    public static let wouldBlock = SystemError(LOCUS_EAGAIN)
+    public static let permissionDenied = SystemError(LOCUS_EACCES)
+    public static let busy = SystemError(LOCUS_EBUSY)
+    public static let exists = SystemError(LOCUS_EEXIST)
+    public static let noDevice = SystemError(LOCUS_ENODEV)
+    public static let isDirectory = SystemError(LOCUS_EISDIR)
+    public static let invalidArgument = SystemError(LOCUS_EINVAL)
+    public static let fileTooLarge = SystemError(LOCUS_EFBIG)
+    public static let noSpace = SystemError(LOCUS_ENOSPC)
+
+    /// A CLocus errno constant (`LOCUS_E*`, from <errno.h>).
+    init(_ constant: Int) { code = Int32(constant) }
 
     public var description: String { String(cString: locus_strerror(code)) }
 }

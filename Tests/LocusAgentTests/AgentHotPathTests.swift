@@ -17,14 +17,15 @@ import Testing
         let time = UTCTime(seconds: 1_710_496_800)
         var count = 0
         var rejected = 0
+        var dropped = 0
         let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: stream.count, alignment: 8)
         defer { bytes.deallocate() }
         bytes.copyBytes(from: stream)
         let first = UnsafeRawBufferPointer(rebasing: bytes[0..<37])
         let second = UnsafeRawBufferPointer(rebasing: bytes[37...])
         func pass() {
-            framer.consume(first) { packet in SightingGather.gather(packet, time, sightings, &count, &rejected) }
-            framer.consume(second) { packet in SightingGather.gather(packet, time, sightings, &count, &rejected) }
+            framer.consume(first) { packet in SightingGather.gather(packet, time, sightings, &count, &rejected, &dropped) }
+            framer.consume(second) { packet in SightingGather.gather(packet, time, sightings, &count, &rejected, &dropped) }
             count = 0
         }
         pass() // warm-up: -Onone may allocate on a first call
@@ -36,9 +37,9 @@ import Testing
         framer.consume(UnsafeRawBufferPointer(start: nil, count: 0)) { _ in }
         #expect(framer.packets == 3 * 1_002 && framer.junkBytes == 1_002, "packets \(framer.packets), junk \(framer.junkBytes)")
         stream.withUnsafeBytes { raw in
-            framer.consume(raw) { packet in SightingGather.gather(packet, time, sightings, &count, &rejected) }
+            framer.consume(raw) { packet in SightingGather.gather(packet, time, sightings, &count, &rejected, &dropped) }
         }
-        #expect(count == 3 && rejected == 0)
+        #expect(count == 3 && rejected == 0 && dropped == 0)
         #expect(sightings[0].identity.major == 100 && sightings[0].identity.minor == 0)
     }
 }

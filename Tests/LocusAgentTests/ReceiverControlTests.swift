@@ -40,6 +40,9 @@ enum ReceiverBytes {
 /// The receiver control on its own: what it writes, when, and what it makes of the answers.
 @Suite struct ReceiverControlTests {
     static let second: Int64 = 1_000_000_000
+
+    /// The receiver control's clock is the monotonic one: a test's instants, in nanoseconds.
+    func at(_ nanoseconds: Int64) -> MonotonicInstant { MonotonicInstant(nanoseconds: nanoseconds) }
     static let fitness = LiveConfiguration(preset: .fitness)
     static let hundredMeters = TierPolicy(tier: .hundredMeters)
 
@@ -78,12 +81,12 @@ enum ReceiverBytes {
                                    (.mediatek, ReceiverBytes.nmea("PMTK010,001"))] {
             let port = Port()
             var control = ReceiverControl(receiver: receiver, preset: Self.fitness, tier: Self.hundredMeters)
-            control.portOpened(now: 0)
-            _ = control.service(now: 0, write: port.write)
+            control.portOpened(now: at(0))
+            _ = control.service(now: at(0), write: port.write)
             #expect(port.take() == Self.plan(receiver))
-            let slept = control.sleep(durationMs: 25_000, now: Self.second)
+            let slept = control.sleep(durationMs: 25_000, now: at(Self.second))
             #expect(slept)
-            _ = control.service(now: Self.second, write: port.write)
+            _ = control.service(now: at(Self.second), write: port.write)
             _ = port.take()
             // Ordinary output, then the banner split across two reads.
             Self.feed(&control, ReceiverBytes.nmea("GPGGA,100000.00,4500.0000000,N,00700.0000000,E,1,09,0.8,20.0,M,-30.0,M,,"))
@@ -94,9 +97,9 @@ enum ReceiverBytes {
             let restarted = control.takeRestart()
             let again = control.takeRestart()
             #expect(restarted && !again, "reported once: \(receiver)")
-            control.restarted(now: 2 * Self.second)
+            control.restarted(now: at(2 * Self.second))
             #expect(!control.asleep)
-            _ = control.service(now: 2 * Self.second, write: port.write)
+            _ = control.service(now: at(2 * Self.second), write: port.write)
             #expect(port.take() == Self.plan(receiver), "the whole plan again, no wake bytes: \(receiver)")
         }
         // Generic receivers are not watched; a banner-like text in u-blox output does not count
@@ -114,16 +117,16 @@ enum ReceiverBytes {
     @Test func aUBloxPlanIsSentInOrderResentWhenUnansweredAndReportedOnceSettled() {
         let port = Port()
         var control = ReceiverControl(receiver: .ublox, preset: Self.fitness, tier: Self.hundredMeters)
-        #expect(control.nextDeadlineNs == nil, "nothing before the port opens")
-        control.portOpened(now: 5 * Self.second)
-        #expect(control.nextDeadlineNs == 5 * Self.second, "the plan is due at once")
-        let settled1 = control.service(now: 5 * Self.second, write: port.write)
+        #expect(control.nextDeadline == nil, "nothing before the port opens")
+        control.portOpened(now: at(5 * Self.second))
+        #expect(control.nextDeadline == at(5 * Self.second), "the plan is due at once")
+        let settled1 = control.service(now: at(5 * Self.second), write: port.write)
         #expect(!settled1)
         let sent = port.take()
         #expect(sent == Self.plan(.ublox))
         // CFG-NAV5, CFG-RATE, CFG-PM2, CFG-RXM (classes and IDs from the protocol specification).
         #expect(sent.map { [$0[2], $0[3]] } == [[0x06, 0x24], [0x06, 0x08], [0x06, 0x3B], [0x06, 0x11]])
-        #expect(control.nextDeadlineNs == 6 * Self.second, "resend time of the oldest pending command")
+        #expect(control.nextDeadline == at(6 * Self.second), "resend time of the oldest pending command")
 
         // Answers among NMEA text, split across reads: NAV5 and RXM confirmed, PM2 refused, RATE silent.
         let stream = ReceiverBytes.nmea("GPGGA,100000.00,4500.000,N,00700.000,E,1,08,1.0,100.0,M,0.0,M,,")
@@ -133,44 +136,44 @@ enum ReceiverBytes {
         Self.feed(&control, Array(stream[50...]))
         #expect(control.tracker.count(.confirmed) == 2 && control.tracker.count(.refused) == 1 && control.pending == 1)
 
-        let settled2 = control.service(now: 6 * Self.second - 1, write: port.write)
+        let settled2 = control.service(now: at(6 * Self.second - 1), write: port.write)
         #expect(!settled2)
         #expect(port.take().isEmpty, "no resend before the timeout")
-        let settled3 = control.service(now: 6 * Self.second, write: port.write)
+        let settled3 = control.service(now: at(6 * Self.second), write: port.write)
         #expect(!settled3)
         #expect(port.take() == [Self.plan(.ublox)[1]], "CFG-RATE resent")
-        let settled4 = control.service(now: 7 * Self.second, write: port.write)
+        let settled4 = control.service(now: at(7 * Self.second), write: port.write)
         #expect(!settled4)
         #expect(port.take() == [Self.plan(.ublox)[1]], "CFG-RATE resent again")
-        #expect(control.nextDeadlineNs == 8 * Self.second)
-        let settled5 = control.service(now: 8 * Self.second, write: port.write)
+        #expect(control.nextDeadline == at(8 * Self.second))
+        let settled5 = control.service(now: at(8 * Self.second), write: port.write)
         #expect(settled5, "settled: three attempts, no answer")
         #expect(port.take().isEmpty)
         let report = control.settledReport()
         #expect(report.text == "receiver configured for fitness/hundredMeters: 2 of 4 commands confirmed; CFG-RATE not answered after 3 attempts; CFG-PM2 refused (ACK-NAK)")
         #expect(!report.allConfirmed)
         #expect(control.lastReport == report.text)
-        let settled6 = control.service(now: 9 * Self.second, write: port.write)
+        let settled6 = control.service(now: at(9 * Self.second), write: port.write)
         #expect(!settled6, "reported once")
-        #expect(control.nextDeadlineNs == nil, "nothing left to wait for")
+        #expect(control.nextDeadline == nil, "nothing left to wait for")
         #expect(control.statusJSON == "{\"family\":\"ublox\",\"plan\":\"fitness/hundredMeters\",\"commands\":4,\"confirmed\":2,\"refused\":1,\"timedOut\":1,\"pending\":0,\"sent\":6,\"asleep\":false}")
     }
 
     @Test func aFullPortBufferIsRetriedShortlyInOrder() {
         let port = Port()
         var control = ReceiverControl(receiver: .ublox, preset: Self.fitness, tier: Self.hundredMeters)
-        control.portOpened(now: 0)
-        _ = control.service(now: 0, write: port.write)
+        control.portOpened(now: at(0))
+        _ = control.service(now: at(0), write: port.write)
         _ = port.take()
         // A second plan meets a full buffer after its first command.
-        control.apply(preset: LiveConfiguration(preset: .automotiveNavigation), tier: TierPolicy(tier: .best), now: Self.second)
+        control.apply(preset: LiveConfiguration(preset: .automotiveNavigation), tier: TierPolicy(tier: .best), now: at(Self.second))
         port.refuse = 1
-        _ = control.service(now: Self.second, write: port.write)
+        _ = control.service(now: at(Self.second), write: port.write)
         #expect(port.take().isEmpty)
-        #expect(control.nextDeadlineNs == Self.second + ReceiverControl.writeRetryNs)
-        _ = control.service(now: Self.second + 1, write: port.write)
+        #expect(control.nextDeadline == at(Self.second + ReceiverControl.writeRetryNs))
+        _ = control.service(now: at(Self.second + 1), write: port.write)
         #expect(port.take().isEmpty, "not before the retry time")
-        _ = control.service(now: Self.second + ReceiverControl.writeRetryNs, write: port.write)
+        _ = control.service(now: at(Self.second + ReceiverControl.writeRetryNs), write: port.write)
         let automotive = Self.plan(.ublox, LiveConfiguration(preset: .automotiveNavigation), TierPolicy(tier: .best))
         #expect(port.take() == automotive)
         // Automotive dynamic model (4), continuous CFG-RXM (lpMode 0), no CFG-PM2.
@@ -181,40 +184,40 @@ enum ReceiverBytes {
     @Test func aUBloxReceiverSleepsInBackupAndIsWokenWithThePlanAgain() {
         let port = Port()
         var control = ReceiverControl(receiver: .ublox, preset: Self.fitness, tier: Self.hundredMeters)
-        let closedPort = control.sleep(durationMs: 60_000, now: 0)
+        let closedPort = control.sleep(durationMs: 60_000, now: at(0))
         #expect(!closedPort, "no sleep on a closed port")
-        control.portOpened(now: 0)
-        _ = control.service(now: 0, write: port.write)
+        control.portOpened(now: at(0))
+        _ = control.service(now: at(0), write: port.write)
         _ = port.take()
-        let slept = control.sleep(durationMs: 60_000, now: Self.second)
+        let slept = control.sleep(durationMs: 60_000, now: at(Self.second))
         #expect(slept)
-        let settled7 = control.service(now: Self.second, write: port.write)
+        let settled7 = control.service(now: at(Self.second), write: port.write)
         #expect(!settled7)
         // RXM-PMREQ: duration 60000 ms, flags 0x02 (backup).
         #expect(port.take() == [ReceiverBytes.ubx(0x02, 0x41, [0x60, 0xEA, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00])])
         #expect(control.asleep && control.statusJSON.contains("\"asleep\":true"))
-        _ = control.service(now: 5 * Self.second, write: port.write)
+        _ = control.service(now: at(5 * Self.second), write: port.write)
         #expect(port.take().isEmpty, "no resends to a sleeping receiver")
-        #expect(control.nextDeadlineNs == 61 * Self.second, "the end of the backup period")
+        #expect(control.nextDeadline == at(61 * Self.second), "the end of the backup period")
 
-        control.wake(now: 10 * Self.second)
-        _ = control.service(now: 10 * Self.second, write: port.write)
+        control.wake(now: at(10 * Self.second))
+        _ = control.service(now: at(10 * Self.second), write: port.write)
         #expect(port.take() == [[UInt8](repeating: 0xFF, count: 8)] + Self.plan(.ublox))
         #expect(!control.asleep && control.sent == 4 && control.pending == 4)
 
         // Put to sleep and woken before the request went out: neither is written.
-        let again = control.sleep(durationMs: 5_000, now: 11 * Self.second)
+        let again = control.sleep(durationMs: 5_000, now: at(11 * Self.second))
         #expect(again)
-        control.wake(now: 11 * Self.second)
-        _ = control.service(now: 11 * Self.second, write: port.write)
+        control.wake(now: at(11 * Self.second))
+        _ = control.service(now: at(11 * Self.second), write: port.write)
         #expect(port.take() == Self.plan(.ublox))
     }
 
     @Test func aMediaTekPlanIsConfirmedByPMTK001AndAnUnsupportedCommandIsNamed() {
         let port = Port()
         var control = ReceiverControl(receiver: .mediatek, preset: Self.fitness, tier: Self.hundredMeters)
-        control.portOpened(now: 0)
-        _ = control.service(now: 0, write: port.write)
+        control.portOpened(now: at(0))
+        _ = control.service(now: at(0), write: port.write)
         let sent = port.take().map { String(decoding: $0, as: UTF8.self) }
         #expect(sent == [String(decoding: ReceiverBytes.nmea("PMTK886,1"), as: UTF8.self),
                          String(decoding: ReceiverBytes.nmea("PMTK220,1000"), as: UTF8.self),
@@ -227,35 +230,35 @@ enum ReceiverBytes {
         Self.feed(&control, stream)
         Self.feed(&control, Array("01,2".utf8))
         Self.feed(&control, Array(ReceiverBytes.nmea("PMTK001,225,3")[("$PMTK001,2".utf8.count)...]))
-        let settled8 = control.service(now: 1, write: port.write)
+        let settled8 = control.service(now: at(1), write: port.write)
         #expect(settled8)
         #expect(port.take().isEmpty)
         let report = control.settledReport()
         #expect(report.text == "receiver configured for fitness/hundredMeters: 2 of 3 commands confirmed; PMTK886 not supported by this firmware (PMTK001 flag 1)")
         #expect(control.statusJSON.contains("\"family\":\"mediatek\"") && control.statusJSON.contains("\"confirmed\":2,\"refused\":1,\"timedOut\":0,\"pending\":0,\"sent\":3"))
 
-        let slept = control.sleep(durationMs: 60_000, now: Self.second)
+        let slept = control.sleep(durationMs: 60_000, now: at(Self.second))
         #expect(slept)
-        _ = control.service(now: Self.second, write: port.write)
+        _ = control.service(now: at(Self.second), write: port.write)
         #expect(port.take() == [Array("$PMTK161,0*28\r\n".utf8)])
-        control.wake(now: 2 * Self.second)
-        _ = control.service(now: 2 * Self.second, write: port.write)
+        control.wake(now: at(2 * Self.second))
+        _ = control.service(now: at(2 * Self.second), write: port.write)
         #expect(port.take() == [[UInt8](repeating: 0xFF, count: 8)] + Self.plan(.mediatek))
     }
 
     @Test func aGenericNMEAReceiverIsLeftAlone() {
         let port = Port()
         var control = ReceiverControl(receiver: .genericNMEA, preset: Self.fitness, tier: Self.hundredMeters)
-        control.portOpened(now: 0)
-        let settled9 = control.service(now: 0, write: port.write)
+        control.portOpened(now: at(0))
+        let settled9 = control.service(now: at(0), write: port.write)
         #expect(!settled9)
-        let slept = control.sleep(durationMs: 60_000, now: 0)
+        let slept = control.sleep(durationMs: 60_000, now: at(0))
         #expect(!slept)
-        control.wake(now: 0)
-        control.apply(preset: Self.fitness, tier: TierPolicy(tier: .best), now: 0)
-        let settled10 = control.service(now: 0, write: port.write)
+        control.wake(now: at(0))
+        control.apply(preset: Self.fitness, tier: TierPolicy(tier: .best), now: at(0))
+        let settled10 = control.service(now: at(0), write: port.write)
         #expect(!settled10)
-        #expect(port.writes.isEmpty && control.nextDeadlineNs == nil)
+        #expect(port.writes.isEmpty && control.nextDeadline == nil)
         #expect(control.statusJSON == "{\"family\":\"generic-nmea\",\"plan\":\"fitness/best\",\"commands\":0,\"confirmed\":0,\"refused\":0,\"timedOut\":0,\"pending\":0,\"sent\":0,\"asleep\":false}")
     }
 

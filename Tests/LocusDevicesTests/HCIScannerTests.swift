@@ -149,7 +149,7 @@ private func retryDelays<D: HCIDriver>(_ scanner: inout HCIScanner<D>, attempts:
             }
         }
         #expect(delays == backoffMs)
-        #expect(scanner.descriptor == -1)
+        #expect(scanner.descriptor == nil)
         #expect(scanner.stop() == nil)
     }
 
@@ -221,7 +221,7 @@ private func retryDelays<D: HCIDriver>(_ scanner: inout HCIScanner<D>, attempts:
         var scanner = recordingScanner(adapter)
         #expect(scanner.startIfDue(now: 0) == .started(.legacy))
         #expect(scanner.isOpen == true)
-        #expect(scanner.descriptor == 7)
+        #expect(scanner.descriptor?.rawValue == 7)
         #expect(scanner.controllerKind == .legacy)
         #expect(adapter.calls == ["open 0", "isUp", "setFilter", "request Read Local Supported Commands",
                                   "request LE Set Scan Enable", "request LE Set Scan Parameters", "request LE Set Scan Enable"])

@@ -71,7 +71,7 @@ final class Harness {
         let deadline = MonotonicClock.now() + 2_000_000_000
         while !condition() && MonotonicClock.now() < deadline {
             if reader.isOpen {
-                var descriptor = pollfd(fd: reader.descriptor, events: Int16(POLLIN), revents: 0)
+                var descriptor = pollfd(fd: reader.descriptor?.rawValue ?? -1, events: Int16(POLLIN), revents: 0)
                 _ = poll(&descriptor, 1, 50)
             } else {
                 usleep(20_000)

@@ -5,6 +5,7 @@
 #ifndef CLOCUS_H
 #define CLOCUS_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,6 +27,16 @@ int locus_getpid(void);
 int locus_kill(int pid, int signal);
 /// Description of an errno value (positive), never NULL.
 const char *locus_strerror(int error);
+
+// MARK: errno values Swift names (SystemError, the HCI scanner's advice): from the C headers
+
+enum {
+    LOCUS_EPERM = EPERM, LOCUS_ENOENT = ENOENT, LOCUS_EINTR = EINTR, LOCUS_EIO = EIO, LOCUS_ENXIO = ENXIO,
+    LOCUS_EAGAIN = EAGAIN, LOCUS_EACCES = EACCES, LOCUS_EBUSY = EBUSY, LOCUS_EEXIST = EEXIST, LOCUS_ENODEV = ENODEV,
+    LOCUS_EISDIR = EISDIR, LOCUS_EINVAL = EINVAL, LOCUS_EFBIG = EFBIG, LOCUS_ENOSPC = ENOSPC, LOCUS_EPIPE = EPIPE,
+    LOCUS_EBADFD = EBADFD, LOCUS_EAFNOSUPPORT = EAFNOSUPPORT, LOCUS_ENETDOWN = ENETDOWN, LOCUS_ETIMEDOUT = ETIMEDOUT,
+    LOCUS_ERFKILL = ERFKILL,
+};
 
 // MARK: file descriptors (return >= 0 or -errno; EINTR is retried a bounded number of times)
 

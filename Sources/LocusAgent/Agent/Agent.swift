@@ -1,446 +1,330 @@
 import LocusCore
 import LocusDevices
 
-/// `locus run`: one poll(2) loop over the GNSS port, the Bluetooth source, the control socket,
-/// a timerfd and a signalfd. No threads; with nothing arriving the agent sleeps until its next
-/// deadline (an engine timeout, a pulse ending, a device retry, the watchdog, a log sync).
+/// `locus run`: one poll(2) loop, no threads. With nothing arriving the agent sleeps until its
+/// next deadline (an engine timeout, a pulse ending, a device retry, the watchdog, a log sync).
 ///
-/// Each turn: read what is ready, feed fixes and sightings to the engine, tick it, then hand
-/// every pending event to the sinks in order, log first ("log, then act"): latches it sets are
-/// logged, the event is appended (and synced per policy), GPIO lines move, subscribers get it,
-/// and only then does it become its record's lastEvent.
+/// The loop composes components that own their state (see docs/architecture.md); each offers
+/// the same surface (`LoopComponent`: descriptors, deadlines, status, reload, shutdown) and its
+/// own service entry. They never reach into each other: the loop passes values between them
+/// (fixes, sightings, events, the turn's `now`), in this order each turn:
+///
+///     open what is due -> register -> wait -> signals -> GNSS fixes -> sightings -> motion
+///     -> control requests -> engine tick -> update ticks -> events (log, then act: outputs,
+///     subscribers) -> pulses -> subscribers catching up -> receiver writes -> housekeeping
+///
+/// "Log, then act": an event is appended (and synced per policy) before the GPIO lines move and
+/// subscribers get it, and only then does it become its record's lastEvent.
 final class Agent {
-    enum BluetoothKind { case none, adapter(Int), feed(String) }
-
     let loaded: LoadedConfig
     let engine: MonitorEngine
-    /// nil when the state directory cannot be written: monitoring goes on in memory and every
-    /// event says `persistenceUnavailable`.
-    let session: StateSession?
-    var clock = AgentClock()
-    let stateDirectory: String
+    /// UTC from GNSS once fixes arrive (CLOCK_REALTIME before).
+    private var clock = AgentClock()
+    /// The descriptors of one turn; its capacity is the components' `maximumDescriptors` summed.
+    private var poll: PollSet
+    let loop: LoopHousekeeping
+    let gnss: GNSSSource
+    let bluetooth: BluetoothSource
+    let log: EventLog
+    let outputs: Outputs
+    let updates: LiveUpdates
+    let sessions: ControlSessions
 
-    // Sources.
-    var gnss: SerialReader
-    let hasGNSS: Bool
-    var decoder: NMEADecoder
-    /// The receiver's configuration for the site's `[updates]` preset and tier.
-    var receiver: ReceiverControl
-    let fixes: UnsafeMutableBufferPointer<Fix>
-    var fixCount = 0
-    let bluetoothKind: BluetoothKind
-    var scanner: HCIScanner<LibBluetoothHCI>
-    var feed: SerialReader
-    var h4 = H4Framer()
-    let sightings: UnsafeMutableBufferPointer<Sighting>
-    var sightingCount = 0
-    var nextAdapterCheckNs: Int64 = 0
-    var gnssOpenFailures = 0
-    var feedOpenFailures = 0
-    static let adapterCheckIntervalNs: Int64 = 10_000_000_000
-
-    // Sinks.
-    var plan: OutputPlan
-    var outputs: GPIOOutputs?
-    var privacy: SiteConfig.FixPrivacy
-    var fixIntervalNs: Int64
-    var nextFixLogNs: Int64 = 0
-    var memorySequence: Int64 = 0
-    var logRetryAtNs: Int64? = nil
-    var logRetryDelayNs: Int64 = 1_000_000_000
-    var logFailing = false
-
-    // Live updates (AgentUpdates.swift).
-    let siteUpdater: LiveUpdater
-    /// Each control slot's update stream, if it asked for one.
-    var streams: [UpdateStream?] = []
-    var pause: PauseController
-    /// The tier the receiver and the BLE scan run at.
-    var radioTier: AccuracyTier
-    /// `[updates] motion_input`: wakes the paused receiver.
-    var motion: GPIOInput?
-    /// Boundary-aware sampling: when the receiver, off between fixes, is to be woken (agent clock).
-    var sampleWakeAtNs: Int64? = nil
-    /// u-blox M8 hot start is about 1 s ([M8] data sheet, "Acquisition"): woken this early.
-    static let hotStartLeadMs: Int64 = 2_000
-    static let minimumSampleSleepMs: Int64 = 5_000
-
-    // Control.
-    var control: ControlServer?
-    var subscriptions: [Subscription]
-    /// The monitor each control connection has opened (CLMonitor: one open instance per name).
-    var claims: [FixedName?] = []
-    /// Consumers' cursors when there is no log.
-    var memoryConsumers: [(FixedName, UInt64)] = []
-    /// Each control slot's index in this turn's poll set (allocated once: a turn allocates nothing).
-    let clientPollIndex = UnsafeMutableBufferPointer<Int>.allocate(capacity: PollSet.capacity)
-
-    // Loop.
-    var timer: DeadlineTimer
-    let signals: SignalSource
-    let notifier = ServiceNotifier()
-    var nextWatchdogNs: Int64? = nil
-    var pollSet = PollSet()
-    var running = true
-    var statistics = Statistics()
-
-    struct Statistics {
-        var fixes = 0
-        var sightings = 0
-        var events = 0
-        var lastFix: Fix? = nil
-        var hciRejected = 0
-    }
-
-    struct Subscription {
-        var active = false
-        var monitor: FixedName? = nil
-        /// The last sequence number delivered.
-        var cursor: UInt64 = 0
-        /// Behind: events are read from the log until the subscriber has them all.
-        var catchingUp = false
-    }
-
-    init(loaded: LoadedConfig, engine: MonitorEngine, session: StateSession?, stateDirectory: String, outputs: GPIOOutputs?,
-         plan: OutputPlan, control: ControlServer?, timer: consuming DeadlineTimer, signals: consuming SignalSource) {
+    init(loaded: LoadedConfig, engine: MonitorEngine, loop: LoopHousekeeping, gnss: GNSSSource, bluetooth: BluetoothSource,
+         log: EventLog, outputs: Outputs, updates: LiveUpdates, sessions: ControlSessions) {
         self.loaded = loaded
         self.engine = engine
-        self.session = session
-        self.stateDirectory = stateDirectory
+        self.loop = loop
+        self.gnss = gnss
+        self.bluetooth = bluetooth
+        self.log = log
         self.outputs = outputs
-        self.plan = plan
-        self.control = control
-        self.timer = timer
-        self.signals = signals
-        privacy = loaded.site.fixPrivacy
-        fixIntervalNs = loaded.site.log.fixIntervalMs * 1_000_000
-        subscriptions = Array(repeating: Subscription(), count: control?.capacity ?? 0)
-        let board = loaded.board
-        let updates = loaded.site.updates
-        siteUpdater = LiveUpdater(settings: ReplayUpdates.settings(updates))
-        pause = PauseController(siteUpdater.settings.configuration, siteUpdater.settings.tier)
-        radioTier = updates.accuracy
-        let scanSettings = TierPolicy(tier: updates.accuracy).scanSettings
-        if let gnss = board.gnss {
-            self.gnss = SerialReader(path: Paths.resolve(gnss.device, relativeTo: stateDirectory), baud: gnss.baud)
-            hasGNSS = true
-            decoder = NMEADecoder(allowMissingChecksum: gnss.allowMissingChecksum)
-        } else {
-            self.gnss = SerialReader(path: "", baud: 9600, bufferSize: 1)
-            hasGNSS = false
-            decoder = NMEADecoder()
-        }
-        // The same preset and tier the site updater and `applyReceiverPlan` use.
-        receiver = ReceiverControl(receiver: board.gnss?.receiver ?? .genericNMEA, preset: siteUpdater.settings.configuration,
-                                   tier: siteUpdater.settings.tier)
-        fixes = .allocate(capacity: 4096 / 6 + 2)
-        sightings = .allocate(capacity: 64)
-        switch board.bluetooth {
-        case .hci(let index)?:
-            bluetoothKind = .adapter(index)
-            scanner = HCIScanner(adapterIndex: index, settings: scanSettings)
-            feed = SerialReader(path: "", baud: 9600, bufferSize: 1)
-        case .feed(let path)?:
-            let resolved = Paths.resolve(path, relativeTo: stateDirectory)
-            bluetoothKind = .feed(resolved)
-            scanner = HCIScanner(adapterIndex: 0, settings: scanSettings)
-            feed = SerialReader(path: resolved, baud: 115200)
-        case nil:
-            bluetoothKind = .none
-            scanner = HCIScanner(adapterIndex: 0, settings: scanSettings)
-            feed = SerialReader(path: "", baud: 9600, bufferSize: 1)
-        }
+        self.updates = updates
+        self.sessions = sessions
+        // Limits tied together: the poll set holds what every component can register (a turn
+        // that finds it full counts and logs it), and a stream's lines fit a connection's buffer.
+        poll = PollSet(capacity: loop.maximumDescriptors + gnss.maximumDescriptors + bluetooth.maximumDescriptors
+                       + log.maximumDescriptors + outputs.maximumDescriptors + updates.maximumDescriptors + sessions.maximumDescriptors)
+        precondition(poll.capacity >= loop.maximumDescriptors + sessions.capacity, "the poll set holds the loop's own descriptors and every connection")
+        precondition(LiveUpdates.streamBytes <= ControlSessions.outputBytes, "a stream's lines must fit a connection's output buffer")
     }
 
-    deinit {
-        clientPollIndex.deallocate()
-        fixes.deallocate()
-        sightings.deallocate()
+    /// Why the agent could not be set up.
+    enum OpenError: Error {
+        /// The site or board file did not check (the diagnostics have been printed).
+        case config
+        /// Another process holds a monitor of the state directory (printed).
+        case locked
+        case loop(LoopHousekeeping.Failure)
+        case gpio(GPIOError)
+    }
+
+    /// A complete agent, set up in order, each step failing with one reason: config -> engine ->
+    /// state directory (locks, log, records rebuilt) -> the loop's timer and signals -> GPIO
+    /// lines requested with the levels the log says they had -> motion input -> the sources ->
+    /// the control socket, last: its appearance tells clients (and tests) the agent is set up.
+    /// Start-up's temporaries (the parsed site file, the log scan) are gone when it returns.
+    static func open(configPath: String, stateDirectory: String?) -> Result<Agent, OpenError> {
+        Process.mapLargeBlocks()
+        guard case .success(var loaded) = LoadedConfig.load(configPath) else { return .failure(.config) }
+        let directory = stateDirectory ?? Paths.resolve(loaded.site.stateDirectory, relativeTo: Paths.directory(of: configPath))
+        // Parsing freed what it used; give those pages back before the engine's tables are carved
+        // out of the same heap, or the tables' untouched parts would stay resident.
+        Process.releaseFreeMemory()
+        let engine = EngineSetup.engine(for: loaded.site, board: loaded.board)
+        let start = AgentTime(monotonic: MonotonicClock.instant, utc: UTCTime(nanoseconds: Clock.realtimeNs()))
+        guard case .success(let log) = EventLog.open(directory: directory, loaded: loaded, engine: engine, now: start.utc) else {
+            return .failure(.locked)
+        }
+        let loop: LoopHousekeeping
+        do { loop = try LoopHousekeeping() } catch { return .failure(.loop(error)) }
+        // The declared conditions now live in the engine; the parsed copy would only hold memory
+        // (a SIGHUP reads the file again).
+        loaded.site.monitors = []
+        let outputs: Outputs
+        let updates: LiveUpdates
+        do {
+            outputs = try Outputs.open(board: loaded.board, site: loaded.site, stateDirectory: directory, latched: log.restoredLatches,
+                                       engine: engine, now: start)
+            updates = try LiveUpdates(loaded: loaded, slots: loaded.site.capacity.subscribers, stateDirectory: directory)
+        } catch {
+            log.shutdown(now: start)
+            return .failure(.gpio(error))
+        }
+        let gnss = GNSSSource(board: loaded.board, stateDirectory: directory, settings: updates.siteUpdater.settings)
+        let bluetooth = BluetoothSource(board: loaded.board, stateDirectory: directory, tier: loaded.site.updates.accuracy)
+        let sessions = ControlSessions(directory: directory, capacity: loaded.site.capacity.subscribers, privacy: loaded.site.fixPrivacy)
+        return .success(Agent(loaded: loaded, engine: engine, loop: loop, gnss: gnss, bluetooth: bluetooth, log: log, outputs: outputs,
+                              updates: updates, sessions: sessions))
     }
 
     // MARK: the loop
 
-    /// Runs until SIGTERM or SIGINT; returns the exit status.
+    /// Runs until SIGTERM or SIGINT; returns the exit status. The loop is meant never to end
+    /// otherwise: only a signal or a failing poll(2) clears `running`.
     func run() -> Int32 {
-        let started = MonotonicClock.now()
-        if let interval = notifier.watchdogIntervalNs { nextWatchdogNs = started + interval }
-        Process.releaseFreeMemory()
-        notifier.notify("READY=1\nSTATUS=monitoring \(engine.conditionCount) conditions")
-        AgentLog.notice("locus \(LocusVersion.string): running: \(engine.conditionCount) conditions in \(engine.monitorNames.count) monitors, board \(loaded.board.name)")
-        while running {
+        start()
+        while loop.running {
             turn()
         }
         shutdown()
         return 0
     }
 
-    func utcNow(_ monotonicNs: Int64) -> UTCTime {
-        clock.now(monotonicNs: monotonicNs, realtimeNs: Clock.realtimeNs())
+    /// Before the first turn: start-up's freed memory back to the kernel, systemd told.
+    func start() {
+        Process.releaseFreeMemory()
+        loop.start(now(), status: "monitoring \(engine.conditionCount) conditions")
+        AgentLog.notice("locus \(LocusVersion.string): running: \(engine.conditionCount) conditions in \(engine.monitorNames.count) monitors, board \(loaded.board.name)")
     }
 
     func turn() {
-        var now = MonotonicClock.now()
-        openSources(now)
-        serviceReceiver(now)
-        let deadline = nextDeadline(now)
-        timer.arm(at: deadline, now: now)
-        pollSet.removeAll()
-        let signalIndex = pollSet.add(signals.descriptor)
-        let timerIndex = pollSet.add(timer.descriptor)
-        let gnssIndex = pollSet.add(gnss.descriptor)
-        let feedIndex = pollSet.add(feed.descriptor)
-        let scannerIndex = pollSet.add(scanner.descriptor)
-        let listenIndex = pollSet.add(control?.listener ?? -1)
-        let readOnlyIndex = pollSet.add(control?.readOnlyListener ?? -1)
-        let motionIndex = pollSet.add(motion?.descriptor ?? -1)
-        if let control {
-            for slot in 0..<control.capacity { clientPollIndex[slot] = pollSet.add(control.descriptor(slot), write: control.wantsWrite(slot)) }
-        }
-        let ready = pollSet.wait(timeoutMs: -1)
-        if ready < 0 && SystemError(code: -ready) != .interrupted {
-            AgentLog.error("locus: poll failed: \(SystemError(code: -ready))")
-            running = false
-            return
-        }
-        now = MonotonicClock.now()
-        if pollSet.readable(signalIndex) { handleSignals() }
-        if pollSet.readable(timerIndex) { timer.acknowledge() }
-        if pollSet.readable(gnssIndex) { readGNSS(now) }
-        if pollSet.readable(feedIndex) { readFeed(now) }
-        if pollSet.readable(scannerIndex) { readScanner(now) }
-        if pollSet.readable(motionIndex), let motion, motion.readEdges() > 0 { motionInput(now) }
-        if case .adapter = bluetoothKind, scanner.isOpen, now >= nextAdapterCheckNs {
-            nextAdapterCheckNs = now + Agent.adapterCheckIntervalNs
-            if let event = scanner.checkAdapter(now: now) { AgentLog.warning("locus: bluetooth: \(event)") }
-        }
-        if let control {
-            if pollSet.readable(listenIndex) { accept(control, on: control.listener) }
-            if pollSet.readable(readOnlyIndex) { accept(control, on: control.readOnlyListener) }
-            for slot in 0..<control.capacity where clientPollIndex[slot] >= 0 {
-                if pollSet.writable(clientPollIndex[slot]) { control.flush(slot) }
-                if pollSet.readable(clientPollIndex[slot]) { serve(control, slot, now) }
-            }
-        }
-        engine.tick(now: utcNow(now))
-        tickUpdates(now)
-        drainEvents(now)
-        updateOutputs(now)
-        catchUpSubscribers()
-        serviceReceiver(now)
-        housekeeping(now)
+        let start = now()
+        gnss.openIfDue(start)
+        bluetooth.openIfDue(start)
+        gnss.writeReceiverQueue(start)
+        poll.removeAll()
+        register(loop)
+        register(gnss)
+        register(bluetooth)
+        register(updates)
+        register(sessions)
+        loop.check(poll)
+        guard loop.wait(poll, until: nextDeadline(start), now: start) else { return }
+        var now = self.now()
+        if loop.service(poll) { reload() }
+        gnss.read(poll, now)
+        for index in 0..<gnss.fixCount { now = observe(gnss.fix(index), now) }
+        if gnss.endRead(now) { updates.receiverRestarted(now) }
+        bluetooth.read(poll, now)
+        for index in 0..<bluetooth.sightingCount { engine.observe(bluetooth.sighting(index)) }
+        bluetooth.checkAdapter(now)
+        if updates.readMotion(poll, now, receiver: gnss.receiverState) { takeUpdates(now) }
+        serveControl(now)
+        engine.tick(now: now.utc)
+        updates.tick(now, receiver: gnss.receiverState)
+        takeUpdates(now)
+        handleEvents(now)
+        outputs.update(now) { log.appendGPIO($0, now) }
+        sessions.catchUp(log)
+        gnss.writeReceiverQueue(now)
+        loop.housekeeping(now)
+        log.housekeeping(now)
     }
 
-    /// The earliest monotonic time something must happen, or nil for "only when input arrives".
-    func nextDeadline(_ now: Int64) -> Int64? {
-        var deadline: Int64? = nil
-        func consider(_ time: Int64?) {
-            guard let time else { return }
-            deadline = min(deadline ?? time, time)
-        }
-        let current = utcNow(now).totalNanoseconds
-        if let utc = engine.nextDeadline() { consider(now + max(0, utc.totalNanoseconds - current)) }
-        if let utc = updatesDeadlineNs { consider(now + max(0, utc - current)) }
-        consider(plan.nextPulseEnd(after: now))
-        if hasGNSS {
-            consider(gnss.nextAttemptAtNs)
-            consider(receiver.nextDeadlineNs)
-        }
-        switch bluetoothKind {
-        case .adapter: consider(scanner.isOpen ? nextAdapterCheckNs : scanner.nextAttemptAtNs)
-        case .feed: consider(feed.nextAttemptAtNs)
-        case .none: break
-        }
-        consider(nextWatchdogNs)
-        consider(session?.persistence.syncDueNs)
-        consider(logRetryAtNs)
-        return deadline
+    private func register<Component: LoopComponent>(_ component: Component) { component.register(in: &poll) }
+
+    /// The turn's `now` on both clocks.
+    private func now() -> AgentTime {
+        let monotonic = MonotonicClock.instant
+        return AgentTime(monotonic: monotonic, utc: clock.now(monotonicNs: monotonic.nanoseconds, realtimeNs: Clock.realtimeNs()))
     }
 
-    func openSources(_ now: Int64) {
-        if hasGNSS {
-            switch gnss.openIfDue(now: now) {
-            case .opened?:
-                AgentLog.info("locus: gnss: reading \(gnss.path) at \(gnss.baud) baud\(Agent.afterFailures(gnssOpenFailures))")
-                gnssOpenFailures = 0
-                receiver.portOpened(now: now)
-            case .openFailed(let error, let retry)?:
-                gnssOpenFailures += 1
-                if let text = Agent.openFailure(gnssOpenFailures, error, retryMs: retry) { AgentLog.warning("locus: gnss: cannot open \(gnss.path): \(text)") }
-            default: break
-            }
-        }
-        switch bluetoothKind {
-        case .adapter:
-            if let event = scanner.startIfDue(now: now) {
-                switch event {
-                case .started: AgentLog.info("locus: bluetooth: hci\(scanner.adapterIndex): \(event)")
-                default: AgentLog.warning("locus: bluetooth: \(event)")
-                }
-                nextAdapterCheckNs = now + Agent.adapterCheckIntervalNs
-            }
-        case .feed:
-            switch feed.openIfDue(now: now) {
-            case .opened?:
-                AgentLog.info("locus: bluetooth: reading the HCI feed \(feed.path)\(Agent.afterFailures(feedOpenFailures))")
-                feedOpenFailures = 0
-            case .openFailed(let error, let retry)?:
-                feedOpenFailures += 1
-                if let text = Agent.openFailure(feedOpenFailures, error, retryMs: retry) { AgentLog.warning("locus: bluetooth: cannot open the HCI feed \(feed.path): \(text)") }
-            default: break
-            }
-        case .none:
-            break
-        }
+    /// The earliest moment something must happen, or nil for "only when input arrives".
+    private func nextDeadline(_ now: AgentTime) -> MonotonicInstant? {
+        var next = NextDeadline(now: now)
+        next.consider(engine.nextDeadline())
+        loop.deadlines(&next)
+        gnss.deadlines(&next)
+        bluetooth.deadlines(&next)
+        log.deadlines(&next)
+        outputs.deadlines(&next)
+        updates.deadlines(&next)
+        sessions.deadlines(&next)
+        return next.earliest
     }
 
-    /// A device that cannot be opened is reported on the first failure and once more when the
-    /// retries reach their slowest pace, not every ten seconds for as long as it is missing.
-    static func openFailure(_ failures: Int, _ error: SystemError, retryMs: Int64) -> String? {
-        if failures == 1 { return "\(error); retrying" }
-        if retryMs >= SerialReader.maximumBackoffNs / 1_000_000 && failures == 7 {
-            return "\(error) (still); retrying every \(retryMs / 1000) s, reported again when it opens"
-        }
-        return nil
-    }
+    // MARK: values between components
 
-    static func afterFailures(_ failures: Int) -> String {
-        failures > 1 ? " (after \(failures) failed attempts)" : ""
-    }
-
-    // MARK: sources
-
-    func readGNSS(_ now: Int64) {
-        let lost = gnss.read(now: now) { bytes in
-            receiver.consume(bytes)
-            decoder.consume(bytes) { fix in
-                fixes[fixCount] = fix
-                fixCount += 1
-            }
-        }
-        for index in 0..<fixCount { observe(fixes[index], now) }
-        fixCount = 0
-        if receiver.takeRestart() {
-            AgentLog.warning("locus: gnss: the receiver restarted (its start-up message); configuring it again")
-            receiver.restarted(now: now)
-            pause.receiverRestarted(nowNs: utcNow(now).totalNanoseconds)
-            sampleWakeAtNs = nil
-        }
-        if case .lost(let error)? = lost {
-            receiver.portLost()
-            AgentLog.warning("locus: gnss: \(gnss.path) went away (\(error.map { "\($0)" } ?? "end of file")); reopening")
-        }
-    }
-
-    func observe(_ fix: Fix, _ now: Int64) {
-        guard let time = fix.time else { return }
+    /// A fix: it sets the agent's UTC clock, then the engine and the updaters see it. Returns the
+    /// turn's `now` on the clock it set.
+    private func observe(_ fix: Fix, _ now: AgentTime) -> AgentTime {
+        guard let time = fix.time else { return now }
         let first = !clock.followsGNSS
-        if let step = clock.anchor(fixNs: time.totalNanoseconds, monotonicNs: now, realtimeNs: Clock.realtimeNs()) {
+        if let step = clock.anchor(fixNs: time.totalNanoseconds, monotonicNs: now.monotonic.nanoseconds, realtimeNs: Clock.realtimeNs()) {
             engine.clockStepped(byNs: step)
+            let size = Quantity.describe(nanoseconds: abs(step))
             if first {
-                AgentLog.info("locus: clock: following GNSS time from \(time.iso8601) (\(Quantity.describe(nanoseconds: abs(step))) \(step < 0 ? "behind" : "ahead of") the system clock)")
+                AgentLog.info("locus: clock: following GNSS time from \(time.iso8601) (\(size) \(step < 0 ? "behind" : "ahead of") the system clock)")
             } else {
-                AgentLog.warning("locus: clock: GNSS time jumped \(step < 0 ? "back" : "ahead") \(Quantity.describe(nanoseconds: abs(step))) to \(time.iso8601) (receiver reset?)")
+                AgentLog.warning("locus: clock: GNSS time jumped \(step < 0 ? "back" : "ahead") \(size) to \(time.iso8601) (receiver reset?)")
             }
         } else if first {
             AgentLog.info("locus: clock: following GNSS time from \(time.iso8601)")
         }
-        statistics.fixes += 1
-        statistics.lastFix = fix
+        let anchored = AgentTime(monotonic: now.monotonic, utc: clock.now(monotonicNs: now.monotonic.nanoseconds, realtimeNs: Clock.realtimeNs()))
         engine.observe(fix)
-        updateWithFix(fix, now)
+        updates.observe(fix, anchored, receiver: gnss.receiverState, engine: engine)
+        takeUpdates(anchored)
+        return anchored
     }
 
-    func readFeed(_ now: Int64) {
-        let time = utcNow(now)
-        let buffer = sightings
-        var count = sightingCount
-        var rejected = 0
-        let lost = feed.read(now: now) { bytes in
-            h4.consume(bytes) { packet in SightingGather.gather(packet, time, buffer, &count, &rejected) }
-        }
-        sightingCount = count
-        statistics.hciRejected += rejected
-        deliverSightings()
-        if case .lost = lost { AgentLog.warning("locus: bluetooth: the HCI feed \(feed.path) closed; reopening") }
-    }
-
-    func readScanner(_ now: Int64) {
-        let time = utcNow(now)
-        let buffer = sightings
-        var count = sightingCount
-        var rejected = 0
-        let event = scanner.read(now: now) { packet in SightingGather.gather(packet, time, buffer, &count, &rejected) }
-        sightingCount = count
-        statistics.hciRejected += rejected
-        deliverSightings()
-        if let event { AgentLog.warning("locus: bluetooth: \(event)") }
-    }
-
-    func deliverSightings() {
-        for index in 0..<sightingCount { engine.observe(sightings[index]) }
-        statistics.sightings += sightingCount
-        sightingCount = 0
-    }
-
-    // MARK: signals and housekeeping
-
-    func handleSignals() {
-        while let signal = signals.next() {
-            switch signal {
-            case .terminate, .interrupt:
-                AgentLog.notice("locus: \(signal == .terminate ? "SIGTERM" : "SIGINT"): stopping")
-                running = false
-            case .hangUp:
-                notifier.notify("RELOADING=1")
-                reload()
-                notifier.notify("READY=1")
+    /// What the live updates produced: fix and visit records to the log, stream lines to their
+    /// connections, orders to the receiver, the scan's timing to the Bluetooth source.
+    private func takeUpdates(_ now: AgentTime) {
+        while let item = updates.nextItem() {
+            switch item {
+            case .fix(let fix): log.appendFix(fix)
+            case .visit(let visit): log.appendVisit(visit, now)
+            case .stream(let slot, let line): if !sessions.sendStream(slot, line) { updates.endStream(slot) }
             }
         }
+        while let order = updates.nextReceiverOrder() { gnss.apply(order, now) }
+        if let settings = updates.takeScanSettings() { bluetooth.reconfigure(settings) }
     }
 
-    func housekeeping(_ now: Int64) {
-        if let due = nextWatchdogNs, now >= due, let interval = notifier.watchdogIntervalNs {
-            notifier.notify("WATCHDOG=1")
-            nextWatchdogNs = now + interval
-        }
-        if let session {
-            do { try session.persistence.syncIfDue(now: now) } catch { logFailure(error, now) }
+    /// Every pending event to the sinks in order: the log (with the latches it sets), the GPIO
+    /// lines, the subscribers; then the engine is told it was handled. The live updates' batches
+    /// go out first, so the log reads in the order things happened.
+    private func handleEvents(_ now: AgentTime) {
+        guard log.acceptsEvents(now), engine.oldestPendingEvent() != nil else { return }
+        updates.flushForEvent(now)
+        takeUpdates(now)
+        while let pending = engine.oldestPendingEvent() {
+            guard let logged = log.appendEvent(pending, latching: outputs.latches(for: pending), waiting: engine.pendingEventCount, now) else { return }
+            if outputs.apply(pending, now) { log.setLatched(outputs.latchedNames) }
+            outputs.refresh(engine, now, pending: pending, cause: .level) { log.appendGPIO($0, now) }
+            sessions.publish(logged.event, sequence: logged.sequence, log)
+            engine.acknowledgeOldest(adding: logged.added)
         }
     }
 
-    func shutdown() {
-        notifier.notify("STOPPING=1")
-        switch bluetoothKind {
-        case .adapter:
-            if let problem = scanner.stop() { AgentLog.warning("locus: bluetooth: stopping the scan: \(problem)") }
-        case .feed: feed.close()
-        case .none: break
+    /// The control socket: new connections, output with room to go, each request answered.
+    private func serveControl(_ now: AgentTime) {
+        sessions.accept(poll)
+        for connection in 0..<sessions.registeredCount {
+            guard let slot = sessions.readySlot(connection, poll) else { continue }
+            while let request = sessions.nextRequest(slot) { answer(request, now) }
+            sessions.flush(slot)
         }
-        gnss.close()
-        if let outputs {
-            outputs.release()
-            AgentLog.info("locus: gpio: outputs set to their safe values")
+        while let slot = sessions.nextEndedStream() {
+            updates.endStream(slot)
+            takeUpdates(now)
         }
-        let now = utcNow(MonotonicClock.now())
-        session?.close(time: now)
-        AgentLog.notice("locus: stopped: \(statistics.fixes) fixes, \(statistics.sightings) sightings, \(statistics.events) events")
     }
-}
 
-/// The Bluetooth hot path's glue, outside the agent class (no metadata, no reference counting).
-enum SightingGather {
-    /// The sightings in one HCI event packet (H4 type byte first), into the fixed buffer; a
-    /// malformed event is counted, never trusted.
-    @_noAllocation
-    static func gather(_ packet: UnsafeRawBufferPointer, _ time: UTCTime, _ buffer: UnsafeMutableBufferPointer<Sighting>,
-                       _ count: inout Int, _ rejected: inout Int) {
-        var stored = count
-        let result = HCIEvents.forEachReport(in: HCIEvents.withoutPacketType(packet)) { report in
-            guard stored < buffer.count, let sighting = Sighting.from(report, time: time) else { return }
-            buffer[stored] = sighting
-            stored += 1
+    /// One request, to its operation with the components it needs.
+    private func answer(_ request: ControlSessions.Request, _ now: AgentTime) {
+        var changed = false
+        var cause = LogPayload.GPIOCause.level
+        switch request.operation {
+        case .hello: sessions.hello(request, monitors: engine.monitorNames, persistence: log.isAvailable)
+        case .status: sessions.status(request) { line in status(now, into: &line) }
+        case .identifiers(let monitor): sessions.identifiers(request, engine.identifiers(monitor: monitor))
+        case .record(let monitor, let identifier): sessions.record(request, monitor, identifier, engine, log)
+        case .records(let monitor): sessions.records(request, monitor, engine, log)
+        case .add(let monitor, let identifier, let condition, let settings, let assuming):
+            changed = sessions.add(request, monitor, identifier, condition, settings, assuming, engine, log,
+                                   capacity: loaded.site.capacity.conditions, now)
+        case .remove(let monitor, let identifier): changed = sessions.remove(request, monitor, identifier, engine, log, now)
+        case .subscribe(let monitor, let after, let consumer): sessions.subscribe(request, monitor, after, consumer: consumer, log)
+        case .open(let monitor): sessions.open(request, monitor, engine, log)
+        case .ack(let monitor, let sequence): sessions.acknowledge(request, monitor, sequence, log, now)
+        case .updates(let preset, let accuracy): sessions.updates(request, preset, accuracy, updates)
+        case .updatesStop: sessions.updatesStop(request, updates)
+        case .gpioClear(let name):
+            changed = sessions.gpioClear(request, name, outputs, log, now)
+            cause = .latchCleared
         }
-        count = stored
-        if case .failure = result { rejected += 1 }
+        if changed { outputs.refresh(engine, now, cause: cause) { log.appendGPIO($0, now) } }
+        takeUpdates(now)
+    }
+
+    /// `locus status`: the loop's own members, then each component's.
+    private func status(_ now: AgentTime, into line: inout JSONWriter) {
+        line.string("version", LocusVersion.string)
+        line.string("board", loaded.board.name)
+        line.string("time", now.utc.iso8601)
+        line.boolean("clock_follows_gnss", clock.followsGNSS)
+        gnss.status(into: &line)
+        bluetooth.status(into: &line)
+        line.beginObject("engine")
+        line.integer("conditions", engine.conditionCount)
+        line.integer("capacity", loaded.site.capacity.conditions)
+        line.integer("pending_events", engine.pendingEventCount)
+        line.integer("deferred_detections", engine.deferredDetections)
+        line.integer("events", log.events)
+        line.endObject()
+        log.status(into: &line)
+        outputs.status(into: &line)
+        updates.status(into: &line)
+        sessions.status(into: &line)
+        loop.status(into: &line)
+    }
+
+    // MARK: SIGHUP and the end
+
+    /// Reloads the site file: conditions it declares are added, replaced or removed (CLMonitor's
+    /// rules, as at start), actions and privacy take effect at once. Capacities, the board and the
+    /// log settings are fixed until restart; a change to them is reported. A file that does not
+    /// check leaves everything as it was.
+    private func reload() {
+        loop.notifier.notify("RELOADING=1")
+        defer { loop.notifier.notify("READY=1") }
+        AgentLog.notice("locus: SIGHUP: reloading \(loaded.sitePath)")
+        guard case .success(let fresh) = LoadedConfig.load(loaded.sitePath) else {
+            return AgentLog.error("locus: reload: \(loaded.sitePath) has errors (above); keeping the running configuration")
+        }
+        let now = self.now()
+        guard log.reconcile(fresh.site, engine: engine, now: now) else { return }
+        for problem in loaded.changesAtRestart(fresh) { AgentLog.warning("locus: reload: \(problem)") }
+        log.reload(fresh, now: now)
+        outputs.reload(fresh, now: now)
+        updates.reload(fresh, now: now)
+        sessions.reload(fresh, now: now)
+        outputs.refresh(engine, now, cause: .level) { log.appendGPIO($0, now) }
+        AgentLog.notice("locus: reloaded: \(engine.conditionCount) conditions, \(outputs.plan.actions.count) actions")
+    }
+
+    private func shutdown() {
+        let now = self.now()
+        loop.shutdown(now: now)
+        bluetooth.shutdown(now: now)
+        gnss.shutdown(now: now)
+        outputs.shutdown(now: now)
+        updates.shutdown(now: now)
+        sessions.shutdown(now: now)
+        log.shutdown(now: now)
+        AgentLog.notice("locus: stopped: \(gnss.fixesDecoded) fixes, \(bluetooth.sightingsGathered) sightings, \(log.events) events")
     }
 }

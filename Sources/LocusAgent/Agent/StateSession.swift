@@ -20,13 +20,6 @@ final class StateSession {
         case unwritable
     }
 
-    static func open(directory: String, loaded: LoadedConfig, engine: MonitorEngine, now: UTCTime) -> Result<StateSession, ExitStatus> {
-        switch openSession(directory: directory, loaded: loaded, engine: engine, now: now) {
-        case .success(let session): return .success(session)
-        case .failure: return .failure(ExitStatus(code: 1))
-        }
-    }
-
     /// Opens the state directory; the reason for a failure has been printed.
     static func openSession(directory: String, loaded: LoadedConfig, engine: MonitorEngine, now: UTCTime) -> Result<StateSession, Failure> {
         var locks: [MonitorLock] = []

@@ -36,8 +36,8 @@ enum CheckConfigCommand {
 
     private static func checkSite(_ source: [UInt8], path: String) -> Int32 {
         switch LoadedConfig.check(source, path: path) {
-        case .failure(let status):
-            return status.code
+        case .failure:
+            return 1
         case .success(let loaded):
             Console.out("ok: \(path): \(ConfigFiles.summary(of: loaded.site)); board '\(loaded.board.name)' (\(loaded.boardPath))\n")
             return 0

@@ -75,7 +75,7 @@ enum ReplayCommand {
         let loaded: LoadedConfig
         switch LoadedConfig.load(configPath) {
         case .success(let value): loaded = value
-        case .failure(let status): return status.code
+        case .failure: return 1
         }
         var observations: [Observation] = []
         if let path = options.nmea {
@@ -100,9 +100,9 @@ enum ReplayCommand {
         let start = UTCTime(nanoseconds: first.timeNs)
         var session: StateSession? = nil
         if let directory = options.state {
-            switch StateSession.open(directory: directory, loaded: loaded, engine: engine, now: start) {
+            switch StateSession.openSession(directory: directory, loaded: loaded, engine: engine, now: start) {
             case .success(let opened): session = opened
-            case .failure(let status): return status.code
+            case .failure: return 1
             }
         } else {
             for (name, result) in EngineSetup.addConfigured(loaded.site, to: engine, now: start) {
@@ -236,48 +236,3 @@ enum ReplayCommand {
 
 /// A command's exit status, carried as an error by `Result`.
 struct ExitStatus: Error { var code: Int32 }
-
-/// A site file and the board file it names, both checked.
-struct LoadedConfig {
-    var site: SiteConfig
-    var board: BoardConfig
-    var sitePath: String
-    var boardPath: String
-
-    /// Loads and checks both files; on failure prints the diagnostics and returns the exit status.
-    static func load(_ path: String) -> Result<LoadedConfig, ExitStatus> {
-        let source: [UInt8]
-        do { source = try Files.read(path) } catch {
-            Console.error("locus: cannot read \(path): \(error)\n")
-            return .failure(ExitStatus(code: 1))
-        }
-        return check(source, path: path)
-    }
-
-    /// Checks a site file already read, the board file it names, and the two together: the one
-    /// path both `check-config` and the commands that run a site take.
-    static func check(_ source: [UInt8], path: String) -> Result<LoadedConfig, ExitStatus> {
-        let site: SiteConfig
-        do { site = try SiteConfig.parse(source, file: path) } catch {
-            for diagnostic in error.diagnostics { Console.error("\(diagnostic)\n") }
-            return .failure(ExitStatus(code: 1))
-        }
-        let boardPath = Paths.resolve(site.board, relativeTo: Paths.directory(of: path))
-        let boardSource: [UInt8]
-        do { boardSource = try Files.read(boardPath) } catch {
-            Console.error("\(path):1:1: cannot read board file \(boardPath): \(error)\n")
-            return .failure(ExitStatus(code: 1))
-        }
-        let board: BoardConfig
-        do { board = try BoardConfig.parse(boardSource, file: boardPath) } catch {
-            for diagnostic in error.diagnostics { Console.error("\(diagnostic)\n") }
-            return .failure(ExitStatus(code: 1))
-        }
-        let problems = site.problems(with: board, file: path)
-        if !problems.isEmpty {
-            for diagnostic in problems { Console.error("\(diagnostic)\n") }
-            return .failure(ExitStatus(code: 1))
-        }
-        return .success(LoadedConfig(site: site, board: board, sitePath: path, boardPath: boardPath))
-    }
-}

@@ -9,7 +9,7 @@ enum ReplayUpdates {
     /// Monitor events are not printed; each one flushes the batch at once, as in the agent.
     static func updates(_ observations: [ReplayCommand.Observation], loaded: LoadedConfig) -> Int32 {
         let engine = freshEngine(loaded, start: observations[0].timeNs)
-        let updater = LiveUpdater(settings: settings(loaded.site.updates))
+        let updater = LiveUpdater(settings: LiveUpdateSettings(loaded.site.updates))
         var batchNumber = 0
         var pending: [String] = []
         func deliver() {
@@ -51,15 +51,6 @@ enum ReplayUpdates {
         return 0
     }
 
-    /// The site's `[updates]` as updater settings; a client's stream may choose another preset
-    /// and tier, keeping the site's batching, filters and windows.
-    static func settings(_ updates: SiteConfig.Updates, preset: LivePreset? = nil, tier: AccuracyTier? = nil) -> LiveUpdateSettings {
-        LiveUpdateSettings(preset: preset ?? updates.preset, tier: tier ?? updates.accuracy, batchCount: updates.batchCount,
-                           batchAgeMs: updates.batchAgeMs, distanceFilterM: updates.distanceFilterM,
-                           significantChange: updates.significantChange, visitMinimumMs: updates.visitMinimumMs,
-                           stationaryWindowMs: updates.stationaryWindowMs)
-    }
-
     static func freshEngine(_ loaded: LoadedConfig, start: Int64) -> MonitorEngine {
         let engine = EngineSetup.engine(for: loaded.site, board: loaded.board)
         for (name, result) in EngineSetup.addConfigured(loaded.site, to: engine, now: UTCTime(nanoseconds: start)) {
@@ -96,7 +87,7 @@ enum ReplayUpdates {
         }
         let edges = fenceIndex(loaded.site)
         let reference = detections(fixes, loaded: loaded)
-        let settings = Self.settings(loaded.site.updates)
+        let settings = LiveUpdateSettings(loaded.site.updates)
         let configuration = settings.configuration
         let receiver = loaded.board.gnss?.receiver ?? .genericNMEA
         let currents = ReceiverCurrents.family(receiver)

@@ -66,6 +66,17 @@ public struct LiveUpdateSettings: Equatable, Sendable {
     }
 }
 
+extension LiveUpdateSettings {
+    /// The site's `[updates]`; a client's stream may choose another preset and tier, keeping the
+    /// site's batching, filters and windows.
+    public init(_ updates: SiteConfig.Updates, preset: LivePreset? = nil, tier: AccuracyTier? = nil) {
+        self.init(preset: preset ?? updates.preset, tier: tier ?? updates.accuracy, batchCount: updates.batchCount,
+                  batchAgeMs: updates.batchAgeMs, distanceFilterM: updates.distanceFilterM,
+                  significantChange: updates.significantChange, visitMinimumMs: updates.visitMinimumMs,
+                  stationaryWindowMs: updates.stationaryWindowMs)
+    }
+}
+
 /// Fixes in, updates out: accuracy and speed filters, stationary pause and resume, distance
 /// filter or significant change, visits, diagnostics, and deferred batching. The batch buffer
 /// and the outbox are allocated once, in `init`; observing a fix allocates nothing.

@@ -1,35 +1,42 @@
-import LocusCore
-import LocusDevices
-
 /// The GNSS receiver's configuration, owned by the agent: the site's `[updates]` preset and
 /// accuracy tier as receiver commands (`ReceiverPlan`), sent when the port opens, again after
 /// every reopen (a replugged receiver has lost its RAM configuration), resent until answered
 /// (`AcknowledgementTracker`: 1 s, 3 attempts) and reported once settled.
 ///
-/// It never touches the port itself: `apply`, `sleep` and `wake` only queue, and the agent's
-/// turn writes what is queued with `service(now:write:)` and feeds every byte read from the
-/// port to `consume(_:)`. generic-nmea receivers get no commands.
-struct ReceiverControl {
-    static let timeoutMs: Int64 = 1_000
-    static let maximumAttempts = 3
+/// It never touches the port itself: `apply`, `sleep` and `wake` only queue, and the GNSS
+/// source writes what is queued with `service(now:write:)` and feeds every byte read from the
+/// port to `consume(_:)`. generic-nmea receivers get no commands. Its clock is the monotonic
+/// one: every `now` and deadline is a `MonotonicInstant`.
+public struct ReceiverControl {
+    /// What a write to the port did (the port's own error type stays with the port).
+    public enum PortWrite: Equatable, Sendable {
+        case written
+        /// The port's output buffer had no room (EAGAIN): retried `writeRetryNs` later.
+        case full
+        /// Any other failure: the port is going away; retried much later (the reopen resends all).
+        case failed
+    }
+
+    public static let timeoutMs: Int64 = 1_000
+    public static let maximumAttempts = 3
     /// A write the port's buffer had no room for (EAGAIN) is retried this much later.
-    static let writeRetryNs: Int64 = 20_000_000
+    public static let writeRetryNs: Int64 = 20_000_000
     /// u-blox and MediaTek receivers wake on activity on their UART RX line; the bytes
     /// themselves are lost while the receiver starts, so they are ones no parser acts on.
-    static let wakeByte: UInt8 = 0xFF
+    public static let wakeByte: UInt8 = 0xFF
 
-    let receiver: BoardConfig.Receiver
-    private(set) var preset: LiveConfiguration
-    private(set) var tier: TierPolicy
-    private(set) var commands: ReceiverCommandSequence
-    private(set) var tracker = ReceiverControl.newTracker()
-    private(set) var portOpen = false
+    public let receiver: BoardConfig.Receiver
+    public private(set) var preset: LiveConfiguration
+    public private(set) var tier: TierPolicy
+    public private(set) var commands: ReceiverCommandSequence
+    public private(set) var tracker = ReceiverControl.newTracker()
+    public private(set) var portOpen = false
     /// Put to sleep by `sleep` and not woken since.
-    private(set) var asleep = false
+    public private(set) var asleep = false
     /// Writes of the current plan's commands, resends included.
-    private(set) var sent = 0
+    public private(set) var sent = 0
     /// The last settled plan's report (without the `locus: gnss: ` prefix).
-    private(set) var lastReport: String? = nil
+    public private(set) var lastReport: String? = nil
 
     /// Commands before this index have been sent once (and are in the tracker, in order).
     private var nextFirstSend = 0
@@ -38,11 +45,11 @@ struct ReceiverControl {
     private var wakePending = false
     private var sleepCommand: ReceiverCommand? = nil
     /// A u-blox backup request ends by itself after its duration.
-    private var asleepUntilNs: Int64? = nil
+    private var asleepUntil: MonotonicInstant? = nil
     /// Set by a write that could not finish: nothing is written before this time.
-    private var writeRetryAtNs: Int64? = nil
+    private var writeRetryAt: MonotonicInstant? = nil
     /// When `apply`, `sleep` or `wake` queued something.
-    private var queuedAtNs: Int64 = 0
+    private var queuedAt = MonotonicInstant(nanoseconds: 0)
     /// The current plan has not been reported yet.
     private var reportDue = false
     private var ubxAcknowledgements = UBXAckParser()
@@ -51,7 +58,7 @@ struct ReceiverControl {
     /// The receiver announced a start (a reset, a brown-out) since `takeRestart` was last asked.
     private var restartSeen = false
 
-    init(receiver: BoardConfig.Receiver, preset: LiveConfiguration, tier: TierPolicy) {
+    public init(receiver: BoardConfig.Receiver, preset: LiveConfiguration, tier: TierPolicy) {
         self.receiver = receiver
         self.preset = preset
         self.tier = tier
@@ -63,48 +70,59 @@ struct ReceiverControl {
     }
 
     /// "fitness/hundredMeters".
-    var planName: String { "\(preset.preset)/\(tier.tier)" }
+    public var planName: String { "\(preset.preset)/\(tier.tier)" }
 
     // MARK: the rest of the agent's API
 
     /// Replaces the plan (a preset or tier change): the new commands are sent from the start with
     /// a new tracker. A sleeping receiver gets them when it is woken.
-    mutating func apply(preset: LiveConfiguration, tier: TierPolicy, now: Int64) {
+    public mutating func apply(preset: LiveConfiguration, tier: TierPolicy, now: MonotonicInstant) {
         self.preset = preset
         self.tier = tier
         commands = ReceiverPlan.commands(preset: preset, tier: tier, receiver: receiver)
         restartPlan()
-        queuedAtNs = now
+        queuedAt = now
     }
 
     /// Puts the receiver to sleep: u-blox into backup for `durationMs` (RXM-PMREQ; it wakes by
     /// itself after that, or on `wake`), MediaTek into standby (PMTK161; until `wake`). Returns
     /// whether a sleep request was queued: false for generic-nmea receivers, a closed port, or a
     /// non-positive u-blox duration. Resends stop while the receiver sleeps.
-    mutating func sleep(durationMs: Int64, now: Int64) -> Bool {
-        guard portOpen else { return false }
+    public mutating func sleep(durationMs: Int64, now: MonotonicInstant) -> Bool {
+        guard ReceiverControl.canSleep(receiver, portOpen: portOpen, durationMs: durationMs) else { return false }
         switch receiver {
         case .genericNMEA:
             return false
         case .ublox:
             guard let command = ReceiverPlan.sleep(durationMs: durationMs, receiver: receiver) else { return false }
             sleepCommand = command
-            asleepUntilNs = now + durationMs * 1_000_000
+            asleepUntil = now + durationMs * 1_000_000
         case .mediatek:
             sleepCommand = .pmtk(PMTK.standby())
-            asleepUntilNs = nil
+            asleepUntil = nil
         }
         asleep = true
         wakePending = false
         resendMask = 0
-        queuedAtNs = now
+        queuedAt = now
         return true
+    }
+
+    /// Whether `sleep(durationMs:now:)` queues a request, for a caller that decides before
+    /// asking (the live updates, from a `ReceiverState` value).
+    public static func canSleep(_ receiver: BoardConfig.Receiver, portOpen: Bool, durationMs: Int64) -> Bool {
+        guard portOpen else { return false }
+        switch receiver {
+        case .genericNMEA: return false
+        case .ublox: return ReceiverPlan.sleep(durationMs: durationMs, receiver: receiver) != nil
+        case .mediatek: return true
+        }
     }
 
     /// Wakes the receiver (a few bytes on its RX line), then sends the current plan again from
     /// the start: a receiver that was in backup may have lost its RAM configuration. A sleep
     /// request not written yet is simply dropped. Nothing for generic-nmea receivers.
-    mutating func wake(now: Int64) {
+    public mutating func wake(now: MonotonicInstant) {
         guard receiver != .genericNMEA else { return }
         if sleepCommand != nil {
             sleepCommand = nil
@@ -112,67 +130,74 @@ struct ReceiverControl {
             wakePending = true
         }
         asleep = false
-        asleepUntilNs = nil
+        asleepUntil = nil
         restartPlan()
-        queuedAtNs = now
+        queuedAt = now
     }
 
-    /// `"receiver"` in `locus status`.
-    var statusJSON: String {
-        var json = JSONText()
-        json.string("family", receiver.description)
-        json.string("plan", planName)
-        json.integer("commands", commands.count)
-        json.integer("confirmed", tracker.count(.confirmed))
-        json.integer("refused", tracker.count(.refused))
-        json.integer("timedOut", tracker.count(.timedOut))
-        json.integer("pending", pending)
-        json.integer("sent", sent)
-        json.boolean("asleep", asleep)
-        return json.closed
+    /// `"receiver"` in `locus status`: an object value (the caller wrote its key).
+    public func status(into line: inout JSONWriter) {
+        line.beginObject()
+        line.string("family", receiver.description)
+        line.string("plan", planName)
+        line.integer("commands", commands.count)
+        line.integer("confirmed", tracker.count(.confirmed))
+        line.integer("refused", tracker.count(.refused))
+        line.integer("timedOut", tracker.count(.timedOut))
+        line.integer("pending", pending)
+        line.integer("sent", sent)
+        line.boolean("asleep", asleep)
+        line.endObject()
+    }
+
+    /// The same as a String (tests, and a technician's debugging).
+    public var statusJSON: String {
+        var line = JSONWriter(capacity: 512)
+        status(into: &line)
+        return line.string
     }
 
     /// Commands not yet confirmed, refused or given up on, unsent ones included.
-    var pending: Int { tracker.count(.pending) + commands.count - nextFirstSend }
+    public var pending: Int { tracker.count(.pending) + commands.count - nextFirstSend }
 
     // MARK: the agent's turn
 
     /// The port opened (first open or a reopen): the plan is sent from the start.
-    mutating func portOpened(now: Int64) {
+    public mutating func portOpened(now: MonotonicInstant) {
         portOpen = true
         asleep = false
-        asleepUntilNs = nil
+        asleepUntil = nil
         wakePending = false
         sleepCommand = nil
-        writeRetryAtNs = nil
+        writeRetryAt = nil
         ubxAcknowledgements = UBXAckParser()
         pmtkLines = PMTKLineFinder()
         restartPlan()
-        queuedAtNs = now
+        queuedAt = now
     }
 
     /// Whether the receiver announced a start since the last call. A receiver that restarted
     /// without its port going away (a reset, a power glitch on the module) has lost its RAM
     /// configuration too: the caller then calls `restarted(now:)`.
-    mutating func takeRestart() -> Bool {
+    public mutating func takeRestart() -> Bool {
         defer { restartSeen = false }
         return restartSeen
     }
 
     /// The receiver restarted: it is awake, and gets the plan from the start.
-    mutating func restarted(now: Int64) {
+    public mutating func restarted(now: MonotonicInstant) {
         asleep = false
-        asleepUntilNs = nil
+        asleepUntil = nil
         wakePending = false
         sleepCommand = nil
         restartPlan()
-        queuedAtNs = now
+        queuedAt = now
     }
 
     /// The port went away: nothing is written until it opens again (and then all is resent).
-    mutating func portLost() {
+    public mutating func portLost() {
         portOpen = false
-        writeRetryAtNs = nil
+        writeRetryAt = nil
     }
 
     private mutating func restartPlan() {
@@ -186,7 +211,7 @@ struct ReceiverControl {
     /// Every byte read from the port: UBX ACK-ACK/ACK-NAK (u-blox) or PMTK001 lines (MediaTek)
     /// go to the tracker. The NMEA decoder reads the same bytes separately.
     @_noAllocation
-    mutating func consume(_ bytes: UnsafeRawBufferPointer) {
+    public mutating func consume(_ bytes: UnsafeRawBufferPointer) {
         switch receiver {
         case .genericNMEA:
             return
@@ -209,16 +234,16 @@ struct ReceiverControl {
     /// `writeRetryNs` later. Returns true once per plan, when it has settled: `settledReport()`
     /// then says how (for the log). Not a hot path (it returns at once unless something is
     /// due), so it is not `@_noAllocation`: it calls the port's write.
-    mutating func service(now: Int64, write: (UnsafeRawBufferPointer) -> SystemError?) -> Bool {
+    public mutating func service(now: MonotonicInstant, write: (UnsafeRawBufferPointer) -> PortWrite) -> Bool {
         guard portOpen, receiver != .genericNMEA else { return false }
-        if let retry = writeRetryAtNs {
+        if let retry = writeRetryAt {
             guard now >= retry else { return false }
-            writeRetryAtNs = nil
+            writeRetryAt = nil
         }
-        if let until = asleepUntilNs, now >= until {
+        if let until = asleepUntil, now >= until {
             // The backup period is over: the receiver restarted by itself.
             asleep = false
-            asleepUntilNs = nil
+            asleepUntil = nil
         }
         let time = ReceiverControl.time(now)
         if wakePending {
@@ -252,7 +277,7 @@ struct ReceiverControl {
     }
 
     /// The report of the plan that `service` just said has settled, kept in `lastReport`.
-    mutating func settledReport() -> (text: String, allConfirmed: Bool) {
+    public mutating func settledReport() -> (text: String, allConfirmed: Bool) {
         let confirmed = tracker.count(.confirmed)
         var text = "receiver configured for \(planName): \(confirmed) of \(commands.count) commands confirmed"
         for index in 0..<tracker.count {
@@ -278,19 +303,19 @@ struct ReceiverControl {
 
     /// When the agent must turn next for the receiver: a queued or retried write, the oldest
     /// pending command's resend time, the end of a backup period. Nil when nothing waits.
-    var nextDeadlineNs: Int64? {
+    public var nextDeadline: MonotonicInstant? {
         guard portOpen, receiver != .genericNMEA else { return nil }
-        if let retry = writeRetryAtNs { return retry }
+        if let retry = writeRetryAt { return retry }
         if wakePending || sleepCommand != nil || (!asleep && (nextFirstSend < commands.count || resendMask != 0)) {
-            return queuedAtNs
+            return queuedAt
         }
-        if reportDue && !asleep && tracker.isSettled { return queuedAtNs }
-        var deadline = asleepUntilNs
+        if reportDue && !asleep && tracker.isSettled { return queuedAt }
+        var deadline = asleepUntil
         if !asleep {
             for index in 0..<tracker.count {
                 let entry = tracker.entry(index)
                 guard entry.status == .pending else { continue }
-                let due = entry.lastSentNs + ReceiverControl.timeoutMs * 1_000_000
+                let due = MonotonicInstant(nanoseconds: entry.lastSentNs + ReceiverControl.timeoutMs * 1_000_000)
                 deadline = min(deadline ?? due, due)
             }
         }
@@ -299,37 +324,41 @@ struct ReceiverControl {
 
     // MARK: helpers
 
-    /// The tracker's clock is the agent's monotonic clock (only differences matter).
+    /// The tracker keeps its times as `UTCTime`s but only ever subtracts them: it runs on the
+    /// monotonic clock here, the instant's nanoseconds standing in for a time.
     @_noAllocation
-    static func time(_ monotonicNs: Int64) -> UTCTime {
-        UTCTime(seconds: monotonicNs / 1_000_000_000, nanoseconds: Int32(monotonicNs % 1_000_000_000))
+    static func time(_ instant: MonotonicInstant) -> UTCTime {
+        UTCTime(seconds: instant.nanoseconds / 1_000_000_000, nanoseconds: Int32(instant.nanoseconds % 1_000_000_000))
     }
 
-    private mutating func send(_ command: ReceiverCommand, _ write: (UnsafeRawBufferPointer) -> SystemError?, now: Int64) -> Bool {
-        let error: SystemError?
+    private mutating func send(_ command: ReceiverCommand, _ write: (UnsafeRawBufferPointer) -> PortWrite, now: MonotonicInstant) -> Bool {
+        let result: PortWrite
         switch command {
-        case .ubx(let frame): error = frame.withUnsafeBytes { write($0) }
-        case .pmtk(let sentence): error = sentence.withUnsafeBytes { write($0) }
+        case .ubx(let frame): result = frame.withUnsafeBytes { write($0) }
+        case .pmtk(let sentence): result = sentence.withUnsafeBytes { write($0) }
         }
-        return finished(error, now: now)
+        return finished(result, now: now)
     }
 
-    private mutating func send(wakeUp write: (UnsafeRawBufferPointer) -> SystemError?, now: Int64) -> Bool {
+    private mutating func send(wakeUp write: (UnsafeRawBufferPointer) -> PortWrite, now: MonotonicInstant) -> Bool {
         let bytes = InlineArray<8, UInt8>(repeating: ReceiverControl.wakeByte)
-        let error = bytes.span.withUnsafeBytes { write($0) }
-        return finished(error, now: now)
+        let result = bytes.span.withUnsafeBytes { write($0) }
+        return finished(result, now: now)
     }
 
     /// A full buffer is retried shortly; any other failure means the port is going away (the
     /// read side notices and the reopen sends everything again), so it is retried much later.
-    private mutating func finished(_ error: SystemError?, now: Int64) -> Bool {
-        guard let error else { return true }
-        writeRetryAtNs = now + (error == .wouldBlock ? ReceiverControl.writeRetryNs : ReceiverControl.timeoutMs * 1_000_000)
+    private mutating func finished(_ result: PortWrite, now: MonotonicInstant) -> Bool {
+        switch result {
+        case .written: return true
+        case .full: writeRetryAt = now + ReceiverControl.writeRetryNs
+        case .failed: writeRetryAt = now + ReceiverControl.timeoutMs * 1_000_000
+        }
         return false
     }
 
     /// A command as a technician looks it up: "CFG-PM2", "PMTK886".
-    static func name(_ command: ReceiverCommand) -> String {
+    public static func name(_ command: ReceiverCommand) -> String {
         switch command {
         case .ubx(let frame):
             switch frame.message {
@@ -357,18 +386,20 @@ struct ReceiverControl {
 /// Finds `$PMTK001,...` lines in the receiver's output, one byte at a time, in fixed storage:
 /// a line is dropped as soon as it cannot be one (another sentence, or longer than NMEA's 82
 /// bytes), so NMEA and UBX traffic costs a comparison per byte.
-struct PMTKLineFinder {
-    static let capacity = 82
-    static let prefix: StaticString = "$PMTK001,"
+public struct PMTKLineFinder {
+    public static let capacity = 82
+    public static let prefix: StaticString = "$PMTK001,"
 
     private var storage = InlineArray<82, UInt8>(repeating: 0)
     private var count = 0
     private var collecting = false
 
+    public init() {}
+
     /// Feeds one byte; true when it ended a candidate line, which `acknowledgement()` then reads
     /// ('$' up to the line end, without CR/LF).
     @_noAllocation
-    mutating func push(_ byte: UInt8) -> Bool {
+    public mutating func push(_ byte: UInt8) -> Bool {
         if byte == UInt8(ascii: "$") {
             storage[0] = byte
             count = 1
@@ -396,7 +427,7 @@ struct PMTKLineFinder {
     /// The candidate line ('$' up to the line end, without CR/LF) as a PMTK001, if it is one.
     /// Not generic: a generic closure would need type metadata on the hot path.
     @_noAllocation
-    func acknowledgement() -> PMTKAcknowledgement? {
+    public func acknowledgement() -> PMTKAcknowledgement? {
         let count = self.count
         var copy = storage
         return withUnsafeBytes(of: &copy) { raw in
@@ -410,14 +441,16 @@ struct PMTKLineFinder {
 /// up) and MediaTek's `$PMTK010,001` ([PMTK] "Packet Type: 010 PMTK_SYS_MSG", 001 = startup).
 /// Each marker's first character occurs in it only once, so a mismatch can restart at that
 /// character without missing an overlapping match.
-struct StartupMessageFinder {
-    static let ublox: StaticString = "u-blox.com"
-    static let mediatek: StaticString = "$PMTK010,001"
+public struct StartupMessageFinder {
+    public static let ublox: StaticString = "u-blox.com"
+    public static let mediatek: StaticString = "$PMTK010,001"
     private var matched = 0
+
+    public init() {}
 
     /// True when `byte` completes `marker`.
     @_noAllocation
-    mutating func push(_ byte: UInt8, _ marker: StaticString) -> Bool {
+    public mutating func push(_ byte: UInt8, _ marker: StaticString) -> Bool {
         let text = marker.utf8Start
         if byte == text[matched] {
             matched += 1
@@ -427,20 +460,5 @@ struct StartupMessageFinder {
         guard matched == marker.utf8CodeUnitCount else { return false }
         matched = 0
         return true
-    }
-}
-
-extension Agent {
-    /// Writes what the receiver control has queued and logs a settled plan. Called after the
-    /// port may have opened and at the end of each turn.
-    func serviceReceiver(_ now: Int64) {
-        guard hasGNSS, gnss.isOpen else { return }
-        guard receiver.service(now: now, write: { gnss.write($0) }) else { return }
-        let report = receiver.settledReport()
-        if report.allConfirmed {
-            AgentLog.info("locus: gnss: \(report.text)")
-        } else {
-            AgentLog.warning("locus: gnss: \(report.text)")
-        }
     }
 }

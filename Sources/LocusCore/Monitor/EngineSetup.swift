@@ -1,13 +1,11 @@
-import LocusCore
-
 /// Site configuration -> engine: capacities and every configured condition.
-enum EngineSetup {
-    static func engine(for site: SiteConfig, board: BoardConfig) -> MonitorEngine {
+public enum EngineSetup {
+    public static func engine(for site: SiteConfig, board: BoardConfig) -> MonitorEngine {
         MonitorEngine(capacity: MonitorEngine.Capacity(conditions: site.capacity.conditions, events: max(2, site.capacity.events)),
                       beaconsSupported: board.bluetooth != nil)
     }
 
-    static func settings(_ condition: ConditionConfig) -> ConditionSettings {
+    public static func settings(_ condition: ConditionConfig) -> ConditionSettings {
         var settings = ConditionSettings()
         settings.enterMarginM = condition.enterMarginM
         settings.exitMarginM = condition.exitMarginM
@@ -19,7 +17,7 @@ enum EngineSetup {
         return settings
     }
 
-    static func condition(_ condition: ConditionConfig) -> Condition {
+    public static func condition(_ condition: ConditionConfig) -> Condition {
         switch condition.kind {
         case .circle(let latitude, let longitude, let radius):
             return .circle(CircularGeographicCondition(latitude: latitude, longitude: longitude, radiusM: radius))
@@ -29,7 +27,7 @@ enum EngineSetup {
     }
 
     /// Adds every configured condition; returns the ones that could not be added.
-    static func addConfigured(_ site: SiteConfig, to engine: MonitorEngine, now: UTCTime) -> [(String, MonitorEngine.AddResult)] {
+    public static func addConfigured(_ site: SiteConfig, to engine: MonitorEngine, now: UTCTime) -> [(String, MonitorEngine.AddResult)] {
         var refused: [(String, MonitorEngine.AddResult)] = []
         for monitor in site.monitors {
             guard let name = FixedName(monitor.name) else { continue }

@@ -1,0 +1,293 @@
+import LocusCore
+import LocusDevices
+
+/// The one writer of the log (the state directory's `StateSession`): events, the GPIO changes
+/// and latches they cause, condition changes, consumers' acknowledgements, fix and visit
+/// records. Every reader reads through a `LogCursor`.
+///
+/// "Log, then act": an event is appended (and synced per `[log] sync`) before any other sink
+/// sees it; an append that fails leaves the event pending (nothing is acknowledged that is not
+/// in the log) and is retried with backoff (`initialRetryNs` doubling to `maximumRetryNs`); a log
+/// that failed a sync is reopened first. Without a state directory the log is in memory: events
+/// are numbered here, say `persistenceUnavailable`, and cannot be replayed.
+final class EventLog: LoopComponent {
+    static let initialRetryNs: Int64 = 1_000_000_000
+    static let maximumRetryNs: Int64 = 30_000_000_000
+
+    /// Why the state directory stops the start: another process has one of its monitors open.
+    struct Locked: Error {}
+
+    /// An event as appended: its sequence number, the event as delivered (privacy-filtered, the
+    /// diagnostics the log added), and those diagnostics for the engine's record.
+    struct Appended {
+        let sequence: UInt64
+        let event: MonitorEvent
+        let added: EventDiagnostics
+    }
+
+    /// nil: the state directory cannot be written; the log is in memory.
+    private let session: StateSession?
+    private var privacy: SiteConfig.FixPrivacy
+    private var fixIntervalNs: Int64
+    /// Fix time (UTC ns) before which no fix record is written (one per `[log] fix_interval`).
+    private var nextFixLogNs: Int64 = 0
+    private var memorySequence: UInt64 = 0
+    /// Consumers' cursors when there is no log.
+    private var memoryConsumers: [(FixedName, UInt64)] = []
+    private var retryAt: MonotonicInstant? = nil
+    private var retryDelayNs = EventLog.initialRetryNs
+    private(set) var failing = false
+    /// Events appended since start.
+    private(set) var events = 0
+    /// The event lines of the diagnostic log, written without a String.
+    private var line = JSONWriter(capacity: 2048)
+
+    private init(session: StateSession?, site: SiteConfig) {
+        self.session = session
+        privacy = site.fixPrivacy
+        fixIntervalNs = site.log.fixIntervalMs * 1_000_000
+    }
+
+    /// Opens the state directory: locks, the log, the engine rebuilt from it and reconciled with
+    /// the site file. A directory that cannot be written means a log in memory (said once, here);
+    /// one held by another process stops the start (`Locked`; the reason has been printed).
+    static func open(directory: String, loaded: LoadedConfig, engine: MonitorEngine, now: UTCTime) -> Result<EventLog, Locked> {
+        switch StateSession.openSession(directory: directory, loaded: loaded, engine: engine, now: now) {
+        case .success(let session):
+            return .success(EventLog(session: session, site: loaded.site))
+        case .failure(.locked):
+            return .failure(Locked())
+        case .failure(.unwritable):
+            AgentLog.warning("locus: persistenceUnavailable: monitoring in memory only; events are not logged and records start over at the next start")
+            for (name, result) in EngineSetup.addConfigured(loaded.site, to: engine, now: now) {
+                AgentLog.error("locus: condition \(name) not added: \(result == .limitExceeded ? "capacity.conditions is full" : "too many monitors") (conditionLimitExceeded)")
+            }
+            return .success(EventLog(session: nil, site: loaded.site))
+        }
+    }
+
+    var isAvailable: Bool { session != nil }
+
+    /// The sequence number of the newest record (events numbered in memory without a log).
+    var newest: UInt64 { session?.persistence.lastSequence ?? memorySequence }
+
+    /// Outputs latched when the log was last written (the outputs start from them).
+    var restoredLatches: [FixedName] { session?.restoredLatches ?? [] }
+
+    // MARK: the loop's surface
+
+    var maximumDescriptors: Int { 0 }
+
+    func register(in poll: inout PollSet) {}
+
+    func deadlines(_ next: inout NextDeadline) {
+        if let due = session?.persistence.syncDueNs { next.consider(MonotonicInstant(nanoseconds: due)) }
+        next.consider(retryAt)
+    }
+
+    /// An interval sync policy's sync, when due.
+    func housekeeping(_ now: AgentTime) {
+        guard let session else { return }
+        do { try session.persistence.syncIfDue(now: now.monotonic.nanoseconds) } catch { failed(error, now, waiting: nil) }
+    }
+
+    func status(into line: inout JSONWriter) {
+        line.beginObject("log")
+        line.boolean("available", isAvailable)
+        if let session { line.integer("last_seq", session.persistence.lastSequence) }
+        line.boolean("failing", failing)
+        line.endObject()
+    }
+
+    func reload(_ config: LoadedConfig, now: AgentTime) {
+        privacy = config.site.fixPrivacy
+        fixIntervalNs = config.site.log.fixIntervalMs * 1_000_000
+    }
+
+    /// SIGHUP: the site file's conditions into the engine and the log. False when the changes
+    /// could not be logged (the running configuration stays).
+    func reconcile(_ site: SiteConfig, engine: MonitorEngine, now: AgentTime) -> Bool {
+        guard let session else {
+            _ = try? StateSession.reconcile(site, engine: engine, now: now.utc, persistence: nil)
+            return true
+        }
+        do { try session.reconcile(site, engine: engine, now: now.utc) } catch {
+            AgentLog.error("locus: reload: cannot log the changes: \(error)")
+            return false
+        }
+        return true
+    }
+
+    func shutdown(now: AgentTime) { session?.close(time: now.utc) }
+
+    // MARK: events
+
+    /// Whether events may be appended this turn: not while a failed append waits for its retry.
+    func acceptsEvents(_ now: AgentTime) -> Bool {
+        if let retry = retryAt, now.monotonic < retry { return false }
+        retryAt = nil
+        return true
+    }
+
+    /// Appends `pending` (privacy-filtered), after the latches it sets (`latching`: logged first,
+    /// so a crash in between latches again rather than losing the latch). nil when the log
+    /// failed: the event stays pending, and the append is retried later.
+    func appendEvent(_ pending: MonitorEvent, latching outputs: [FixedName], waiting: Int, _ now: AgentTime) -> Appended? {
+        let event = PrivacyFilter.event(pending, privacy)
+        var added = EventDiagnostics()
+        let sequence: UInt64
+        if let session {
+            do {
+                for output in outputs {
+                    let change = LogPayload.GPIOChange(output: output, value: true, cause: .latchSet, monitor: pending.monitor,
+                                                       identifier: pending.identifier)
+                    try session.persistence.gpio(change, time: pending.date)
+                }
+                sequence = try session.persistence.event(event)
+            } catch {
+                failed(error, now, waiting: waiting)
+                return nil
+            }
+            if failing {
+                failing = false
+                retryDelayNs = EventLog.initialRetryNs
+                AgentLog.notice("locus: log: appending again")
+            }
+        } else {
+            memorySequence += 1
+            sequence = memorySequence
+            added.insert(.persistenceUnavailable)
+        }
+        var delivered = event
+        delivered.diagnostics.formUnion(added)
+        events += 1
+        AgentLog.begin(.info, into: &line)
+        line.text("locus: event ")
+        EventText.write(delivered, sequence: Int64(sequence), into: &line)
+        AgentLog.finish(&line)
+        return Appended(sequence: sequence, event: delivered, added: added)
+    }
+
+    /// A failed append: reported once per failure streak; retried with backoff. A log that
+    /// failed a sync (or says it is unusable) is reopened first.
+    private func failed(_ error: LogStoreError, _ now: AgentTime, waiting: Int?) {
+        if !failing {
+            let what = waiting.map { "\($0) event(s) wait, nothing is acknowledged until they are logged" }
+                ?? "nothing is acknowledged until it is logged"
+            AgentLog.error("locus: log: cannot append: \(error); \(what)")
+        }
+        failing = true
+        var mustReopen = error == .unusable
+        if case .system(.sync, _) = error { mustReopen = true }
+        if mustReopen {
+            do { try session?.persistence.reopen() } catch {
+                AgentLog.error("locus: log: reopening failed: \(error)")
+            }
+        }
+        retryAt = now.monotonic + retryDelayNs
+        retryDelayNs = min(retryDelayNs * 2, EventLog.maximumRetryNs)
+    }
+
+    // MARK: other records
+
+    /// A GPIO line moved (the latch an event sets is logged with the event, not here).
+    func appendGPIO(_ change: LogPayload.GPIOChange, _ now: AgentTime) {
+        guard let session else { return }
+        do { try session.persistence.gpio(change, time: now.utc) } catch { failed(error, now, waiting: nil) }
+    }
+
+    /// A fix the site updater delivered: a fix record, at most one per `[log] fix_interval`, as
+    /// `[privacy]` allows. Informative: a failing log is reported by the event path.
+    func appendFix(_ fix: Fix) {
+        guard fix.hasPosition, let timeNs = fix.time?.totalNanoseconds, timeNs >= nextFixLogNs else { return }
+        guard let session, let logged = PrivacyFilter.fix(fix, privacy) else { return }
+        nextFixLogNs = timeNs + fixIntervalNs
+        try? session.persistence.fix(logged)
+    }
+
+    func appendVisit(_ visit: Visit, _ now: AgentTime) {
+        guard let session, let logged = PrivacyFilter.visit(visit, privacy) else { return }
+        do { try session.persistence.visit(logged) } catch { failed(error, now, waiting: nil) }
+    }
+
+    /// The latched outputs every checkpoint states.
+    func setLatched(_ names: [FixedName]) { session?.persistence.latched = names }
+
+    // Changes made over the control socket, logged before they are answered (the caller
+    // answers with the error). Nothing to log without a log.
+
+    func appendConditionAdded(_ entry: LogPayload.ConditionEntry, _ now: AgentTime) throws(LogStoreError) {
+        try session?.persistence.conditionAdded(entry, time: now.utc)
+    }
+
+    func appendConditionRemoved(_ monitor: FixedName, _ identifier: FixedName, _ now: AgentTime) throws(LogStoreError) {
+        try session?.persistence.conditionRemoved(monitor: monitor, identifier: identifier, time: now.utc)
+    }
+
+    func appendLatchCleared(_ output: FixedName, _ now: AgentTime) throws(LogStoreError) {
+        try session?.persistence.gpio(LogPayload.GPIOChange(output: output, value: false, cause: .latchCleared), time: now.utc)
+    }
+
+    // MARK: readers
+
+    /// A reader's cursor after `after` (nil: from the newest record on). nil when the reader
+    /// asks for events the log cannot replay (no log: only new events).
+    func cursor(monitor: FixedName?, after: UInt64?) -> LogCursor? {
+        let newest = self.newest
+        if let after, session == nil, after < newest { return nil }
+        return LogCursor(monitor: monitor, after: min(after ?? newest, newest), newest: newest)
+    }
+
+    /// Events after the cursor's position, in order, while `body` takes them (returns true); the
+    /// cursor moves past every event taken and every other monitor's. Returns whether the
+    /// reader has caught up with the newest record (false: `body` stopped it, or the log could
+    /// not be read).
+    func read(_ cursor: inout LogCursor, _ body: (UInt64, MonitorEvent) -> Bool) -> Bool {
+        guard let session else {
+            cursor.caughtUp(to: memorySequence)
+            return true
+        }
+        let newest = session.persistence.lastSequence
+        var position = cursor
+        var complete = true
+        do {
+            try session.persistence.forEachEvent(afterSequence: cursor.position) { sequence, event in
+                guard position.wants(event) else {
+                    position.took(sequence)
+                    return true
+                }
+                guard body(sequence, event) else {
+                    complete = false
+                    return false
+                }
+                position.took(sequence)
+                return true
+            }
+        } catch {
+            AgentLog.warning("locus: control: reading the log for a subscriber: \(error)")
+            complete = false
+        }
+        if complete { position.caughtUp(to: newest) }
+        cursor = position
+        return complete
+    }
+
+    /// Every event after `sequence`, in order, until `body` returns false (a consumer's view).
+    func forEachEvent(after sequence: UInt64, _ body: (UInt64, MonitorEvent) -> Bool) throws(LogStoreError) {
+        guard let session else { return }
+        try session.persistence.forEachEvent(afterSequence: sequence, body)
+    }
+
+    /// The position the log keeps for `monitor`'s consumer: the last event it took (0: none).
+    func consumerPosition(_ monitor: FixedName) -> UInt64 {
+        let cursors = session?.persistence.consumers ?? memoryConsumers
+        return cursors.first { $0.0 == monitor }?.1 ?? 0
+    }
+
+    /// The consumer took every event of `monitor` up to `sequence`: its position, in the log
+    /// first (so it survives a restart).
+    func acknowledge(_ monitor: FixedName, _ sequence: UInt64, _ now: AgentTime) throws(LogStoreError) {
+        if let session { try session.persistence.consumer(monitor: monitor, sequence: sequence, time: now.utc) }
+        Persistence.set(&memoryConsumers, monitor, sequence)
+    }
+}

@@ -1,0 +1,202 @@
+import LocusCore
+import LocusDevices
+
+/// The GNSS receiver's port: opened (and reopened with backoff when it goes away), read one
+/// buffer a turn, its bytes decoded into fixes (NMEA) and watched for the receiver control's
+/// answers; the receiver configured for the radios' preset and tier (`ReceiverControl`, which
+/// only queues: `writeReceiverQueue` writes what it queued).
+///
+/// Fixes go to a buffer the loop takes them from (`fixCount`, `fix(_:)`): they are decided, logged
+/// and streamed by other components, in the loop, never from inside a read.
+final class GNSSSource: LoopComponent {
+    /// The shortest sentence that can complete an epoch: "$GPGGA" and a line end (the framer
+    /// passes no less, even with `allow_missing_checksum`).
+    static let shortestSentenceBytes = 7
+    /// Fixes one read can produce: a full read buffer of the shortest sentences, and the epoch
+    /// the first of them closes. `read` reads one buffer a turn, so this bounds a turn.
+    static let fixCapacity = SerialReader.defaultBufferSize / shortestSentenceBytes + 1
+
+    /// nil on a board without a receiver (no `[gnss]`).
+    private var reader: SerialReader?
+    private let path: String
+    private var decoder: NMEADecoder
+    /// The receiver's configuration for the radios' preset and tier.
+    private(set) var receiver: ReceiverControl
+    private let fixes: UnsafeMutableBufferPointer<Fix>
+    /// Timed fixes the last `read` decoded, in `fix(_:)`.
+    private(set) var fixCount = 0
+    private var openFailures = 0
+    private var readIndex: PollSet.Index? = nil
+    /// A port lost in the last `read`, reported by `endRead` once the fixes are taken.
+    private var loss: SystemError?? = nil
+    /// Timed fixes since start, and the newest.
+    private(set) var fixesDecoded = 0
+    private(set) var lastFix: Fix? = nil
+
+    init(board: BoardConfig, stateDirectory: String, settings: LiveUpdateSettings) {
+        if let gnss = board.gnss {
+            path = Paths.resolve(gnss.device, relativeTo: stateDirectory)
+            reader = SerialReader(path: path, baud: gnss.baud)
+            decoder = NMEADecoder(allowMissingChecksum: gnss.allowMissingChecksum)
+        } else {
+            path = ""
+            reader = nil
+            decoder = NMEADecoder()
+        }
+        // The same preset and tier the site updater uses (`LiveUpdates` changes them by order).
+        receiver = ReceiverControl(receiver: board.gnss?.receiver ?? .genericNMEA, preset: settings.configuration, tier: settings.tier)
+        precondition((reader?.bufferSize ?? 0) <= SerialReader.defaultBufferSize, "the fix buffer is sized for one default read buffer")
+        fixes = .allocate(capacity: GNSSSource.fixCapacity)
+    }
+
+    deinit { fixes.deallocate() }
+
+    var isConfigured: Bool { reader != nil }
+
+    /// The port while it is open.
+    var descriptor: Descriptor? { reader?.descriptor }
+
+    /// What `LiveUpdates` needs to know to ask the receiver to sleep.
+    var receiverState: ReceiverState { ReceiverState(receiver: receiver.receiver, portOpen: receiver.portOpen) }
+
+    // MARK: the loop's surface
+
+    var maximumDescriptors: Int { 1 }
+
+    func register(in poll: inout PollSet) { readIndex = poll.add(reader?.descriptor) }
+
+    func deadlines(_ next: inout NextDeadline) {
+        guard isConfigured else { return }
+        if let attempt = reader?.nextAttemptAtNs { next.consider(MonotonicInstant(nanoseconds: attempt)) }
+        next.consider(receiver.nextDeadline)
+    }
+
+    /// Opens the port when its retry time has come; a port just opened gets the plan from the start.
+    func openIfDue(_ now: AgentTime) {
+        switch reader?.openIfDue(now: now.monotonic.nanoseconds) {
+        case .opened?:
+            AgentLog.info("locus: gnss: reading \(path) at \(reader?.baud ?? 0) baud\(OpenFailureReport.afterFailures(openFailures))")
+            openFailures = 0
+            receiver.portOpened(now: now.monotonic)
+        case .openFailed(let error, let retry)?:
+            openFailures += 1
+            if let text = OpenFailureReport.text(openFailures, error, retryMs: retry) { AgentLog.warning("locus: gnss: cannot open \(path): \(text)") }
+        case .lost?, nil:
+            break
+        }
+    }
+
+    /// Writes what the receiver control has queued, and logs a plan once it has settled.
+    func writeReceiverQueue(_ now: AgentTime) {
+        // Nothing is due before the receiver control's deadline (most turns, and always for a
+        // generic-nmea receiver).
+        guard let due = receiver.nextDeadline, now.monotonic >= due, let port = reader?.descriptor else { return }
+        guard receiver.service(now: now.monotonic, write: { SerialReader.write($0, to: port) }) else { return }
+        let report = receiver.settledReport()
+        if report.allConfirmed {
+            AgentLog.info("locus: gnss: \(report.text)")
+        } else {
+            AgentLog.warning("locus: gnss: \(report.text)")
+        }
+    }
+
+    /// Reads one buffer if the port is ready: the receiver control sees every byte, the decoder
+    /// turns them into fixes for the loop to take.
+    func read(_ poll: borrowing PollSet, _ now: AgentTime) {
+        fixCount = 0
+        guard poll.readable(readIndex) else { return }
+        let event = reader?.read(now: now.monotonic.nanoseconds, maximumReads: 1) { bytes in
+            receiver.consume(bytes)
+            decoder.consume(bytes) { fix in store(fix) }
+        }
+        if case .lost(let error)? = event { loss = .some(error) }
+    }
+
+    func fix(_ index: Int) -> Fix {
+        precondition(index >= 0 && index < fixCount)
+        return fixes[index]
+    }
+
+    /// After the loop has taken the fixes: a receiver that announced a restart is configured
+    /// again (true: the pause is told too), and a lost port is reported; it reopens later.
+    func endRead(_ now: AgentTime) -> Bool {
+        let restarted = receiver.takeRestart()
+        if restarted {
+            AgentLog.warning("locus: gnss: the receiver restarted (its start-up message); configuring it again")
+            receiver.restarted(now: now.monotonic)
+        }
+        if case .some(let error) = loss {
+            loss = nil
+            receiver.portLost()
+            AgentLog.warning("locus: gnss: \(path) went away (\(error.map { "\($0)" } ?? "end of file")); reopening")
+        }
+        return restarted
+    }
+
+    /// What `LiveUpdates` decided for the receiver (queued; written by `writeReceiverQueue`).
+    func apply(_ order: ReceiverOrder, _ now: AgentTime) {
+        switch order {
+        case .sleep(let durationMs): _ = receiver.sleep(durationMs: durationMs, now: now.monotonic)
+        case .wake: receiver.wake(now: now.monotonic)
+        case .plan(let preset, let tier): receiver.apply(preset: preset, tier: tier, now: now.monotonic)
+        }
+    }
+
+    func status(into line: inout JSONWriter) {
+        line.beginObject("gnss")
+        line.boolean("configured", isConfigured)
+        if isConfigured {
+            line.string("device", path)
+            line.boolean("open", reader?.isOpen ?? false)
+            line.integer("bytes", reader?.bytesRead ?? 0)
+            line.integer("losses", reader?.losses ?? 0)
+            line.integer("fixes", fixesDecoded)
+            if let time = lastFix?.time { line.string("last_fix", time.iso8601) }
+            let counts = decoder.statistics
+            line.integer("sentences", counts.read)
+            line.integer("rejected", counts.rejected)
+            line.key("receiver")
+            receiver.status(into: &line)
+        }
+        line.endObject()
+    }
+
+    func reload(_ config: LoadedConfig, now: AgentTime) {}
+
+    func shutdown(now: AgentTime) { reader?.close() }
+
+    // MARK: the fix buffer
+
+    /// A fix the decoder completed; one without a time is of no use to the agent (it decides,
+    /// logs and streams on fix time).
+    private func store(_ fix: Fix) {
+        guard fix.time != nil else { return }
+        // Locals, not `self`, in the autoclosure: capturing self would retain it.
+        let count = fixCount, capacity = fixes.count
+        precondition(count < capacity, "more fixes in one read than GNSSSource.fixCapacity")
+        fixes[fixCount] = fix
+        fixCount += 1
+        fixesDecoded += 1
+        lastFix = fix
+    }
+}
+
+/// What the receiver can do now, for `LiveUpdates` to decide with (a value the loop passes).
+struct ReceiverState {
+    let receiver: BoardConfig.Receiver
+    let portOpen: Bool
+
+    /// Whether a sleep request for `durationMs` would be queued (see `ReceiverControl.sleep`).
+    func canSleep(durationMs: Int64) -> Bool {
+        ReceiverControl.canSleep(receiver, portOpen: portOpen, durationMs: durationMs)
+    }
+}
+
+/// What `LiveUpdates` asks of the receiver, in order; the loop hands each to the GNSS source.
+enum ReceiverOrder {
+    /// Into its lowest-power mode (u-blox backup for the duration, MediaTek standby).
+    case sleep(durationMs: Int64)
+    case wake
+    /// The radios' preset and tier changed.
+    case plan(LiveConfiguration, TierPolicy)
+}

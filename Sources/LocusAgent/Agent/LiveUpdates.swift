@@ -1,0 +1,327 @@
+import LocusCore
+import LocusDevices
+
+/// Live updates in the agent (CLLocationUpdate): the site's own updater, whose deliveries become
+/// the log's fix and visit records and whose stationary state pauses the receiver; one updater
+/// per control connection that asked for `updates`, with its preset and tier; the pause; the
+/// motion input that wakes a paused receiver; boundary-aware sampling's wake-up.
+///
+/// It writes nothing itself: what it produces waits for the loop, which takes it after every call
+/// (`nextItem`: fixes and visits for the log, stream lines for a control connection;
+/// `nextReceiverOrder`: sleep, wake and plan orders for the GNSS source; `takeScanSettings`:
+/// the BLE scan's duty cycle).
+///
+/// The radios run at the finest tier anyone asks for: the site's `[updates] accuracy`, or a
+/// client's finer one while its stream is open (as a finer CLLocationManager desiredAccuracy
+/// raises the system's). The receiver's platform model is the site's preset: one receiver, one
+/// model; a stream's preset sets its own filters and stationary thresholds.
+final class LiveUpdates: LoopComponent {
+    /// u-blox M8 hot start is about 1 s ([M8] data sheet, "Acquisition"): woken this early.
+    static let hotStartLeadMs: Int64 = 2_000
+    /// A sleep shorter than this would cost more (backup, hot start) than it saves.
+    static let minimumSampleSleepMs: Int64 = 5_000
+    /// A stream's lines from one call: at most what a control connection's output buffer holds
+    /// (asserted against it at start); more is a client that cannot keep up.
+    static let streamBytes = 64 << 10
+    /// Receiver orders one call can queue (a pause's wake and a sample's sleep, a plan).
+    static let orderCapacity = 8
+
+    /// What the loop takes after every call, in order.
+    enum Item {
+        /// A delivered fix of the site updater: a fix record, as `[log]` and `[privacy]` allow.
+        case fix(Fix)
+        case visit(Visit)
+        /// A stream's lines for control slot `slot`; nil when they did not fit `streamBytes`.
+        case stream(slot: Int, line: UnsafeRawBufferPointer?)
+    }
+
+    /// One control connection's stream.
+    struct Stream {
+        let updater: LiveUpdater
+        let preset: LivePreset
+        let tier: AccuracyTier
+        var batch = 0
+    }
+
+    private let site: SiteConfig.Updates
+    let siteUpdater: LiveUpdater
+    /// Each control slot's stream, if it asked for one.
+    private var streams: [Stream?]
+    /// Streams open (an agent without any looks at no slot).
+    private var streamCount = 0
+    private var pause: PauseController
+    /// The tier the receiver and the BLE scan run at.
+    private(set) var radioTier: AccuracyTier
+    /// `[updates] motion_input`.
+    private let motion: GPIOInput?
+    private var motionIndex: PollSet.Index? = nil
+    /// Boundary-aware sampling: when the receiver, off between fixes, is to be woken.
+    private var sampleWakeAt: UTCTime? = nil
+    private var privacy: SiteConfig.FixPrivacy
+    private var orders: [ReceiverOrder] = []
+    private var ordersTaken = 0
+    private var scanSettings: ScanSettings? = nil
+    /// `nextItem`'s place: the stream it renders next.
+    private var nextSlot = 0
+    /// One batch's updates, waiting for its end to be numbered.
+    private let batch: UnsafeMutableBufferPointer<LocationUpdate>
+    private var line = JSONWriter(capacity: LiveUpdates.streamBytes)
+    private var scratch = JSONWriter(capacity: 2048)
+
+    /// Opens the motion input, if the site names one (the board's input of that name).
+    init(loaded: LoadedConfig, slots: Int, stateDirectory: String) throws(GPIOError) {
+        site = loaded.site.updates
+        siteUpdater = LiveUpdater(settings: LiveUpdateSettings(site))
+        pause = PauseController(siteUpdater.settings.configuration, siteUpdater.settings.tier)
+        radioTier = site.accuracy
+        privacy = loaded.site.fixPrivacy
+        streams = Array(repeating: nil, count: slots)
+        orders.reserveCapacity(LiveUpdates.orderCapacity)
+        batch = .allocate(capacity: max(1, site.batchCount))
+        if let name = site.motionInput, let gpio = loaded.board.gpio, let input = gpio.inputs.first(where: { $0.name == name }) {
+            if case .simulated = gpio.chip { _ = Files.makeDirectory(Paths.join(stateDirectory, "sim"), mode: 0o750) }
+            motion = try GPIOInput(chip: gpio.chip, input: input, simulationPath: Paths.join(stateDirectory, "sim/input-\(name)"))
+            AgentLog.info("locus: gpio: input \(name) (line \(input.line)) wakes the paused receiver")
+        } else {
+            motion = nil
+        }
+    }
+
+    deinit { batch.deallocate() }
+
+    // MARK: the loop's surface
+
+    var maximumDescriptors: Int { 1 }
+
+    func register(in poll: inout PollSet) { motionIndex = poll.add(motion?.descriptor) }
+
+    /// Batch ages, silences, the pause's probes, the sample wake-up: all on the UTC clock.
+    func deadlines(_ next: inout NextDeadline) {
+        next.consider(siteUpdater.nextDeadlineNs.map { UTCTime(nanoseconds: $0) })
+        next.consider(pause.nextDeadlineNs.map { UTCTime(nanoseconds: $0) })
+        next.consider(sampleWakeAt)
+        guard streamCount > 0 else { return }
+        for slot in streams.indices { next.consider(streams[slot]?.updater.nextDeadlineNs.map { UTCTime(nanoseconds: $0) }) }
+    }
+
+    func status(into line: inout JSONWriter) {
+        line.beginObject("updates")
+        line.string("preset", site.preset.description)
+        line.string("accuracy", site.accuracy.description)
+        line.string("radios", radioTier.description)
+        line.boolean("stationary", siteUpdater.isStationary)
+        line.string("pause", PauseText.phase(pause.phase))
+        line.integer("probes", pause.probes)
+        line.integer("motion_wakes", pause.motionWakes)
+        line.integer("filtered", siteUpdater.filteredCount)
+        line.integer("streams", streamCount)
+        line.endObject()
+    }
+
+    /// `[updates]` changes take effect at the next start (the agent says so); privacy at once.
+    func reload(_ config: LoadedConfig, now: AgentTime) { privacy = config.site.fixPrivacy }
+
+    func shutdown(now: AgentTime) {}
+
+    // MARK: fixes and time
+
+    /// A fix goes to every updater after the engine has seen it. The updaters run on the fix's
+    /// own time (the agent's clock can lag a receiver replayed faster than real time).
+    func observe(_ fix: Fix, _ now: AgentTime, receiver: ReceiverState, engine: MonitorEngine) {
+        let time = fix.time ?? now.utc
+        let wasStationary = siteUpdater.isStationary
+        let filtered = siteUpdater.filteredCount
+        siteUpdater.observe(fix, now: time)
+        let accepted = fix.hasPosition && siteUpdater.filteredCount == filtered
+        let isStationary = siteUpdater.isStationary
+        let why: StaticString = isStationary == wasStationary ? "probe" : isStationary ? "stationary" : "moving again"
+        carryOut(pause.observed(wasStationary: wasStationary, isStationary: isStationary, accepted: accepted,
+                                nowNs: time.totalNanoseconds), receiver, why: why)
+        if streamCount > 0 { for slot in streams.indices { streams[slot]?.updater.observe(fix, now: time) } }
+        if accepted { scheduleNextFix(fix, time, receiver, engine) }
+    }
+
+    /// Time passing: batch ages, silences, the pause's probes, the sample wake-up.
+    func tick(_ now: AgentTime, receiver: ReceiverState) {
+        siteUpdater.tick(now: now.utc)
+        if let wakeAt = sampleWakeAt, now.utc >= wakeAt {
+            sampleWakeAt = nil
+            if !pause.isPaused { queue(.wake) }
+        }
+        carryOut(pause.tick(isStationary: siteUpdater.isStationary, nowNs: now.utc.totalNanoseconds), receiver, why: "probe")
+        if streamCount > 0 { for slot in streams.indices { streams[slot]?.updater.tick(now: now.utc) } }
+    }
+
+    /// A monitor event is about to be handled: the batches go out first, so the log reads in the
+    /// order things happened and subscribers get the fixes that led to the event.
+    func flushForEvent(_ now: AgentTime) {
+        siteUpdater.monitorEvent(now: now.utc)
+        if streamCount > 0 { for slot in streams.indices { streams[slot]?.updater.monitorEvent(now: now.utc) } }
+    }
+
+    /// The receiver announced a restart: it is awake, and the pause starts over.
+    func receiverRestarted(_ now: AgentTime) {
+        pause.receiverRestarted(nowNs: now.utc.totalNanoseconds)
+        sampleWakeAt = nil
+    }
+
+    /// The motion input, when its line rose: the receiver wakes at once if it was paused. True
+    /// when it rose (the loop takes what that queued).
+    func readMotion(_ poll: borrowing PollSet, _ now: AgentTime, receiver: ReceiverState) -> Bool {
+        guard poll.readable(motionIndex), let motion, motion.readEdges() > 0 else { return false }
+        let action = pause.motion(nowNs: now.utc.totalNanoseconds)
+        AgentLog.info("locus: updates: motion input\(pause.isPaused ? "; receiver awake for \(pause.motionHoldMs / 1000) s" : "")")
+        carryOut(action, receiver, why: "motion input")
+        return true
+    }
+
+    // MARK: streams
+
+    /// A control slot asks for updates: its stream, and the radios at the finest tier wanted.
+    /// Returns the preset and tier it got and the radios' tier.
+    func startStream(_ slot: Int, preset: LivePreset?, accuracy: AccuracyTier?) -> (LivePreset, AccuracyTier, AccuracyTier) {
+        let chosenPreset = preset ?? site.preset
+        let chosenTier = accuracy ?? site.accuracy
+        let settings = LiveUpdateSettings(site, preset: chosenPreset, tier: chosenTier)
+        if streams[slot] == nil { streamCount += 1 }
+        streams[slot] = Stream(updater: LiveUpdater(settings: settings), preset: chosenPreset, tier: chosenTier)
+        AgentLog.info("locus: updates: stream \(slot) opened (\(chosenPreset), \(chosenTier))")
+        applyRadioTier()
+        return (chosenPreset, chosenTier, radioTier)
+    }
+
+    /// A stream ends (`updates-stop`, its connection closed, or it could not keep up).
+    func endStream(_ slot: Int) {
+        guard slot < streams.count, streams[slot] != nil else { return }
+        streams[slot] = nil
+        streamCount -= 1
+        AgentLog.info("locus: updates: stream \(slot) closed")
+        applyRadioTier()
+    }
+
+    // MARK: what the loop takes
+
+    /// The next item for the loop: the site updater's fixes and visits first, then each stream's
+    /// lines (updates numbered by batch, with the flush reason; visits).
+    func nextItem() -> Item? {
+        while let output = siteUpdater.nextOutput() {
+            switch output {
+            case .update(let update):
+                if update.isStationary { AgentLog.info("locus: updates: stationary since \(update.time.iso8601)") }
+                guard update.fix.hasPosition else { continue }
+                return .fix(update.fix)
+            case .visit(let visit):
+                AgentLog.info("locus: updates: visit from \(visit.arrival.iso8601) to \(visit.departure.iso8601), radius \(Int(visit.radiusM)) m")
+                return .visit(visit)
+            case .batchEnd:
+                continue
+            }
+        }
+        while streamCount > 0 && nextSlot < streams.count {
+            let slot = nextSlot
+            nextSlot += 1
+            guard render(slot) else { continue }
+            return .stream(slot: slot, line: line.overflowed ? nil : line.bytes)
+        }
+        nextSlot = 0
+        return nil
+    }
+
+    func nextReceiverOrder() -> ReceiverOrder? {
+        guard ordersTaken < orders.count else {
+            orders.removeAll(keepingCapacity: true)
+            ordersTaken = 0
+            return nil
+        }
+        ordersTaken += 1
+        return orders[ordersTaken - 1]
+    }
+
+    /// The BLE scan's timing for a new radio tier, once.
+    func takeScanSettings() -> ScanSettings? {
+        defer { scanSettings = nil }
+        return scanSettings
+    }
+
+    // MARK: internals
+
+    /// One stream's outputs as protocol lines into `line`; false when it has none.
+    private func render(_ slot: Int) -> Bool {
+        guard var stream = streams[slot] else { return false }
+        line.reset()
+        var waiting = 0
+        while let output = stream.updater.nextOutput() {
+            switch output {
+            case .update(let update):
+                precondition(waiting < batch.count, "a batch holds at most [updates] batch_count updates")
+                batch[waiting] = PrivacyFilter.update(update, privacy)
+                waiting += 1
+            case .batchEnd(let reason):
+                stream.batch += 1
+                for index in 0..<waiting {
+                    ControlReply.update(batch[index], batch: stream.batch, flush: reason, scratch: &scratch, into: &line)
+                }
+                waiting = 0
+            case .visit(let visit):
+                guard let shown = PrivacyFilter.visit(visit, privacy) else { continue }
+                ControlReply.visit(shown, into: &line)
+            }
+        }
+        streams[slot] = stream
+        return line.count > 0 || line.overflowed
+    }
+
+    /// Boundary-aware sampling for the on/off tiers: after a fix, a receiver that can sleep
+    /// (u-blox) goes into backup until the next fix is due (`SamplingPlanner`, from the nearest
+    /// fence edge and the preset's top speed), and is woken `hotStartLeadMs` early.
+    private func scheduleNextFix(_ fix: Fix, _ time: UTCTime, _ receiver: ReceiverState, _ engine: MonitorEngine) {
+        let tier = TierPolicy(tier: radioTier)
+        guard case .onOff = tier.dutyCycle, !pause.isPaused, sampleWakeAt == nil,
+              let latitude = fix.latitude, let longitude = fix.longitude else { return }
+        let configuration = siteUpdater.settings.configuration
+        let accuracyM = fix.horizontalAccuracyM
+        // Edges beyond what the device can reach within the longest interval do not matter.
+        let reachM = configuration.maximumSpeedMps * Double(tier.maximumIntervalMs) / 1_000 + (accuracyM ?? 0)
+        let edgeM = engine.nearestFenceEdgeM(latitude: latitude, longitude: longitude, limitM: reachM)
+        let due = SamplingPlanner(configuration, tier).nextFixTime(now: time, distanceToEdgeM: edgeM, accuracyM: accuracyM)
+        let sleepMs = (due.totalNanoseconds - time.totalNanoseconds) / 1_000_000 - LiveUpdates.hotStartLeadMs
+        guard sleepMs >= LiveUpdates.minimumSampleSleepMs, receiver.canSleep(durationMs: sleepMs) else { return }
+        queue(.sleep(durationMs: sleepMs))
+        sampleWakeAt = UTCTime(nanoseconds: time.totalNanoseconds + sleepMs * 1_000_000)
+        AgentLog.debug("locus: updates: receiver off for \(sleepMs) ms (nearest fence edge \(edgeM.map { "\(Int($0)) m" } ?? "none"))")
+    }
+
+    /// Carries out what the pause decided.
+    private func carryOut(_ action: PauseController.Action, _ receiver: ReceiverState, why: StaticString) {
+        switch action {
+        case .none:
+            break
+        case .sleep(let durationMs):
+            sampleWakeAt = nil   // the pause owns the receiver now
+            guard receiver.canSleep(durationMs: durationMs) else { return }
+            queue(.sleep(durationMs: durationMs))
+            AgentLog.info("locus: updates: receiver asleep for \(durationMs / 1000) s (\(why))")
+        case .wake:
+            AgentLog.info("locus: updates: waking the receiver (\(why))")
+            queue(.wake)
+        }
+    }
+
+    /// The tier the radios run at: the finest of the site's and the open streams'. A change
+    /// orders the receiver's plan and the scan's timing.
+    private func applyRadioTier() {
+        var wanted = site.accuracy
+        for stream in streams { if let stream, stream.tier < wanted { wanted = stream.tier } }
+        guard wanted != radioTier else { return }
+        AgentLog.info("locus: updates: radios from \(radioTier) to \(wanted)")
+        radioTier = wanted
+        let policy = TierPolicy(tier: wanted)
+        scanSettings = policy.scanSettings
+        queue(.plan(siteUpdater.settings.configuration, policy))
+    }
+
+    private func queue(_ order: ReceiverOrder) {
+        precondition(orders.count < LiveUpdates.orderCapacity, "receiver orders not taken by the loop")
+        orders.append(order)
+    }
+}

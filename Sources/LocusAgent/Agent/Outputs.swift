@@ -1,0 +1,169 @@
+import LocusCore
+import LocusDevices
+
+/// The board's GPIO output lines and what the site's `[[action]]`s want of them (`OutputPlan`):
+/// moved only after the log has the event that moves them, each change logged (through the
+/// `record` the loop passes), set to their safe values at shutdown, and restored at start to the
+/// levels the log's last handled events give them.
+final class Outputs: LoopComponent {
+    private(set) var plan: OutputPlan
+    /// nil on a board without outputs.
+    private let lines: GPIOOutputs?
+
+    private init(plan: OutputPlan, lines: GPIOOutputs?) {
+        self.plan = plan
+        self.lines = lines
+    }
+
+    /// Requests the lines with the levels the log's last handled events give them (latches from
+    /// the log, levels from the records), so a restart or a power cut does not pass through the
+    /// safe state before the first new event.
+    static func open(board: BoardConfig, site: SiteConfig, stateDirectory: String, latched: [FixedName], engine: MonitorEngine,
+                     now: AgentTime) throws(GPIOError) -> Outputs {
+        var plan = OutputPlan(actions: site.actions, outputs: board.gpio?.outputs.map { $0.name } ?? [])
+        for name in latched { if let index = plan.index(of: name) { plan.setLatch(index, true) } }
+        guard let gpio = board.gpio, !gpio.outputs.isEmpty else { return Outputs(plan: plan, lines: nil) }
+        Outputs.refreshLevels(&plan, engine, pending: nil)
+        let initial = plan.values(nowNs: now.monotonic.nanoseconds)
+        if case .simulated = gpio.chip { _ = Files.makeDirectory(Paths.join(stateDirectory, "sim"), mode: 0o750) }
+        let lines = try GPIOOutputs(chip: gpio.chip, outputs: gpio.outputs, initial: initial, simulationFile: Paths.join(stateDirectory, "sim/gpio"))
+        for (index, output) in gpio.outputs.enumerated() where initial[index] {
+            AgentLog.info("locus: gpio \(output.name) on (restored from the log)")
+        }
+        return Outputs(plan: plan, lines: lines)
+    }
+
+    // MARK: the loop's surface
+
+    var maximumDescriptors: Int { 0 }
+
+    func register(in poll: inout PollSet) {}
+
+    /// The end of the earliest pulse.
+    func deadlines(_ next: inout NextDeadline) {
+        if let end = plan.nextPulseEnd(after: next.now.monotonic.nanoseconds) { next.consider(MonotonicInstant(nanoseconds: end)) }
+    }
+
+    /// `"gpio":{"relay1":1,...}`: each line's logical value (the names are the board's).
+    func status(into line: inout JSONWriter) {
+        var object = JSONWriter(capacity: 32 + plan.names.count * (FixedName.capacity + 6))
+        object.text("{")
+        if let lines {
+            for index in plan.names.indices {
+                if index > 0 { object.text(",") }
+                object.text("\"")
+                object.text(plan.names[index])
+                object.text("\":")
+                object.text(lines.values[index] ? 1 : 0)
+            }
+        }
+        object.text("}")
+        line.raw("gpio", object.bytes)
+    }
+
+    /// SIGHUP: the new actions take effect at once; latches stay. The loop refreshes the lines.
+    func reload(_ config: LoadedConfig, now: AgentTime) {
+        let latched = latchedNames
+        plan = OutputPlan(actions: config.site.actions, outputs: lines?.outputs.map { $0.name } ?? [])
+        for name in latched { if let index = plan.index(of: name) { plan.setLatch(index, true) } }
+    }
+
+    func shutdown(now: AgentTime) {
+        guard let lines else { return }
+        lines.release()
+        AgentLog.info("locus: gpio: outputs set to their safe values")
+    }
+
+    // MARK: events and changes
+
+    /// The outputs `event` will latch that are not latched yet: logged with the event, before it.
+    func latches(for event: MonitorEvent) -> [FixedName] {
+        let outputs = plan.latches(for: event)
+        guard !outputs.isEmpty else { return [] }
+        return outputs.map { plan.names[$0] }
+    }
+
+    /// A logged event: pulses start, latches set. True when the latched outputs changed (the
+    /// log's checkpoints state them: `latchedNames`).
+    func apply(_ event: MonitorEvent, _ now: AgentTime) -> Bool {
+        let before = plan.latched
+        plan.apply(event, nowNs: now.monotonic.nanoseconds)
+        return plan.latched != before
+    }
+
+    var latchedNames: [FixedName] {
+        var names: [FixedName] = []
+        for index in plan.names.indices where plan.latched[index] { names.append(plan.names[index]) }
+        return names
+    }
+
+    func index(of name: FixedName) -> Int? { plan.index(of: name) }
+
+    func isLatched(_ output: Int) -> Bool { plan.latched[output] }
+
+    /// `locus gpio clear`: the caller has logged it.
+    func clearLatch(_ output: Int) { plan.setLatch(output, false) }
+
+    /// Level actions follow the records' states (`pending`, when given, counts as handled), then
+    /// the lines move (`update`).
+    func refresh(_ engine: MonitorEngine, _ now: AgentTime, pending: MonitorEvent? = nil, cause: LogPayload.GPIOCause,
+                 record: (LogPayload.GPIOChange) -> Void) {
+        Outputs.refreshLevels(&plan, engine, pending: pending)
+        update(now, event: pending, cause: cause, record: record)
+    }
+
+    /// Moves every line whose wanted value changed and hands each change to `record` (the log).
+    /// `event` is the event that caused it; without one, `cause` says why (a pulse ended, a latch
+    /// was cleared, a condition was removed). A line that cannot be set is reported; the event is
+    /// still handled (it is in the log) and the line is set again on its next change.
+    func update(_ now: AgentTime, event: MonitorEvent? = nil, cause: LogPayload.GPIOCause = .pulseEnd,
+                record: (LogPayload.GPIOChange) -> Void) {
+        guard let lines else { return }
+        for index in plan.names.indices {
+            let wanted = plan.value(index, nowNs: now.monotonic.nanoseconds)
+            guard lines.values[index] != wanted else { continue }
+            if let error = lines.set(index, wanted) {
+                AgentLog.error("locus: gpio: \(error)")
+                continue
+            }
+            let why = event.map { "\($0.monitor)/\($0.identifier) \($0.state)" } ?? cause.description
+            AgentLog.info("locus: gpio \(plan.names[index]) \(wanted ? "on" : "off") (\(why))")
+            let logged = event.map { gpioCause(index, $0) } ?? cause
+            // A latch was logged before its event; the line moving says nothing new.
+            guard logged != .latchSet || event == nil else { continue }
+            record(LogPayload.GPIOChange(output: plan.names[index], value: wanted, cause: logged, monitor: event?.monitor,
+                                         identifier: event?.identifier))
+        }
+    }
+
+    private func gpioCause(_ index: Int, _ event: MonitorEvent) -> LogPayload.GPIOCause {
+        for action in plan.actions where action.output == index && action.matches(monitor: event.monitor, identifier: event.identifier, state: event.state) {
+            switch action.mode {
+            case .pulse: return .pulseStart
+            case .latch: return .latchSet
+            case .level: return .level
+            }
+        }
+        return .level
+    }
+
+    /// The level actions' demand from the records' states; `pending` counts as handled.
+    private static func refreshLevels(_ plan: inout OutputPlan, _ engine: MonitorEngine, pending: MonitorEvent?) {
+        plan.refreshLevels { action in
+            let wanted = action.levelState
+            func state(_ identifier: FixedName, _ record: MonitorEngine.Record) -> ConditionState {
+                if let pending, pending.monitor == action.monitor, pending.identifier == identifier { return pending.state }
+                return record.lastEvent.state
+            }
+            if let identifier = action.identifier {
+                guard let record = engine.record(monitor: action.monitor, identifier: identifier) else { return false }
+                return state(identifier, record) == wanted
+            }
+            var found = false
+            engine.forEachRecord { monitor, identifier, record in
+                if !found && monitor == action.monitor && state(identifier, record) == wanted { found = true }
+            }
+            return found
+        }
+    }
+}

@@ -1,0 +1,60 @@
+import LocusCore
+import LocusDevices
+
+/// The running agent's loop, turn by turn, for Benchmarks/LocusBench (host, release, under
+/// callgrind): a site with one circular fence on a board whose GNSS port is a pseudo-terminal the
+/// benchmark writes NMEA into. Everything else is the real loop: the poll set, the timer, the
+/// control socket, the log in `directory/state`, the live updater.
+///
+/// Two workloads: an idle turn (the systemd watchdog set to fire every turn, nothing else to do)
+/// and a turn with a fix and an event (one NMEA epoch written, alternately inside and outside the
+/// fence: the fix is decided, the event is logged and handled).
+public final class AgentBenchmark {
+    let agent: Agent
+    let master: Int32
+
+    /// nil (with the reason on standard error) when the site cannot be set up.
+    public init?(directory: String) {
+        let state = Paths.join(directory, "state")
+        _ = Files.makeDirectory(directory, mode: 0o750)
+        _ = Files.makeDirectory(state, mode: 0o750)
+        let board = "[board]\nname = \"bench\"\n[gnss]\ndevice = \"gnss\"\nbaud = 9600\nreceiver = \"generic-nmea\"\n"
+        let site = """
+        board = "board.toml"
+        [log]
+        fix_interval = "1s"
+        [[monitor.bench.condition]]
+        id = "fence"
+        circle = { lat = 45.0, lon = 7.0, radius = 100.0 }
+        exit_margin = 0.0
+        dwell = "0s"
+        accuracy_gate = false
+
+        """
+        _ = Files.replace(Paths.join(directory, "board.toml"), contents: board)
+        _ = Files.replace(Paths.join(directory, "site.toml"), contents: site)
+        guard case .success(let (master, slave)) = Files.openPseudoTerminal(), Files.symlink(slave, at: Paths.join(state, "gnss")) == nil else {
+            Console.error("bench: cannot open a pseudo-terminal for the GNSS port\n")
+            return nil
+        }
+        self.master = master
+        guard case .success(let agent) = Agent.open(configPath: Paths.join(directory, "site.toml"), stateDirectory: state) else { return nil }
+        self.agent = agent
+        // The port open before the first write (a turn would open it too, but would wait first).
+        agent.start()
+        agent.gnss.openIfDue(AgentTime(monotonic: MonotonicClock.instant, utc: UTCTime(nanoseconds: Clock.realtimeNs())))
+    }
+
+    /// One turn of the loop (it waits in poll(2) for something to do).
+    public func turn() { agent.turn() }
+
+    /// Writes NMEA to the port and waits (at most 1 s) until the agent's end of it is readable, so
+    /// the next turn reads it whole.
+    public func write(_ bytes: [UInt8]) {
+        _ = Files.writeSome(master, bytes)
+        if let port = agent.gnss.descriptor { _ = Files.waitUntilReadable(port.rawValue, timeoutMs: 1_000) }
+    }
+
+    public var fixes: Int { agent.gnss.fixesDecoded }
+    public var events: Int { agent.log.events }
+}
