@@ -325,9 +325,12 @@ public struct JSONWriter: ~Copyable {
         guard value.isFinite else { return ascii("null") }
         var scale = 1.0
         for _ in 0..<decimals { scale *= 10 }
-        let scaled = (abs(value) * scale).rounded(.toNearestOrAwayFromZero)
+        let scaled = abs(value) * scale
         guard scaled < 9.0e18 else { return ascii("null") }
-        let units = Int64(scaled)
+        // Half away from zero without `rounded(_:)` (its rule type is resilient on the host, which
+        // the allocation check rejects): `scaled - truncated` is exact in binary floating point.
+        var units = Int64(scaled)
+        if scaled - Double(units) >= 0.5 { units += 1 }
         text(units: value < 0 ? -units : units, scale: decimals)
     }
 
