@@ -315,7 +315,9 @@ extension LogPayload {
 
     public enum GPIOCause: UInt8, Sendable, CustomStringConvertible {
         case level = 1, pulseStart = 2, pulseEnd = 3, latchSet = 4, latchCleared = 5, restored = 6, safe = 7
-        public var description: String {
+        public var description: String { name.description }
+        /// The name in the export (a static string, for writers that must not allocate).
+        public var name: StaticString {
             switch self {
             case .level: return "level"
             case .pulseStart: return "pulse-start"

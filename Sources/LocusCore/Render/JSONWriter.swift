@@ -5,7 +5,7 @@
 ///
 ///     var line = JSONWriter(capacity: 1024)
 ///     line.beginObject()
-///     line.string("class", "TPV")
+///     line.string("class", "TPV")      // a literal is a StaticString: nothing allocated
 ///     line.integer("mode", 3)
 ///     line.number("lat", 44.0687833, decimals: 9)
 ///     line.endObject()
@@ -104,6 +104,9 @@ public struct JSONWriter: ~Copyable {
 
     // MARK: members (key and value)
 
+    /// Disfavoured, here and below: a literal value is a `StaticString` (no allocation), a
+    /// String variable still comes here.
+    @_disfavoredOverload
     public mutating func string(_ key: StaticString, _ value: String) {
         self.key(key)
         string(value)
@@ -184,6 +187,7 @@ public struct JSONWriter: ~Copyable {
 
     /// Not `@_noAllocation`: a String's bytes may need a contiguous copy. Hot paths write
     /// `FixedName`s, static strings and byte buffers.
+    @_disfavoredOverload
     public mutating func string(_ value: String) {
         var value = value
         value.withUTF8 { string(bytes: UnsafeRawBufferPointer($0)) }
@@ -280,6 +284,7 @@ public struct JSONWriter: ~Copyable {
     }
 
     /// Not `@_noAllocation` (see `string(_: String)`).
+    @_disfavoredOverload
     public mutating func text(_ value: String) {
         var value = value
         value.withUTF8 { append(UnsafeRawBufferPointer($0)) }
@@ -402,6 +407,59 @@ public struct JSONWriter: ~Copyable {
         for byte in bytes {
             put(JSONWriter.hexDigit(byte >> 4, upper: upper))
             put(JSONWriter.hexDigit(byte & 0x0F, upper: upper))
+        }
+    }
+
+    // MARK: Locus values
+
+    /// A beacon UUID in its canonical upper-case form (as Core Location's `uuidString`), quoted.
+    @_noAllocation
+    public mutating func string(_ key: StaticString, _ value: BeaconUUID) {
+        self.key(key)
+        string(value)
+    }
+
+    @_noAllocation
+    public mutating func string(_ value: BeaconUUID) {
+        separate()
+        guard reserve(38) else { return }
+        put(UInt8(ascii: "\""))
+        uuidText(value)
+        put(UInt8(ascii: "\""))
+    }
+
+    /// A beacon UUID unquoted: E2C56DB5-DFFB-48D2-B060-D0F5A71096E0.
+    @_noAllocation
+    public mutating func text(_ value: BeaconUUID) {
+        guard reserve(36) else { return }
+        uuidText(value)
+    }
+
+    /// A duration as a config writes it: "unbounded", "5min", "10s", "1500ms".
+    @_noAllocation
+    public mutating func text(milliseconds: Int64) {
+        if milliseconds == Int64.max { return ascii("unbounded") }
+        if milliseconds % 60_000 == 0 && milliseconds >= 60_000 {
+            text(milliseconds / 60_000)
+            ascii("min")
+        } else if milliseconds % 1_000 == 0 && milliseconds >= 1_000 {
+            text(milliseconds / 1_000)
+            ascii("s")
+        } else {
+            text(milliseconds)
+            ascii("ms")
+        }
+    }
+
+    /// One line rendered into a String, through a writer of its own that grows until the line
+    /// fits (allocates: for the callers that need a String, never on a hot path).
+    public static func rendering(capacity: Int = 1024, _ body: (inout JSONWriter) -> Void) -> String {
+        var size = capacity
+        while true {
+            var line = JSONWriter(capacity: size)
+            body(&line)
+            if !line.overflowed { return line.string }
+            size *= 4
         }
     }
 
@@ -530,6 +588,17 @@ public struct JSONWriter: ~Copyable {
         }
     }
 
+    /// The caller has reserved 36 bytes.
+    @inline(__always)
+    private mutating func uuidText(_ value: BeaconUUID) {
+        for index in 0..<16 {
+            if index == 4 || index == 6 || index == 8 || index == 10 { put(UInt8(ascii: "-")) }
+            let byte = value.byte(index)
+            put(JSONWriter.hexDigit(byte >> 4, upper: true))
+            put(JSONWriter.hexDigit(byte & 0x0F, upper: true))
+        }
+    }
+
     private mutating func escape(_ letter: UInt8) {
         put(UInt8(ascii: "\\"))
         put(letter)
@@ -539,4 +608,10 @@ public struct JSONWriter: ~Copyable {
     private static func hexDigit(_ value: UInt8, upper: Bool) -> UInt8 {
         value < 10 ? UInt8(ascii: "0") &+ value : (upper ? UInt8(ascii: "A") : UInt8(ascii: "a")) &+ (value &- 10)
     }
+}
+
+extension UTCTime {
+    /// ISO 8601 with milliseconds, as gpsd prints TPV times: 2020-02-02T00:01:46.000Z (allocates;
+    /// writers use `JSONWriter.text(_: UTCTime)`).
+    public var iso8601: String { JSONWriter.rendering(capacity: 32) { $0.text(self) } }
 }

@@ -1,5 +1,6 @@
-/// A JSON object written field by field, with numbers formatted exactly and identically in both
-/// build modes (no platform float printing): `JSONText.object { $0.string("class", "TPV") }`.
+/// A JSON object written field by field with String appends. Transitional: only the agent
+/// runtime (Sources/LocusAgent/Agent/) and AdvertisementJSON still use it until they move to
+/// `JSONWriter`, after which it is deleted. Numbers are formatted by the writer.
 public struct JSONText {
     public private(set) var text = "{"
     private var first = true
@@ -44,22 +45,7 @@ public struct JSONText {
     public var closed: String { text + "}" }
 
     public static func fixed(_ value: Double, decimals: Int) -> String {
-        guard value.isFinite else { return "null" }
-        var scale = 1.0
-        for _ in 0..<decimals { scale *= 10 }
-        let scaled = (abs(value) * scale).rounded(.toNearestOrAwayFromZero)
-        guard scaled < 9.0e18 else { return "null" }
-        let units = Int64(scaled)
-        let divisor = Int64(scale)
-        var result = value < 0 && units != 0 ? "-" : ""
-        result += "\(units / divisor)"
-        if decimals > 0 {
-            result += "."
-            let fraction = "\(units % divisor)"
-            for _ in 0..<(decimals - fraction.utf8.count) { result += "0" }
-            result += fraction
-        }
-        return result
+        JSONWriter.rendering(capacity: 32) { $0.text(value, decimals: decimals) }
     }
 
     public static func appendQuoted(_ value: String, to text: inout String) {
@@ -82,23 +68,4 @@ public struct JSONText {
         }
         text += "\""
     }
-}
-
-extension UTCTime {
-    /// ISO 8601 with milliseconds, as gpsd prints TPV times: 2020-02-02T00:01:46.000Z.
-    public var iso8601: String {
-        let date = self.date
-        let secondOfDay = seconds - floorDivide(seconds, 86_400) * 86_400
-        var text = pad(date.year, 4) + "-" + pad(date.month, 2) + "-" + pad(date.day, 2) + "T"
-        text += pad(Int(secondOfDay / 3600), 2) + ":" + pad(Int(secondOfDay / 60 % 60), 2) + ":" + pad(Int(secondOfDay % 60), 2)
-        text += "." + pad(Int(nanoseconds / 1_000_000), 3) + "Z"
-        return text
-    }
-}
-
-func pad(_ value: Int, _ width: Int) -> String {
-    let digits = "\(value)"
-    var text = ""
-    for _ in 0..<max(0, width - digits.utf8.count) { text += "0" }
-    return text + digits
 }
