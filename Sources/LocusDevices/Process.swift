@@ -48,6 +48,15 @@ public enum Console {
     public static func out(_ text: String) { write(1, text) }
     public static func error(_ text: String) { write(2, text) }
 
+    /// A line rendered by a `JSONWriter` (its `bytes`), written as it is.
+    public static func out(_ bytes: UnsafeRawBufferPointer) { write(1, bytes) }
+    public static func error(_ bytes: UnsafeRawBufferPointer) { write(2, bytes) }
+
+    public static func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+        _ = locus_write_all(fd, base, bytes.count)
+    }
+
     public static func write(_ fd: Int32, _ text: String) {
         var copy = text
         copy.withUTF8 { buffer in

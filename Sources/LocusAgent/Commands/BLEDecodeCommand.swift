@@ -8,23 +8,26 @@ enum BLEDecodeCommand {
             return CommandLineInterface.usageError("decode adv needs --hex HEX", hint: "usage: locus decode adv --hex 0201061aff4c000215...")
         }
         guard let bytes = HexText.bytes(arguments[1]) else {
-            Console.out(errorObject("not hexadecimal (an even number of 0-9, a-f digits)") + "\n")
+            var line = JSONWriter(capacity: 256)
+            printError("not hexadecimal (an even number of 0-9, a-f digits)", &line)
             return 1
         }
-        let line = bytes.withUnsafeBytes { AdvertisementJSON.describe($0) }
-        Console.out(line + "\n")
+        let described = bytes.withUnsafeBytes { AdvertisementJSON.describe($0) }
+        Console.out(described + "\n")
         let walk = bytes.withUnsafeBytes { AdvertisingData.forEachStructure($0) { _, _ in } }
         return walk.structures > 0 ? 0 : 1
     }
 
     static func hci(_ arguments: [String]) -> Int32 {
         var decoded = 0
+        // Error objects; the reports' lines are AdvertisementJSON's.
+        var line = JSONWriter(capacity: 1024)
         if arguments.count == 2 && arguments[0] == "--hex" {
             guard let bytes = HexText.bytes(arguments[1]) else {
-                Console.out(errorObject("not hexadecimal (an even number of 0-9, a-f digits)") + "\n")
+                printError("not hexadecimal (an even number of 0-9, a-f digits)", &line)
                 return 1
             }
-            decoded += bytes.withUnsafeBytes { event(HCIEvents.withoutPacketType($0), timeUs: nil) }
+            decoded += bytes.withUnsafeBytes { event(HCIEvents.withoutPacketType($0), timeUs: nil, &line) }
             return decoded > 0 ? 0 : 1
         }
         guard arguments.count == 1, let path = arguments.first, !path.hasPrefix("-") || path == "-" else {
@@ -40,19 +43,19 @@ enum BLEDecodeCommand {
         if isCapture {
             var failure: BTSnoop.Failure? = nil
             contents.withUnsafeBytes { raw in
-                let result = BTSnoop.forEachEvent(raw) { time, packet in decoded += event(packet, timeUs: time) }
+                let result = BTSnoop.forEachEvent(raw) { time, packet in decoded += event(packet, timeUs: time, &line) }
                 if case .failure(let problem) = result { failure = problem }
             }
-            if let failure { Console.out(errorObject(failure.description) + "\n") }
+            if let failure { printError(failure.description, &line) }
         } else {
-            for line in String(decoding: contents, as: UTF8.self).split(separator: "\n") {
-                let text = String(line).trimmingSpaces
+            for row in String(decoding: contents, as: UTF8.self).split(separator: "\n") {
+                let text = String(row).trimmingSpaces
                 if text.isEmpty || text.hasPrefix("#") { continue }
                 guard let bytes = HexText.bytes(text) else {
-                    Console.out(errorObject("not hexadecimal: \(text)") + "\n")
+                    printError("not hexadecimal: \(text)", &line)
                     continue
                 }
-                decoded += bytes.withUnsafeBytes { event(HCIEvents.withoutPacketType($0), timeUs: nil) }
+                decoded += bytes.withUnsafeBytes { event(HCIEvents.withoutPacketType($0), timeUs: nil, &line) }
             }
         }
         return decoded > 0 ? 0 : 1
@@ -60,7 +63,7 @@ enum BLEDecodeCommand {
 
     /// Prints one object per report of an advertising event; returns the number printed.
     /// Other events in a capture (command completes, ...) are skipped silently.
-    private static func event(_ bytes: UnsafeRawBufferPointer, timeUs: Int64?) -> Int {
+    private static func event(_ bytes: UnsafeRawBufferPointer, timeUs: Int64?, _ line: inout JSONWriter) -> Int {
         var lines: [String] = []
         let result = HCIEvents.forEachReportDescribing(bytes) { report in
             lines.append(AdvertisementJSON.describe(report.data, report: report, timeUs: timeUs))
@@ -72,15 +75,19 @@ enum BLEDecodeCommand {
         case .failure(.notAdvertising) where timeUs != nil:
             return 0
         case .failure(let error):
-            Console.out(errorObject(error.description) + "\n")
+            printError(error.description, &line)
             return 0
         }
     }
 
-    private static func errorObject(_ message: String) -> String {
-        var json = JSONText()
-        json.string("error", message)
-        return json.closed
+    /// {"error":"..."} on standard output, where the reports go.
+    private static func printError(_ message: String, _ line: inout JSONWriter) {
+        line.reset()
+        line.beginObject()
+        line.string("error", message)
+        line.endObject()
+        line.newline()
+        Console.out(line.bytes)
     }
 
     private static func readAll() throws(SystemError) -> [UInt8] {

@@ -2,6 +2,11 @@
 public enum UTF8Validation {
     /// Offset of the first byte that does not start or continue a valid sequence, or nil.
     public static func firstInvalidByte(in bytes: [UInt8]) -> Int? {
+        bytes.withUnsafeBytes { firstInvalidByte(in: $0) }
+    }
+
+    @_noAllocation
+    public static func firstInvalidByte(in bytes: UnsafeRawBufferPointer) -> Int? {
         var index = 0
         let count = bytes.count
         while index < count {

@@ -37,7 +37,9 @@ public enum LiveOutput: Equatable, Sendable {
 
 public enum FlushReason: Equatable, Sendable, CustomStringConvertible {
     case count, age, event, end
-    public var description: String {
+    public var description: String { name.description }
+    /// The name in JSON (a static string, for writers that must not allocate).
+    public var name: StaticString {
         switch self {
         case .count: return "count"
         case .age: return "age"
