@@ -69,13 +69,60 @@ import Testing
         #expect(text == "-44.1234 0.007 -9223372036854775808 18446744073709551615")
     }
 
-    @Test func timesReadAsGpsdPrintsThem() {
+    /// Digit counting by comparison, digit pairs and the point: every power of ten and its
+    /// neighbours, both signs, every scale, against Swift's own integer printing.
+    @Test func integersAndFixedPointMatchIntegerPrinting() {
+        var values: [UInt64] = [0, UInt64.max, UInt64.max - 1]
+        var power: UInt64 = 1
+        for _ in 0..<20 {
+            values += [power - 1, power, power + 1]
+            if power > UInt64.max / 10 { break }
+            power *= 10
+        }
         var line = JSONWriter(capacity: 64)
+        for value in values {
+            line.reset()
+            line.integer(value)
+            var text = line.string
+            #expect(text == "\(value)")
+            guard value <= UInt64(Int64.max) else { continue }
+            for sign in [Int64(1), -1] {
+                let units = sign * Int64(value)
+                line.reset()
+                line.integer(units)
+                text = line.string
+                #expect(text == "\(units)")
+                for scale in 0...18 {
+                    line.reset()
+                    line.fixed(units: units, scale: scale)
+                    text = line.string
+                    let digits = String(value)
+                    let padded = String(repeating: "0", count: max(0, scale + 1 - digits.count)) + digits
+                    let whole = padded.dropLast(scale)
+                    let expected = (units < 0 ? "-" : "") + whole + (scale > 0 ? "." + padded.suffix(scale) : "")
+                    #expect(text == expected, "\(units) scale \(scale)")
+                }
+            }
+        }
+        line.reset()
+        line.text(7, zeroPaddedTo: 3)
+        line.text(" ")
+        line.text(12345, zeroPaddedTo: 3)
+        let padded = line.string
+        #expect(padded == "007 12345")
+    }
+
+    @Test func timesReadAsGpsdPrintsThem() {
+        var line = JSONWriter(capacity: 128)
         line.time(UTCTime(nanoseconds: 1_580_601_706_000_000_000))
         line.text(" ")
         line.text(UTCTime(nanoseconds: -1_000_000))
+        line.text(" ")
+        line.text(UTCTime(seconds: 253_402_300_800))     // year 10000: past the four-digit path
+        line.text(" ")
+        line.text(UTCTime(seconds: -62_167_219_200))     // 0000-01-01
         let text = line.string
-        #expect(text == #""2020-02-02T00:01:46.000Z" 1969-12-31T23:59:59.999Z"#)
+        #expect(text == #""2020-02-02T00:01:46.000Z" 1969-12-31T23:59:59.999Z 10000-01-01T00:00:00.000Z 0000-01-01T00:00:00.000Z"#)
     }
 
     @Test func paddingAlignsText() {
