@@ -65,6 +65,40 @@ public enum Console {
     }
 }
 
+/// Bulk output (the log export, `locus events`): lines are gathered in a buffer allocated once and
+/// written out when the next one does not fit and at `flush()`, so a million records take a few
+/// thousand writes instead of a million. Callers flush before anything else writes (standard
+/// error, a pause in --follow) so that the order people see stays the order of the calls.
+public struct BufferedOutput: ~Copyable {
+    private let descriptor: Int32
+    private let storage: UnsafeMutableRawBufferPointer
+    private var count = 0
+
+    public init(descriptor: Int32 = 1, capacity: Int = 64 * 1024) {
+        precondition(capacity > 0)
+        self.descriptor = descriptor
+        storage = .allocate(byteCount: capacity, alignment: 1)
+    }
+
+    deinit {
+        Console.write(descriptor, UnsafeRawBufferPointer(rebasing: storage[0..<count]))
+        storage.deallocate()
+    }
+
+    public mutating func write(_ bytes: UnsafeRawBufferPointer) {
+        if bytes.count > storage.count - count { flush() }
+        guard bytes.count <= storage.count else { return Console.write(descriptor, bytes) }
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+        (storage.baseAddress! + count).copyMemory(from: base, byteCount: bytes.count)
+        count += bytes.count
+    }
+
+    public mutating func flush() {
+        Console.write(descriptor, UnsafeRawBufferPointer(rebasing: storage[0..<count]))
+        count = 0
+    }
+}
+
 /// The agent's diagnostic log on standard error. Under systemd (standard error not a terminal)
 /// every line starts with its syslog priority, `<3>` to `<7>`, which journald reads as the level;
 /// on a terminal the prefix is left out.

@@ -121,6 +121,7 @@ enum LogExport {
         var next = options.afterSequence
         var header = options.format == .csv
         var line = JSONWriter(capacity: lineCapacity)
+        var output = BufferedOutput()
         // --follow: poll twice a second until interrupted (the technician's ^C or the SSH
         // session ending); without it, one pass.
         while true {
@@ -129,20 +130,21 @@ enum LogExport {
             do {
                 let scan = try LogStore.scan(directory: options.directory) { record, payload in
                     guard record.sequence > next else { return }
+                    line.reset()
                     if header {
-                        Console.out("seq,time,type,monitor,identifier,state,date,refinement_uuid,refinement_major,refinement_minor,diagnostics\n")
+                        line.text("seq,time,type,monitor,identifier,state,date,refinement_uuid,refinement_major,refinement_minor,diagnostics\n")
                         header = false
                     }
                     next = record.sequence
-                    line.reset()
                     write(record, payload, options.format, into: &line)
                     line.newline()
-                    Console.out(line.bytes)
+                    output.write(line.bytes)
                 }
                 corrupt = scan.corruptions.filter { !$0.truncated }.count
             } catch {
                 failure = error
             }
+            output.flush()
             if let failure { return CommandLineInterface.failure("log export", "\(options.directory): \(failure)") }
             if corrupt > 0 && !options.follow {
                 Console.error("locus: log export: \(corrupt) corrupt region(s) skipped; run 'locus log verify' for offsets\n")
@@ -337,6 +339,7 @@ enum EventsCommand {
         }
         var next = options.afterSequence
         var line = JSONWriter(capacity: 4096)
+        var output = BufferedOutput()
         while true {
             var failure: LogStoreError? = nil
             do {
@@ -350,11 +353,12 @@ enum EventsCommand {
                     line.reset()
                     EventJSON.write(event, sequence: Int64(header.sequence), into: &line)
                     line.newline()
-                    Console.out(line.bytes)
+                    output.write(line.bytes)
                 }
             } catch {
                 failure = error
             }
+            output.flush()
             if let failure { return CommandLineInterface.failure("events", "\(options.directory): \(failure)") }
             // --follow ends when whoever reads it has gone (an SSH session closed while no new
             // record arrived would otherwise leave this process behind on the gateway).
