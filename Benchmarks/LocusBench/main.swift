@@ -35,6 +35,79 @@ func nmea(_ inputs: [[UInt8]], decode: Bool, repeats: Int) {
     }
 }
 
+/// JSON per TPV object: every fix of the NMEA corpus (decoded once while loading) rendered
+/// `repeats` times into one JSONWriter, each line written to a sink (/dev/null). `--load-only`
+/// decodes the same fixes without rendering, so the difference is the rendering and the write.
+func tpvJSON(_ inputs: [[UInt8]], render: Bool, repeats: Int) {
+    var fixes: [Fix] = []
+    for bytes in inputs {
+        // The decoder's callback must not allocate: a buffer first (a sentence is at least 6 bytes).
+        let found = UnsafeMutableBufferPointer<Fix>.allocate(capacity: bytes.count / 6 + 2)
+        defer { found.deallocate() }
+        var count = 0
+        var decoder = NMEADecoder()
+        bytes.withUnsafeBytes { raw in
+            decoder.consume(raw) { found[count] = $0; count += 1 }
+            decoder.finish { found[count] = $0; count += 1 }
+        }
+        fixes += found[0..<count]
+    }
+    guard render else { return }
+    renderLines(count: fixes.count, repeats: repeats, what: "objects") { index, line in FixJSON.write(fixes[index], into: &line) }
+}
+
+/// JSON per event object: events of every explanation kind (a fix inside the edge, a transit
+/// without a kept position, a wildcard beacon's sighting with its refinement, a timeout, an
+/// assumption), rendered as in the replay and the log export.
+func eventJSON(render: Bool, repeats: Int) {
+    let monitor = FixedName("harbour")!, cargo = FixedName("cargo")!
+    let date = UTCTime(nanoseconds: 1_534_758_466_250_000_000)
+    var fix = Explanation(source: .fix)
+    (fix.latitude, fix.longitude, fix.accuracyM, fix.edgeDistanceM, fix.dwellMs) = (52.850123456, 5.313551234, 3, -12.345, 3_000)
+    var transit = Explanation(source: .transit)
+    (transit.latitude, transit.longitude, transit.accuracyM, transit.edgeDistanceM) = (.nan, .nan, 4, 7.5)
+    var sighting = Explanation(source: .sighting)
+    (sighting.rssiSamples, sighting.rssiFiltered, sighting.rssiMinimum, sighting.rssiMaximum, sighting.distanceM) = (12, -63.4, -71, -58, 2.75)
+    var timeout = Explanation(source: .timeout)
+    timeout.dwellMs = 15_000
+    let identity = BeaconIdentity(uuid: BeaconUUID("E2C56DB5-DFFB-48D2-B060-D0F5A71096E0")!, major: 100, minor: 0)
+    let events = [
+        MonitorEvent(monitor: monitor, identifier: FixedName("berth")!, state: .satisfied, date: date, refinement: nil, diagnostics: [], explanation: fix),
+        MonitorEvent(monitor: monitor, identifier: FixedName("fairway")!, state: .unsatisfied, date: date, refinement: nil,
+                     diagnostics: [.accuracyLimited], explanation: transit),
+        MonitorEvent(monitor: cargo, identifier: FixedName("anyCrate")!, state: .satisfied, date: date, refinement: identity, diagnostics: [], explanation: sighting),
+        MonitorEvent(monitor: cargo, identifier: FixedName("anyCrate")!, state: .unsatisfied, date: date, refinement: nil, diagnostics: [], explanation: timeout),
+        MonitorEvent(monitor: cargo, identifier: FixedName("crate7")!, state: .unknown, date: date, refinement: nil, diagnostics: [],
+                     explanation: Explanation(source: .assumption)),
+    ]
+    guard render else { return }
+    renderLines(count: events.count, repeats: repeats, what: "objects") { index, line in
+        EventJSON.write(events[index], sequence: Int64(1_000 + index), into: &line)
+    }
+}
+
+/// `repeats` rounds of `count` lines, each rendered by `body` into one writer (reset per line)
+/// and written to /dev/null; prints the count, the allocations and the rate.
+func renderLines(count: Int, repeats: Int, what: String, _ body: (Int, inout JSONWriter) -> Void) {
+    let sink = open("/dev/null", O_WRONLY)
+    defer { close(sink) }
+    var line = JSONWriter(capacity: 4096)
+    var bytes = 0
+    let start = DispatchTime.now().uptimeNanoseconds
+    let counted = allocations {
+        for _ in 0..<repeats {
+            for index in 0..<count {
+                line.reset()
+                body(index, &line)
+                line.newline()
+                bytes += write(sink, line.bytes.baseAddress, line.count)
+            }
+        }
+    }
+    let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    print("\(what) \(count * repeats) bytes \(bytes) allocations \(counted) seconds \(elapsed) per_second \(Int(Double(count * repeats) / max(elapsed, 1e-9)))")
+}
+
 /// The iBeacon report of the repository's corpus (Tests/Corpus) (v065: an LE Advertising Report event, H4 byte
 /// dropped), parsed `repeats` times: HCI event walk, AD walk, iBeacon decode.
 func ble(decode: Bool, repeats: Int) {
@@ -170,13 +243,17 @@ func nearest(mode: String, decide: Bool, repeats: Int) {
 /// Writes a log of `megabytes` MiB into `directory` in LogStore's format: 8 MiB segments named by
 /// their first sequence number, each opening with a 4 KiB checkpoint record, then 128-byte event
 /// records (96-byte payloads). `locus log verify` then scans it as LogStore.open does (the store is
-/// in LocusDevices, which this benchmark does not link). Prints "records N bytes B".
+/// in LocusDevices, which this benchmark does not link). With `export`, the records after each
+/// checkpoint are what an agent's log holds instead, in turn (every eight records): three events
+/// (a geofence's, a wildcard beacon's with its refinement, a timeout), four fixes and a GPIO
+/// change, all decodable, for `locus log export`. Prints "records N bytes B".
 func logBuild(_ arguments: [String]) {
-    guard arguments.count == 2, let megabytes = Int(arguments[1]) else {
-        print("usage: locus-bench log-build DIR MIB")
+    guard arguments.count == 2 || (arguments.count == 3 && arguments[2] == "export"), let megabytes = Int(arguments[1]) else {
+        print("usage: locus-bench log-build DIR MIB [export]")
         exit(2)
     }
     let directory = arguments[0]
+    let export = arguments.count == 3
     try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     let segmentSize = 8 << 20
     let total = megabytes << 20
@@ -187,6 +264,7 @@ func logBuild(_ arguments: [String]) {
     var written = 0
     var event = [UInt8](repeating: 0x5A, count: 96)
     let checkpoint = [UInt8](repeating: 0xC4, count: 4096)
+    let agentRecords = export ? exportMix() : []
     while written < total {
         let first = sequence
         var segment = Data(capacity: segmentSize)
@@ -199,9 +277,12 @@ func logBuild(_ arguments: [String]) {
             records += 1
         }
         add(.checkpoint, checkpoint)
-        while segment.count + 128 <= segmentSize && written + segment.count + 128 <= total {
-            for index in 0..<8 { event[index] = UInt8(truncatingIfNeeded: sequence >> UInt64(8 * index)) }
-            add(.event, event)
+        while true {
+            let (type, payload) = export ? agentRecords[records % agentRecords.count] : (.event, event)
+            let size = LogRecord.headerSize + payload.count
+            guard segment.count + size <= segmentSize && written + segment.count + size <= total else { break }
+            if !export { for index in 0..<8 { event[index] = UInt8(truncatingIfNeeded: sequence >> UInt64(8 * index)) } }
+            add(type, export ? payload : event)
         }
         let digits = "\(first)"
         let name = String(repeating: "0", count: 20 - digits.count) + digits + ".log"
@@ -209,6 +290,41 @@ func logBuild(_ arguments: [String]) {
         written += segment.count
     }
     print("records \(records) bytes \(written)")
+}
+
+/// Eight records as an agent on the demo site writes them (see `logBuild`).
+func exportMix() -> [(LogRecordType, [UInt8])] {
+    func payload(_ body: (inout ByteWriter) -> Void) -> [UInt8] {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1024, alignment: 8)
+        defer { buffer.deallocate() }
+        var writer = ByteWriter(buffer)
+        body(&writer)
+        return Array(writer.written)
+    }
+    let harbour = FixedName("harbour")!, cargo = FixedName("cargo")!
+    let date = UTCTime(nanoseconds: 1_534_758_466_250_000_000)
+    var fix = Explanation(source: .fix)
+    (fix.latitude, fix.longitude, fix.accuracyM, fix.edgeDistanceM, fix.dwellMs) = (52.850123456, 5.313551234, 3, -12.345, 3_000)
+    var sighting = Explanation(source: .sighting)
+    (sighting.rssiSamples, sighting.rssiFiltered, sighting.rssiMinimum, sighting.rssiMaximum, sighting.distanceM) = (12, -63.4, -71, -58, 2.75)
+    var timeout = Explanation(source: .timeout)
+    timeout.dwellMs = 15_000
+    let identity = BeaconIdentity(uuid: BeaconUUID("E2C56DB5-DFFB-48D2-B060-D0F5A71096E0")!, major: 100, minor: 0)
+    let events = [
+        MonitorEvent(monitor: harbour, identifier: FixedName("berth")!, state: .satisfied, date: date, refinement: nil, diagnostics: [], explanation: fix),
+        MonitorEvent(monitor: cargo, identifier: FixedName("anyCrate")!, state: .satisfied, date: date, refinement: identity, diagnostics: [], explanation: sighting),
+        MonitorEvent(monitor: cargo, identifier: FixedName("anyCrate")!, state: .unsatisfied, date: date, refinement: nil, diagnostics: [], explanation: timeout),
+    ]
+    func loggedFix(_ index: Int) -> [UInt8] {
+        payload { LogPayload.write(LogPayload.LoggedFix(timeNs: date.totalNanoseconds + Int64(index) * 1_000_000_000,
+                                                        latitude: 52.8501 + Double(index) * 1e-5, longitude: 5.3135 - Double(index) * 1e-5,
+                                                        accuracyM: 3.2, speedMps: 1.8, trackDeg: 242.5, mode: 3), &$0) }
+    }
+    let gpio = payload { LogPayload.write(LogPayload.GPIOChange(output: FixedName("relay1")!, value: true, cause: .level,
+                                                                monitor: harbour, identifier: FixedName("berth")!), &$0) }
+    return [(.fix, loggedFix(0)), (.event, payload { LogPayload.write(events[0], &$0) }), (.gpio, gpio), (.fix, loggedFix(1)),
+            (.event, payload { LogPayload.write(events[1], &$0) }), (.fix, loggedFix(2)),
+            (.event, payload { LogPayload.write(events[2], &$0) }), (.fix, loggedFix(3))]
 }
 
 /// The monitor engine in steady state: 10,000 conditions already decided (unsatisfied, or
@@ -343,6 +459,8 @@ var repeats = 1
 if rest.first == "--repeat" { repeats = Int(rest[1]) ?? 1; rest.removeFirst(2) }
 switch workload {
 case "nmea": nmea(load(rest), decode: decode, repeats: repeats)
+case "tpv-json": tpvJSON(load(rest), render: decode, repeats: repeats)
+case "event-json": eventJSON(render: decode, repeats: repeats)
 case "ble": ble(decode: decode, repeats: repeats)
 case "geo": geo(decide: decode, repeats: repeats)
 case "nearest", "nearest-unlimited", "nearest-linear":

@@ -9,6 +9,8 @@ struct AgentClient: ~Copyable {
 
     private var connection: ControlConnection
     private var nextID: Int64 = 1
+    /// Requests are a few hundred bytes: a monitor name, an identifier, a condition.
+    private var line = JSONWriter(capacity: 4096)
 
     static func socketPath(_ directory: String) -> String { Paths.join(directory, "control.sock") }
 
@@ -18,16 +20,19 @@ struct AgentClient: ~Copyable {
         self.connection = connection
     }
 
-    /// Sends a request (a JSON object's members, without the id) and returns the reply's bytes,
-    /// or an error message for the user.
-    mutating func request(_ members: JSONText) -> Result<[UInt8], ExitStatus> {
-        var json = JSONText()
-        json.integer("id", Int(nextID))
+    /// Sends a request, {"id":N,<members>} (`members` writes the members after the id), and
+    /// returns the reply's bytes, or an error message for the user.
+    mutating func request(_ members: (inout JSONWriter) -> Void) -> Result<[UInt8], ExitStatus> {
+        line.reset()
+        line.beginObject()
+        line.integer("id", nextID)
         nextID += 1
-        var text = json.closed
-        let body = members.closed
-        if body != "{}" { text = String(text.dropLast()) + "," + String(body.dropFirst()) }
-        if let error = connection.send(text) {
+        members(&line)
+        line.endObject()
+        guard !line.overflowed else {
+            return .failure(ExitStatus(code: CommandLineInterface.failure("control", "the request does not fit \(line.capacity) bytes")))
+        }
+        if let error = connection.send(line.string) {
             return .failure(ExitStatus(code: CommandLineInterface.failure("control", "cannot send to the agent: \(error)")))
         }
         guard let reply = connection.readLine(timeoutMs: AgentClient.replyTimeoutMs) else {
@@ -98,11 +103,12 @@ enum AgentCommands {
         case .success(let value): client = value
         case .failure(let status): return status.code
         }
-        var json = JSONText()
-        json.string("op", "gpio-clear")
-        json.string("gpio", rest[1])
+        let output = rest[1]
         let reply: [UInt8]
-        switch client.request(json) {
+        switch client.request({ line in
+            line.string("op", "gpio-clear")
+            line.string("gpio", output)
+        }) {
         case .success(let value): reply = value
         case .failure(let status): return status.code
         }
@@ -125,9 +131,7 @@ enum AgentCommands {
         case .success(let value): client = value
         case .failure(let status): return status.code
         }
-        var json = JSONText()
-        json.string("op", "status")
-        switch client.request(json) {
+        switch client.request({ $0.string("op", "status") }) {
         case .success(let reply):
             if let message = AgentClient.errorMessage(reply) { return CommandLineInterface.failure("status", message) }
             Console.out(String(decoding: reply, as: UTF8.self) + "\n")
@@ -139,11 +143,11 @@ enum AgentCommands {
 
     /// `locus events --follow` while an agent runs: subscribe, then print every event as it comes.
     static func followEvents(_ client: consuming AgentClient, monitor: FixedName?, afterSequence: UInt64) -> Int32 {
-        var json = JSONText()
-        json.string("op", "subscribe")
-        if let monitor { json.string("monitor", monitor.description) }
-        json.integer("after_seq", Int(afterSequence))
-        switch client.request(json) {
+        switch client.request({ line in
+            line.string("op", "subscribe")
+            if let monitor { line.string("monitor", monitor) }
+            line.integer("after_seq", afterSequence)
+        }) {
         case .success(let reply):
             if let message = AgentClient.errorMessage(reply) { return CommandLineInterface.failure("events", message) }
         case .failure(let status):
@@ -169,8 +173,8 @@ enum AgentCommands {
         case .success(let value): directory = value
         case .failure(let status): return status.code
         }
-        var json = JSONText()
-        json.string("op", "updates")
+        // The stream's settings, in the order given.
+        var settings: [(key: StaticString, value: String)] = []
         var follow = false
         var index = 0
         while index < rest.count {
@@ -186,12 +190,12 @@ enum AgentCommands {
                     guard LivePreset.named(value) != nil else {
                         return CommandLineInterface.usageError("updates: no preset '\(value)' (presets: \(LivePreset.names.map { $0.0 }.joined(separator: ", ")))", hint: updatesUsage)
                     }
-                    json.string("preset", value)
+                    settings.append(("preset", value))
                 } else {
                     guard AccuracyTier.named(value) != nil else {
                         return CommandLineInterface.usageError("updates: no accuracy tier '\(value)' (tiers: \(AccuracyTier.names.map { $0.0 }.joined(separator: ", ")))", hint: updatesUsage)
                     }
-                    json.string("accuracy", value)
+                    settings.append(("accuracy", value))
                 }
                 index += 2
             default:
@@ -203,7 +207,10 @@ enum AgentCommands {
         case .success(let value): client = value
         case .failure(let status): return status.code
         }
-        switch client.request(json) {
+        switch client.request({ line in
+            line.string("op", "updates")
+            for setting in settings { line.string(setting.key, setting.value) }
+        }) {
         case .success(let reply):
             if let message = AgentClient.errorMessage(reply) { return CommandLineInterface.failure("updates", message) }
         case .failure(let status):

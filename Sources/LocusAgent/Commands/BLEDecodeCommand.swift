@@ -91,9 +91,11 @@ enum BLEDecodeCommand {
     }
 
     private static func errorObject(_ message: String) -> String {
-        var json = JSONText()
-        json.string("error", message)
-        return json.closed
+        JSONWriter.rendering { line in
+            line.beginObject()
+            line.string("error", message)
+            line.endObject()
+        }
     }
 
     private static func readAll() throws(SystemError) -> [UInt8] {

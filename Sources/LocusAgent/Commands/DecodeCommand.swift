@@ -35,38 +35,47 @@ enum DecodeCommand {
         }
         let input = path ?? "-"
         let statistics: NMEAStatistics
+        var line = JSONWriter(capacity: 1024)
         do {
             statistics = try NMEAFile.forEachFix(input, allowMissingChecksum: allowMissingChecksum) { fix in
-                Console.out(FixJSON.tpv(fix) + "\n")
+                line.reset()
+                FixJSON.write(fix, into: &line)
+                line.newline()
+                Console.out(line.bytes)
             }
         } catch {
             return CommandLineInterface.failure("decode nmea", "cannot read \(input == "-" ? "standard input" : input): \(error)")
         }
-        Console.error(summary(statistics) + "\n")
+        line.reset()
+        writeSummary(statistics, into: &line)
+        line.newline()
+        Console.error(line.bytes)
         return 0
     }
 
-    static func summary(_ statistics: NMEAStatistics) -> String {
-        var json = JSONText()
-        json.string("class", "SUMMARY")
-        json.integer("sentences", statistics.read)
-        json.integer("parsed", statistics.parsed)
-        json.integer("ignored", statistics.ignored)
-        json.integer("empty", statistics.empty)
-        var rejected = JSONText()
-        rejected.integer("checksum", statistics.badChecksum)
-        rejected.integer("no_checksum", statistics.missingChecksum)
-        rejected.integer("malformed_checksum", statistics.malformedChecksum)
-        rejected.integer("spliced", statistics.spliced)
-        rejected.integer("garbled", statistics.garbled)
-        rejected.integer("overlong", statistics.overlong)
-        rejected.integer("bad_fields", statistics.invalidFields)
-        json.raw("rejected", rejected.closed)
-        json.integer("junk", statistics.junkRuns)
-        json.integer("doubled_dollar", statistics.doubledDollars)
-        json.integer("epochs", statistics.epochs)
-        json.integer("fixes", statistics.fixes)
-        return json.closed
+    /// {"class":"SUMMARY","sentences":N,...,"rejected":{...},...,"fixes":N}
+    @_noAllocation
+    static func writeSummary(_ statistics: NMEAStatistics, into line: inout JSONWriter) {
+        line.beginObject()
+        line.string("class", "SUMMARY")
+        line.integer("sentences", statistics.read)
+        line.integer("parsed", statistics.parsed)
+        line.integer("ignored", statistics.ignored)
+        line.integer("empty", statistics.empty)
+        line.beginObject("rejected")
+        line.integer("checksum", statistics.badChecksum)
+        line.integer("no_checksum", statistics.missingChecksum)
+        line.integer("malformed_checksum", statistics.malformedChecksum)
+        line.integer("spliced", statistics.spliced)
+        line.integer("garbled", statistics.garbled)
+        line.integer("overlong", statistics.overlong)
+        line.integer("bad_fields", statistics.invalidFields)
+        line.endObject()
+        line.integer("junk", statistics.junkRuns)
+        line.integer("doubled_dollar", statistics.doubledDollars)
+        line.integer("epochs", statistics.epochs)
+        line.integer("fixes", statistics.fixes)
+        line.endObject()
     }
 }
 

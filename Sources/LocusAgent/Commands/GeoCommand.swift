@@ -28,7 +28,10 @@ enum GeoCommand {
             }
         }
         let metres = Geodesy.distanceM(points[0].latitude, points[0].longitude, points[1].latitude, points[1].longitude)
-        Console.out(JSONText.fixed(metres, decimals: 4) + "\n")
+        var line = JSONWriter(capacity: 64)
+        line.number(metres, decimals: 4)
+        line.newline()
+        Console.out(line.bytes)
         return 0
     }
 

@@ -106,6 +106,9 @@ enum LogExport {
         }
     }
 
+    /// A line holds one record: a text payload escaped at worst 6 bytes a byte, plus the members.
+    static let lineCapacity = 6 * LogRecord.maximumPayloadSize + 1024
+
     static func run(_ arguments: [String]) -> Int32 {
         let options: Options
         let parsed = arguments.contains("--ssh")
@@ -117,6 +120,8 @@ enum LogExport {
         }
         var next = options.afterSequence
         var header = options.format == .csv
+        var line = JSONWriter(capacity: lineCapacity)
+        var output = BufferedOutput()
         // --follow: poll twice a second until interrupted (the technician's ^C or the SSH
         // session ending); without it, one pass.
         while true {
@@ -125,17 +130,21 @@ enum LogExport {
             do {
                 let scan = try LogStore.scan(directory: options.directory) { record, payload in
                     guard record.sequence > next else { return }
+                    line.reset()
                     if header {
-                        Console.out("seq,time,type,monitor,identifier,state,date,refinement_uuid,refinement_major,refinement_minor,diagnostics\n")
+                        line.text("seq,time,type,monitor,identifier,state,date,refinement_uuid,refinement_major,refinement_minor,diagnostics\n")
                         header = false
                     }
                     next = record.sequence
-                    Console.out(line(record, payload, options.format) + "\n")
+                    write(record, payload, options.format, into: &line)
+                    line.newline()
+                    output.write(line.bytes)
                 }
                 corrupt = scan.corruptions.filter { !$0.truncated }.count
             } catch {
                 failure = error
             }
+            output.flush()
             if let failure { return CommandLineInterface.failure("log export", "\(options.directory): \(failure)") }
             if corrupt > 0 && !options.follow {
                 Console.error("locus: log export: \(corrupt) corrupt region(s) skipped; run 'locus log verify' for offsets\n")
@@ -147,102 +156,160 @@ enum LogExport {
         }
     }
 
-    static func line(_ header: LogRecordHeader, _ payload: UnsafeRawBufferPointer, _ format: Format) -> String {
-        let type = LogRecordType(rawValue: header.typeCode)
-        let time = UTCTime(nanoseconds: header.time).iso8601
-        var reader = ByteReader(payload)
-        if format == .csv {
-            var fields = ["\(header.sequence)", time, type?.description ?? "type-\(header.typeCode)", "", "", "", "", "", "", "", ""]
-            if type == .event, let event = LogPayload.readEvent(&reader) {
-                fields[3] = event.monitor.description
-                fields[4] = event.identifier.description
-                fields[5] = event.state.description
-                fields[6] = event.date.iso8601
-                if let refinement = event.refinement {
-                    fields[7] = refinement.uuid.description
-                    fields[8] = "\(refinement.major)"
-                    fields[9] = "\(refinement.minor)"
-                }
-                var names = ""
-                for (index, name) in event.diagnostics.names.enumerated() { names += (index == 0 ? "" : ";") + name }
-                fields[10] = names
-            } else if type == .conditionAdded, let entry = LogPayload.readCondition(&reader) {
-                fields[3] = entry.monitor.description
-                fields[4] = entry.identifier.description
-            } else if type == .conditionRemoved, let (monitor, identifier) = LogPayload.readRemoval(&reader) {
-                fields[3] = monitor.description
-                fields[4] = identifier.description
-            }
-            var text = ""
-            for (index, field) in fields.enumerated() { text += (index == 0 ? "" : ",") + field }
-            return text
+    /// One record as a line (no newline) into `line`: a JSON object or a CSV row.
+    static func write(_ header: LogRecordHeader, _ payload: UnsafeRawBufferPointer, _ format: Format, into line: inout JSONWriter) {
+        switch format {
+        case .jsonl: writeJSON(header, payload, into: &line)
+        case .csv: writeCSV(header, payload, into: &line)
         }
-        var json = JSONText()
-        json.integer("seq", Int(header.sequence))
-        json.string("time", time)
-        json.string("type", type?.description ?? "type-\(header.typeCode)")
+    }
+
+    /// {"seq":N,"time":..,"type":..,<the payload's members>}
+    static func writeJSON(_ header: LogRecordHeader, _ payload: UnsafeRawBufferPointer, into line: inout JSONWriter) {
+        let type = LogRecordType(rawValue: header.typeCode)
+        line.beginObject()
+        line.integer("seq", header.sequence)
+        line.time("time", UTCTime(nanoseconds: header.time))
+        if let type { line.string("type", type.name) } else { line.string("type", "type-\(header.typeCode)") }
+        var reader = ByteReader(payload)
         switch type {
         case .event?:
-            guard let event = LogPayload.readEvent(&reader) else { json.string("error", "undecodable event payload"); break }
-            let body = EventJSON.line(event, sequence: Int64(header.sequence))
-            // Merge the event's fields into this object (drop its braces and its own "seq").
-            json.raw("event", body)
+            guard let event = LogPayload.readEvent(&reader) else { line.string("error", "undecodable event payload"); break }
+            line.key("event")
+            EventJSON.write(event, sequence: Int64(header.sequence), into: &line)
         case .conditionAdded?:
-            guard let entry = LogPayload.readCondition(&reader) else { json.string("error", "undecodable condition payload"); break }
-            json.string("monitor", entry.monitor.description)
-            json.string("identifier", entry.identifier.description)
-            json.raw("condition", ConditionJSON.condition(entry.condition))
-            json.raw("settings", ConditionJSON.settings(entry.settings))
-            json.string("assuming", entry.assuming.description)
-            json.boolean("site_file", entry.fromSiteFile)
+            guard let entry = LogPayload.readCondition(&reader) else { line.string("error", "undecodable condition payload"); break }
+            writeMembers(entry, into: &line)
         case .conditionRemoved?:
-            guard let (monitor, identifier) = LogPayload.readRemoval(&reader) else { json.string("error", "undecodable removal payload"); break }
-            json.string("monitor", monitor.description)
-            json.string("identifier", identifier.description)
+            guard let (monitor, identifier) = LogPayload.readRemoval(&reader) else { line.string("error", "undecodable removal payload"); break }
+            line.string("monitor", monitor)
+            line.string("identifier", identifier)
         case .start?, .stop?, .diagnostic?:
-            json.string("text", String(decoding: payload, as: UTF8.self))
+            line.key("text")
+            writeText(payload, into: &line)
         case .gpio?:
-            guard let change = LogPayload.readGPIO(&reader) else { json.string("error", "undecodable gpio payload"); break }
-            json.string("output", change.output.description)
-            json.boolean("value", change.value)
-            json.string("cause", change.cause.description)
-            if let monitor = change.monitor, let identifier = change.identifier {
-                json.string("monitor", monitor.description)
-                json.string("identifier", identifier.description)
-            }
+            guard let change = LogPayload.readGPIO(&reader) else { line.string("error", "undecodable gpio payload"); break }
+            writeMembers(change, into: &line)
         case .consumer?:
-            guard let (monitor, sequence) = LogPayload.readConsumer(&reader) else { json.string("error", "undecodable consumer payload"); break }
-            json.string("monitor", monitor.description)
-            json.integer("taken_seq", Int(sequence))
+            guard let (monitor, sequence) = LogPayload.readConsumer(&reader) else { line.string("error", "undecodable consumer payload"); break }
+            line.string("monitor", monitor)
+            line.integer("taken_seq", sequence)
         case .fix?:
-            // gpsd's TPV names: mode, lat, lon, eph (horizontal accuracy, m), speed (m/s), track.
-            guard let fix = LogPayload.readFix(&reader) else { json.string("error", "undecodable fix payload"); break }
-            json.integer("mode", Int(fix.mode))
-            if fix.latitude.isFinite {
-                json.number("lat", fix.latitude, decimals: 9)
-                json.number("lon", fix.longitude, decimals: 9)
-            }
-            if fix.accuracyM >= 0 { json.number("eph", fix.accuracyM, decimals: 1) }
-            if fix.speedMps >= 0 { json.number("speed", fix.speedMps, decimals: 3) }
-            if fix.trackDeg >= 0 { json.number("track", fix.trackDeg, decimals: 1) }
+            guard let fix = LogPayload.readFix(&reader) else { line.string("error", "undecodable fix payload"); break }
+            writeMembers(fix, into: &line)
         case .visit?:
-            guard let visit = LogPayload.readVisit(&reader) else { json.string("error", "undecodable visit payload"); break }
-            json.string("arrival", visit.arrival.iso8601)
-            json.string("departure", visit.departure.iso8601)
-            json.number("lat", visit.latitude, decimals: 9)
-            json.number("lon", visit.longitude, decimals: 9)
-            json.number("radius", visit.radiusM, decimals: 1)
+            guard let visit = LogPayload.readVisit(&reader) else { line.string("error", "undecodable visit payload"); break }
+            UpdateJSON.writeMembers(visit, into: &line)
         case .checkpoint?:
-            json.integer("records", Int(reader.uint16()))
-            if header.flags.contains(.moreFollow) { json.boolean("more_follow", true) }
+            line.integer("records", Int(reader.uint16()))
+            if header.flags.contains(.moreFollow) { line.boolean("more_follow", true) }
         default:
-            json.integer("bytes", payload.count)
+            line.integer("bytes", payload.count)
         }
-        return json.closed
+        line.endObject()
+    }
+
+    static func writeMembers(_ entry: LogPayload.ConditionEntry, into line: inout JSONWriter) {
+        line.string("monitor", entry.monitor)
+        line.string("identifier", entry.identifier)
+        line.key("condition")
+        ConditionJSON.write(entry.condition, into: &line)
+        line.key("settings")
+        ConditionJSON.write(entry.settings, into: &line)
+        line.string("assuming", entry.assuming.name)
+        line.boolean("site_file", entry.fromSiteFile)
+    }
+
+    static func writeMembers(_ change: LogPayload.GPIOChange, into line: inout JSONWriter) {
+        line.string("output", change.output)
+        line.boolean("value", change.value)
+        line.string("cause", change.cause.name)
+        if let monitor = change.monitor, let identifier = change.identifier {
+            line.string("monitor", monitor)
+            line.string("identifier", identifier)
+        }
+    }
+
+    /// A logged fix with gpsd's TPV names: mode, lat, lon, eph (horizontal accuracy, m), speed
+    /// (m/s), track; at the precision the log keeps (not the receiver's TPV).
+    static func writeMembers(_ fix: LogPayload.LoggedFix, into line: inout JSONWriter) {
+        line.integer("mode", Int(fix.mode))
+        if fix.latitude.isFinite {
+            line.number("lat", fix.latitude, decimals: 9)
+            line.number("lon", fix.longitude, decimals: 9)
+        }
+        if fix.accuracyM >= 0 { line.number("eph", fix.accuracyM, decimals: 1) }
+        if fix.speedMps >= 0 { line.number("speed", fix.speedMps, decimals: 3) }
+        if fix.trackDeg >= 0 { line.number("track", fix.trackDeg, decimals: 1) }
+    }
+
+    /// A text payload as a JSON string; bytes that are not UTF-8 read as U+FFFD, as a String would.
+    static func writeText(_ payload: UnsafeRawBufferPointer, into line: inout JSONWriter) {
+        if UTF8Validation.firstInvalidByte(in: payload) == nil {
+            line.string(bytes: payload)
+        } else {
+            line.string(String(decoding: payload, as: UTF8.self))
+        }
+    }
+
+    /// seq,time,type,monitor,identifier,state,date,refinement_uuid,refinement_major,refinement_minor,diagnostics
+    static func writeCSV(_ header: LogRecordHeader, _ payload: UnsafeRawBufferPointer, into line: inout JSONWriter) {
+        let type = LogRecordType(rawValue: header.typeCode)
+        line.text(header.sequence)
+        line.text(",")
+        line.text(UTCTime(nanoseconds: header.time))
+        line.text(",")
+        if let type { line.text(type.name) } else { line.text("type-\(header.typeCode)") }
+        var reader = ByteReader(payload)
+        // Eight fields after the type, empty unless the record has them.
+        if type == .event, let event = LogPayload.readEvent(&reader) {
+            writeCSVFields(event, into: &line)
+        } else if type == .conditionAdded, let entry = LogPayload.readCondition(&reader) {
+            writeCSVNames(entry.monitor, entry.identifier, into: &line)
+        } else if type == .conditionRemoved, let (monitor, identifier) = LogPayload.readRemoval(&reader) {
+            writeCSVNames(monitor, identifier, into: &line)
+        } else {
+            line.text(",,,,,,,,")
+        }
+    }
+
+    static func writeCSVFields(_ event: MonitorEvent, into line: inout JSONWriter) {
+        writeCSVNames(event.monitor, event.identifier, into: &line, rest: false)
+        line.text(",")
+        line.text(event.state.name)
+        line.text(",")
+        line.text(event.date)
+        line.text(",")
+        if let refinement = event.refinement {
+            line.text(refinement.uuid)
+            line.text(",")
+            line.text(Int64(refinement.major))
+            line.text(",")
+            line.text(Int64(refinement.minor))
+        } else {
+            line.text(",,")
+        }
+        line.text(",")
+        var first = true
+        event.diagnostics.forEachName { name in
+            if !first { line.text(";") }
+            line.text(name)
+            first = false
+        }
+    }
+
+    /// ",monitor,identifier", then the six empty fields after them unless `rest` is false.
+    static func writeCSVNames(_ monitor: FixedName, _ identifier: FixedName, into line: inout JSONWriter, rest: Bool = true) {
+        line.text(",")
+        line.text(monitor)
+        line.text(",")
+        line.text(identifier)
+        if rest { line.text(",,,,,,") }
     }
 }
 
-/// Conditions and settings as JSON (export, `locus monitor ... records`).
+/// `locus events [--state DIR] [--monitor NAME] [--after-seq N] [--follow]`: the events of the
+/// log (all monitors, or one), as JSON lines with their log sequence numbers.
 enum EventsCommand {
     static let usage = "usage: locus events [--state DIR] [--monitor NAME] [--after-seq N] [--follow]"
 
@@ -271,6 +338,8 @@ enum EventsCommand {
             return AgentCommands.followEvents(client, monitor: monitor, afterSequence: options.afterSequence)
         }
         var next = options.afterSequence
+        var line = JSONWriter(capacity: 4096)
+        var output = BufferedOutput()
         while true {
             var failure: LogStoreError? = nil
             do {
@@ -281,11 +350,15 @@ enum EventsCommand {
                     var reader = ByteReader(payload)
                     guard let event = LogPayload.readEvent(&reader) else { return }
                     if let monitor, event.monitor != monitor { return }
-                    Console.out(EventJSON.line(event, sequence: Int64(header.sequence)) + "\n")
+                    line.reset()
+                    EventJSON.write(event, sequence: Int64(header.sequence), into: &line)
+                    line.newline()
+                    output.write(line.bytes)
                 }
             } catch {
                 failure = error
             }
+            output.flush()
             if let failure { return CommandLineInterface.failure("events", "\(options.directory): \(failure)") }
             // --follow ends when whoever reads it has gone (an SSH session closed while no new
             // record arrived would otherwise leave this process behind on the gateway).

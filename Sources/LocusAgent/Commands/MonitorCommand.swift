@@ -82,53 +82,56 @@ enum MonitorCommand {
             for identifier in engine.identifiers(monitor: monitor) { Console.out("\(identifier)\n") }
             return 0
         case "records":
-            for identifier in engine.identifiers(monitor: monitor) {
-                if let record = engine.record(monitor: monitor, identifier: identifier) { Console.out(RecordJSON.line(identifier, record) + "\n") }
-            }
+            printRecords(engine, monitor, engine.identifiers(monitor: monitor))
             return 0
         default:
-            guard rest.count == 1, let identifier = FixedName(rest[0]), let record = engine.record(monitor: monitor, identifier: identifier) else {
+            guard rest.count == 1, let identifier = FixedName(rest[0]), engine.record(monitor: monitor, identifier: identifier) != nil else {
                 return CommandLineInterface.failure("monitor \(monitorText) record", "no condition '\(rest.first ?? "")' in monitor '\(monitorText)'")
             }
-            Console.out(RecordJSON.line(identifier, record) + "\n")
+            printRecords(engine, monitor, [identifier])
             return 0
+        }
+    }
+
+    /// One JSON line per record, through one writer.
+    static func printRecords(_ engine: MonitorEngine, _ monitor: FixedName, _ identifiers: [FixedName]) {
+        var line = JSONWriter(capacity: 4096)
+        for identifier in identifiers {
+            guard let record = engine.record(monitor: monitor, identifier: identifier) else { continue }
+            line.reset()
+            RecordJSON.write(identifier, record, into: &line)
+            line.newline()
+            Console.out(line.bytes)
         }
     }
 
     /// The same calls through a running agent: its engine changes at once, and it logs them.
     static func remote(_ client: inout AgentClient, _ monitor: FixedName, _ verb: String, _ arguments: [String]) -> Int32 {
-        var json = JSONText()
-        json.string("op", verb)
-        json.string("monitor", monitor.description)
+        var identifier: String? = nil
+        var condition: Condition? = nil
+        var assuming = ConditionState.unknown
         switch verb {
         case "add":
-            let identifier: FixedName, condition: Condition, assuming: ConditionState
             switch parseAdd(arguments) {
-            case .success(let parsed): (identifier, condition, assuming) = parsed
+            case .success(let parsed): (identifier, condition, assuming) = (parsed.0.description, parsed.1, parsed.2)
             case .failure(let status): return status.code
             }
-            json.string("identifier", identifier.description)
-            switch condition {
-            case .circle(let circle):
-                var inner = JSONText()
-                inner.number("lat", circle.latitude, decimals: 9)
-                inner.number("lon", circle.longitude, decimals: 9)
-                inner.number("radius", circle.radiusM, decimals: 3)
-                json.raw("circle", inner.closed)
-            case .beacon:
-                json.raw("beacon", ConditionJSON.condition(condition))
-            }
-            if assuming != .unknown { json.string("assuming", assuming.description) }
         case "remove", "record":
             guard arguments.count == 1, FixedName(arguments[0]) != nil else {
                 return CommandLineInterface.usageError("monitor \(verb) needs one condition ID", hint: "usage: locus monitor NAME \(verb) ID")
             }
-            json.string("identifier", arguments[0])
+            identifier = arguments[0]
         default:
             break
         }
         let reply: [UInt8]
-        switch client.request(json) {
+        switch client.request({ line in
+            line.string("op", verb)
+            line.string("monitor", monitor)
+            if let identifier { line.string("identifier", identifier) }
+            if let condition { writeRequested(condition, into: &line) }
+            if assuming != .unknown { line.string("assuming", assuming.name) }
+        }) {
         case .success(let value): reply = value
         case .failure(let status): return status.code
         }
@@ -147,6 +150,22 @@ enum MonitorCommand {
             if let record = AgentClient.member("record", of: reply) { Console.out(record + "\n") }
         }
         return 0
+    }
+
+    /// The condition of an `add` request: "circle" {lat, lon, radius} at the precision the user
+    /// gave, or "beacon" as records show it.
+    static func writeRequested(_ condition: Condition, into line: inout JSONWriter) {
+        switch condition {
+        case .circle(let circle):
+            line.beginObject("circle")
+            line.number("lat", circle.latitude, decimals: 9)
+            line.number("lon", circle.longitude, decimals: 9)
+            line.number("radius", circle.radiusM, decimals: 3)
+            line.endObject()
+        case .beacon:
+            line.key("beacon")
+            ConditionJSON.write(condition, into: &line)
+        }
     }
 
     static let addHint = "usage: locus monitor NAME add ID (--circle LAT,LON,RADIUS | --beacon UUID[,MAJOR[,MINOR]]) [--assuming satisfied|unsatisfied]"

@@ -11,20 +11,31 @@ enum ReplayUpdates {
         let engine = freshEngine(loaded, start: observations[0].timeNs)
         let updater = LiveUpdater(settings: LiveUpdateSettings(loaded.site.updates))
         var batchNumber = 0
-        var pending: [String] = []
+        var pending: [LocationUpdate] = []
+        var line = JSONWriter(capacity: 4096)
         func deliver() {
             while let output = updater.nextOutput() {
                 switch output {
                 case .update(let update):
-                    pending.append(UpdateJSON.updateLine(update))
+                    pending.append(update)
                 case .batchEnd(let reason):
                     batchNumber += 1
-                    for line in pending {
-                        Console.out(String(line.dropLast()) + ",\"batch\":\(batchNumber),\"flush\":\"\(reason)\"}\n")
+                    for update in pending {
+                        line.reset()
+                        line.beginObject()
+                        UpdateJSON.writeMembers(update, into: &line)
+                        line.integer("batch", batchNumber)
+                        line.string("flush", reason.name)
+                        line.endObject()
+                        line.newline()
+                        Console.out(line.bytes)
                     }
-                    pending = []
+                    pending.removeAll(keepingCapacity: true)
                 case .visit(let visit):
-                    Console.out(UpdateJSON.visitLine(visit) + "\n")
+                    line.reset()
+                    UpdateJSON.write(visit, into: &line)
+                    line.newline()
+                    Console.out(line.bytes)
                 }
             }
         }
@@ -76,6 +87,17 @@ enum ReplayUpdates {
         var timeNs: Int64
     }
 
+    /// What every tier's POWER line shares: the recording and the reference run.
+    struct PowerContext {
+        var receiver: StaticString
+        var preset: String
+        var configuredTier: AccuracyTier
+        var durationS: Double
+        var fixes: Int
+        var transitions: Int
+        var resumes: [Int64]
+    }
+
     /// For every tier: which fixes boundary-aware sampling would take, what the receiver would
     /// spend on them, and how late each geofence transition is seen compared with every fix
     /// (the recording's own rate, 1 Hz for the scenarios).
@@ -88,68 +110,92 @@ enum ReplayUpdates {
         let edges = fenceIndex(loaded.site)
         let reference = detections(fixes, loaded: loaded)
         let settings = LiveUpdateSettings(loaded.site.updates)
-        let configuration = settings.configuration
-        let receiver = loaded.board.gnss?.receiver ?? .genericNMEA
-        let currents = ReceiverCurrents.family(receiver)
-        let durationS = Double(last.time!.totalNanoseconds - first.time!.totalNanoseconds) / 1e9
+        let currents = ReceiverCurrents.family(loaded.board.gnss?.receiver ?? .genericNMEA)
         // Movement after each stop, as continuous sampling without a pause reports it.
-        let referenceResumes = resumes(fixes, settings)
+        let context = PowerContext(receiver: currents.name, preset: "\(settings.configuration.preset)",
+                                   configuredTier: loaded.site.updates.accuracy,
+                                   durationS: Double(last.time!.totalNanoseconds - first.time!.totalNanoseconds) / 1e9,
+                                   fixes: fixes.count, transitions: reference.count, resumes: resumes(fixes, settings))
+        var line = JSONWriter(capacity: 4096)
         for tier in [AccuracyTier.best, .nearestTenMeters, .hundredMeters, .kilometer, .threeKilometers] {
             let policy = TierPolicy(tier: tier)
             let run = simulate(fixes, policy, settings, edges, currents)
-            let account = run.account
-            let sampled = run.sampled
-            let seen = detections(sampled, loaded: loaded)
-            var used = [Bool](repeating: false, count: seen.count)
+            let sampledNs = matchTransitions(reference, detections(run.sampled, loaded: loaded))
             var lateness: [Double] = []
-            var transitionLines: [String] = []
-            for detection in reference {
-                var line = JSONText()
-                line.string("class", "TRANSITION")
-                line.string("tier", "\(tier)")
-                line.string("condition", detection.key)
-                line.string("continuous", UTCTime(nanoseconds: detection.timeNs).iso8601)
-                if let index = seen.indices.first(where: { !used[$0] && seen[$0].key == detection.key }) {
-                    used[index] = true
-                    let lateS = Double(seen[index].timeNs - detection.timeNs) / 1e9
-                    lateness.append(lateS)
-                    line.string("sampled", UTCTime(nanoseconds: seen[index].timeNs).iso8601)
-                    line.number("lateS", lateS, decimals: 1)
-                } else {
-                    line.raw("sampled", "null")
-                }
-                transitionLines.append(line.closed)
+            for (detection, seenNs) in zip(reference, sampledNs) {
+                if let seenNs { lateness.append(Double(seenNs - detection.timeNs) / 1e9) }
             }
-            var json = JSONText()
-            json.string("class", "POWER")
-            json.string("receiver", "\(currents.name)")
-            json.string("preset", "\(configuration.preset)")
-            json.string("tier", "\(tier)")
-            json.boolean("configured", tier == loaded.site.updates.accuracy)
-            json.string("dutyCycle", describe(policy.dutyCycle))
-            json.number("hours", durationS / 3_600, decimals: 3)
-            json.integer("fixes", fixes.count)
-            json.integer("fixesUsed", sampled.count)
-            json.number("gnssOnTimeS", account.onTimeS, decimals: 1)
-            json.number("gnssOnPercent", account.durationS > 0 ? 100 * account.onTimeS / account.durationS : 0, decimals: 1)
-            json.number("mAhPerDay", account.mAhPerDay, decimals: 1)
-            json.number("bleScanDuty", policy.bleScanDuty, decimals: 3)
-            json.number("wakeUpsPerHour", account.wakeUpsPerHour, decimals: 1)
-            json.integer("transitions", reference.count)
-            json.integer("missed", reference.count - lateness.count)
-            json.number("lateMaxS", lateness.max() ?? 0, decimals: 1)
-            json.number("lateMeanS", lateness.isEmpty ? 0 : lateness.reduce(0, +) / Double(lateness.count), decimals: 1)
-            // The stationary pause: time asleep, and movement after each stop.
-            json.number("pausedPercent", account.durationS > 0 ? 100 * run.pausedS / account.durationS : 0, decimals: 1)
-            json.integer("resumes", referenceResumes.count)
-            json.integer("falseResumes", max(0, run.resumes.count - referenceResumes.count))
-            let resumeLateness = zip(referenceResumes, run.resumes).map { Double($1 - $0) / 1e9 }
-            json.integer("missedResumes", max(0, referenceResumes.count - run.resumes.count))
-            json.number("resumeLateMaxS", resumeLateness.max() ?? 0, decimals: 1)
-            Console.out(json.closed + "\n")
-            for line in transitionLines { Console.out(line + "\n") }
+            line.reset()
+            writePower(tier, policy, run, lateness, context, into: &line)
+            line.newline()
+            Console.out(line.bytes)
+            for (detection, seenNs) in zip(reference, sampledNs) {
+                line.reset()
+                writeTransition(tier, detection, seenNs, into: &line)
+                line.newline()
+                Console.out(line.bytes)
+            }
         }
         return 0
+    }
+
+    /// For each reference transition, when the sampled run saw the same transition (the first
+    /// not yet matched), or nil when it missed it.
+    static func matchTransitions(_ reference: [Detection], _ seen: [Detection]) -> [Int64?] {
+        var used = [Bool](repeating: false, count: seen.count)
+        return reference.map { detection in
+            guard let index = seen.indices.first(where: { !used[$0] && seen[$0].key == detection.key }) else { return nil }
+            used[index] = true
+            return seen[index].timeNs
+        }
+    }
+
+    static func writePower(_ tier: AccuracyTier, _ policy: TierPolicy, _ run: TierRun, _ lateness: [Double], _ context: PowerContext,
+                           into line: inout JSONWriter) {
+        let account = run.account
+        line.beginObject()
+        line.string("class", "POWER")
+        line.string("receiver", context.receiver)
+        line.string("preset", context.preset)
+        line.string("tier", "\(tier)")
+        line.boolean("configured", tier == context.configuredTier)
+        line.string("dutyCycle", describe(policy.dutyCycle))
+        line.number("hours", context.durationS / 3_600, decimals: 3)
+        line.integer("fixes", context.fixes)
+        line.integer("fixesUsed", run.sampled.count)
+        line.number("gnssOnTimeS", account.onTimeS, decimals: 1)
+        line.number("gnssOnPercent", account.durationS > 0 ? 100 * account.onTimeS / account.durationS : 0, decimals: 1)
+        line.number("mAhPerDay", account.mAhPerDay, decimals: 1)
+        line.number("bleScanDuty", policy.bleScanDuty, decimals: 3)
+        line.number("wakeUpsPerHour", account.wakeUpsPerHour, decimals: 1)
+        line.integer("transitions", context.transitions)
+        line.integer("missed", context.transitions - lateness.count)
+        line.number("lateMaxS", lateness.max() ?? 0, decimals: 1)
+        line.number("lateMeanS", lateness.isEmpty ? 0 : lateness.reduce(0, +) / Double(lateness.count), decimals: 1)
+        // The stationary pause: time asleep, and movement after each stop.
+        line.number("pausedPercent", account.durationS > 0 ? 100 * run.pausedS / account.durationS : 0, decimals: 1)
+        line.integer("resumes", context.resumes.count)
+        line.integer("falseResumes", max(0, run.resumes.count - context.resumes.count))
+        let resumeLateness = zip(context.resumes, run.resumes).map { Double($1 - $0) / 1e9 }
+        line.integer("missedResumes", max(0, context.resumes.count - run.resumes.count))
+        line.number("resumeLateMaxS", resumeLateness.max() ?? 0, decimals: 1)
+        line.endObject()
+    }
+
+    /// {"class":"TRANSITION","tier":..,"condition":"monitor/id/state","continuous":..,"sampled":..|null[,"lateS":..]}
+    static func writeTransition(_ tier: AccuracyTier, _ detection: Detection, _ seenNs: Int64?, into line: inout JSONWriter) {
+        line.beginObject()
+        line.string("class", "TRANSITION")
+        line.string("tier", "\(tier)")
+        line.string("condition", detection.key)
+        line.time("continuous", UTCTime(nanoseconds: detection.timeNs))
+        if let seenNs {
+            line.time("sampled", UTCTime(nanoseconds: seenNs))
+            line.number("lateS", Double(seenNs - detection.timeNs) / 1e9, decimals: 1)
+        } else {
+            line.null("sampled")
+        }
+        line.endObject()
     }
 
     /// One tier's receiver on a recording, as the agent runs it: the fixes it takes (boundary-aware

@@ -121,7 +121,7 @@ public enum AdvertisementJSON {
                     line.beginArray(key)
                     open = true
                 }
-                line.uuid(uuid(payload, at: offset, width: list.width))
+                line.string(uuid(payload, at: offset, width: list.width))
             }
         }
         if open { line.endArray() }
@@ -144,7 +144,7 @@ public enum AdvertisementJSON {
                 open = true
             }
             line.beginObject()
-            line.uuid("uuid", uuid(payload, at: 0, width: width))
+            line.string("uuid", uuid(payload, at: 0, width: width))
             line.hexString("data", UnsafeRawBufferPointer(rebasing: payload[width...]))
             line.endObject()
         }
@@ -177,12 +177,12 @@ public enum AdvertisementJSON {
         line.string("kind", beacon.kind)
         switch beacon {
         case .iBeacon(let uuid, let major, let minor, let power):
-            line.uuid("uuid", uuid)
+            line.string("uuid", uuid)
             line.integer("major", Int(major))
             line.integer("minor", Int(minor))
             line.integer("tx_power", Int(power))
         case .altBeacon(let company, let id1, let id2, let id3, let reference, let reserved):
-            line.uuid("uuid", id1)
+            line.string("uuid", id1)
             line.integer("major", Int(id2))
             line.integer("minor", Int(id3))
             line.integer("tx_power", Int(reference))

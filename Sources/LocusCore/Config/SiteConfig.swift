@@ -13,13 +13,15 @@ public enum Identifier {
 /// The state a condition is assumed to be in before it has been determined.
 public enum ConditionState: Equatable, Sendable, CustomStringConvertible {
     case unknown, satisfied, unsatisfied
-    public var description: String {
+    /// The name in JSON, text and CSV (a static string, for writers that must not allocate).
+    public var name: StaticString {
         switch self {
         case .unknown: return "unknown"
         case .satisfied: return "satisfied"
         case .unsatisfied: return "unsatisfied"
         }
     }
+    public var description: String { name.description }
 }
 
 public enum ProximityRequirement: Equatable, Sendable {

@@ -53,7 +53,8 @@ public enum LogRecordType: UInt8, Sendable, CaseIterable, CustomStringConvertibl
     case visit = 11
     // 12...127 reserved for later record kinds; 128...255 for site or test use.
 
-    public var description: String {
+    /// The name in the export (a static string, for writers that must not allocate).
+    public var name: StaticString {
         switch self {
         case .start: return "start"
         case .stop: return "stop"
@@ -68,6 +69,8 @@ public enum LogRecordType: UInt8, Sendable, CaseIterable, CustomStringConvertibl
         case .visit: return "visit"
         }
     }
+
+    public var description: String { name.description }
 }
 
 /// Header flags. A checkpoint (every record of every monitor) may need more than one record: its

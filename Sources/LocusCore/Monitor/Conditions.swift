@@ -126,11 +126,17 @@ public struct EventDiagnostics: OptionSet, Hashable, Sendable {
 
     public var names: [String] {
         var result: [String] = []
-        if contains(.accuracyLimited) { result.append("accuracyLimited") }
-        if contains(.conditionLimitExceeded) { result.append("conditionLimitExceeded") }
-        if contains(.conditionUnsupported) { result.append("conditionUnsupported") }
-        if contains(.persistenceUnavailable) { result.append("persistenceUnavailable") }
+        forEachName { result.append($0.description) }
         return result
+    }
+
+    /// The names of the flags set, in a fixed order (for writers that must not allocate).
+    @inline(__always)
+    public func forEachName(_ body: (StaticString) -> Void) {
+        if contains(.accuracyLimited) { body("accuracyLimited") }
+        if contains(.conditionLimitExceeded) { body("conditionLimitExceeded") }
+        if contains(.conditionUnsupported) { body("conditionUnsupported") }
+        if contains(.persistenceUnavailable) { body("persistenceUnavailable") }
     }
 }
 

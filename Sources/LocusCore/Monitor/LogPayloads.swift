@@ -46,9 +46,25 @@ public struct ByteReader {
         return bytes[offset - 1]
     }
 
-    public mutating func uint16() -> UInt16 { UInt16(uint8()) | UInt16(uint8()) << 8 }
-    public mutating func uint32() -> UInt32 { UInt32(uint16()) | UInt32(uint16()) << 16 }
-    public mutating func uint64() -> UInt64 { UInt64(uint32()) | UInt64(uint32()) << 32 }
+    // Whole little-endian words when they are there; byte by byte (short input: the bytes that
+    // are there, zeros for the rest, `failed` set) otherwise.
+    public mutating func uint16() -> UInt16 {
+        guard bytes.count - offset >= 2 else { return UInt16(uint8()) | UInt16(uint8()) << 8 }
+        offset += 2
+        return UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: offset - 2, as: UInt16.self))
+    }
+
+    public mutating func uint32() -> UInt32 {
+        guard bytes.count - offset >= 4 else { return UInt32(uint16()) | UInt32(uint16()) << 16 }
+        offset += 4
+        return UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset - 4, as: UInt32.self))
+    }
+
+    public mutating func uint64() -> UInt64 {
+        guard bytes.count - offset >= 8 else { return UInt64(uint32()) | UInt64(uint32()) << 32 }
+        offset += 8
+        return UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset - 8, as: UInt64.self))
+    }
     public mutating func int64() -> Int64 { Int64(bitPattern: uint64()) }
     public mutating func double() -> Double { Double(bitPattern: uint64()) }
     public mutating func bool() -> Bool { uint8() != 0 }
@@ -315,7 +331,9 @@ extension LogPayload {
 
     public enum GPIOCause: UInt8, Sendable, CustomStringConvertible {
         case level = 1, pulseStart = 2, pulseEnd = 3, latchSet = 4, latchCleared = 5, restored = 6, safe = 7
-        public var description: String {
+        public var description: String { name.description }
+        /// The name in the export (a static string, for writers that must not allocate).
+        public var name: StaticString {
             switch self {
             case .level: return "level"
             case .pulseStart: return "pulse-start"

@@ -1,64 +1,64 @@
-/// Events as JSON lines: the replay and `locus events` output, and the log export.
+/// Events as JSON lines: the replay and `locus events` output, the log export, records' lastEvent.
 public enum EventJSON {
-    public static func line(_ event: MonitorEvent, sequence: Int64) -> String {
-        var json = JSONText()
-        json.string("monitor", event.monitor.description)
-        json.string("identifier", event.identifier.description)
-        json.string("state", event.state.description)
-        json.string("date", event.date.iso8601)
-        json.integer("seq", Int(sequence))
+    /// The event object (no newline) into `line`:
+    /// {"monitor":..,"identifier":..,"state":..,"date":..,"seq":..,"refinement":{..}|null,"diagnostics":[..],"explain":{..}}
+    @_noAllocation
+    public static func write(_ event: MonitorEvent, sequence: Int64, into line: inout JSONWriter) {
+        line.beginObject()
+        line.string("monitor", event.monitor)
+        line.string("identifier", event.identifier)
+        line.string("state", event.state.name)
+        line.time("date", event.date)
+        line.integer("seq", sequence)
         if let refinement = event.refinement {
-            var inner = JSONText()
-            inner.string("uuid", refinement.uuid.description)
-            inner.integer("major", Int(refinement.major))
-            inner.integer("minor", Int(refinement.minor))
-            json.raw("refinement", inner.closed)
+            line.beginObject("refinement")
+            line.string("uuid", refinement.uuid)
+            line.integer("major", Int64(refinement.major))
+            line.integer("minor", Int64(refinement.minor))
+            line.endObject()
         } else {
-            json.raw("refinement", "null")
+            line.null("refinement")
         }
-        var names = "["
-        for (index, name) in event.diagnostics.names.enumerated() { names += (index == 0 ? "\"" : ",\"") + name + "\"" }
-        json.raw("diagnostics", names + "]")
-        json.raw("explain", explanation(event.explanation))
-        return json.closed
+        line.beginArray("diagnostics")
+        event.diagnostics.forEachName { line.string($0) }
+        line.endArray()
+        line.key("explain")
+        write(event.explanation, into: &line)
+        line.endObject()
     }
 
-    public static func explanation(_ explanation: Explanation) -> String {
-        var json = JSONText()
+    /// Why the event happened: the observation's source and its measurements.
+    @_noAllocation
+    public static func write(_ explanation: Explanation, into line: inout JSONWriter) {
+        line.beginObject()
         switch explanation.source {
         case .fix, .transit:
-            json.string("source", explanation.source == .fix ? "fix" : "transit")
+            line.string("source", explanation.source == .fix ? "fix" : "transit")
             // NaN: the position was not kept (`[privacy] fixes = "none"`).
             if explanation.latitude.isFinite {
-                json.number("lat", explanation.latitude, decimals: 9)
-                json.number("lon", explanation.longitude, decimals: 9)
+                line.number("lat", explanation.latitude, decimals: 9)
+                line.number("lon", explanation.longitude, decimals: 9)
             }
-            if explanation.accuracyM >= 0 { json.number("accuracy_m", explanation.accuracyM, decimals: 1) }
-            json.number("edge_distance_m", explanation.edgeDistanceM, decimals: 2)
-            json.integer("dwell_ms", Int(explanation.dwellMs))
+            if explanation.accuracyM >= 0 { line.number("accuracy_m", explanation.accuracyM, decimals: 1) }
+            line.number("edge_distance_m", explanation.edgeDistanceM, decimals: 2)
+            line.integer("dwell_ms", explanation.dwellMs)
         case .sighting:
-            json.string("source", "sighting")
-            json.integer("rssi_samples", explanation.rssiSamples)
+            line.string("source", "sighting")
+            line.integer("rssi_samples", explanation.rssiSamples)
             if explanation.rssiSamples > 0 {
-                json.number("rssi_filtered", explanation.rssiFiltered, decimals: 1)
-                json.integer("rssi_min", Int(explanation.rssiMinimum))
-                json.integer("rssi_max", Int(explanation.rssiMaximum))
-                if explanation.distanceM >= 0 { json.number("distance_m", explanation.distanceM, decimals: 2) }
+                line.number("rssi_filtered", explanation.rssiFiltered, decimals: 1)
+                line.integer("rssi_min", Int64(explanation.rssiMinimum))
+                line.integer("rssi_max", Int64(explanation.rssiMaximum))
+                if explanation.distanceM >= 0 { line.number("distance_m", explanation.distanceM, decimals: 2) }
             }
         case .timeout:
-            json.string("source", "timeout")
-            json.integer("unseen_ms", Int(explanation.dwellMs))
+            line.string("source", "timeout")
+            line.integer("unseen_ms", explanation.dwellMs)
         case .assumption:
-            json.string("source", "assumption")
+            line.string("source", "assumption")
         }
-        return json.closed
+        line.endObject()
     }
-}
 
-extension EventJSON {
-    /// The event object (no newline) into `line`.
-    public static func write(_ event: MonitorEvent, sequence: Int64, into line: inout JSONWriter) {
-        var text = self.line(event, sequence: sequence)
-        text.withUTF8 { line.raw(UnsafeRawBufferPointer($0)) }
-    }
+
 }

@@ -1,48 +1,76 @@
-/// Events as aligned text for people at a terminal (`--format text`).
+/// Events as aligned text for people at a terminal (`--format text`) and the agent's log:
+///
+///         3  2018-08-20T09:47:41.000Z  harbour/berth           satisfied   fix, 59.8 m inside the edge (accuracy 3.0 m), held 3s
 public enum EventText {
-    public static func line(_ event: MonitorEvent, sequence: Int64) -> String {
-        var text = pad("\(sequence)", 5, left: true) + "  " + event.date.iso8601 + "  "
-        text += pad("\(event.monitor)/\(event.identifier)", 24) + pad(event.state.description, 12)
+    /// The aligned line (no newline) into `line`.
+    @_noAllocation
+    public static func write(_ event: MonitorEvent, sequence: Int64, into line: inout JSONWriter) {
+        var start = line.count
+        line.text(sequence)
+        line.pad(from: start, to: 5, left: true)
+        line.text("  ")
+        line.text(event.date)
+        line.text("  ")
+        start = line.count
+        line.text(event.monitor)
+        line.text("/")
+        line.text(event.identifier)
+        line.pad(from: start, to: 24)
+        start = line.count
+        line.text(event.state.name)
+        line.pad(from: start, to: 12)
+        explain(event, into: &line)
+        var first = true
+        event.diagnostics.forEachName { name in
+            line.text(first ? " [" : ", ")
+            line.text(name)
+            first = false
+        }
+        if !first { line.text("]") }
+    }
+
+    @_noAllocation
+    static func explain(_ event: MonitorEvent, into line: inout JSONWriter) {
         let explanation = event.explanation
         switch explanation.source {
         case .fix, .transit:
             let edge = explanation.edgeDistanceM
-            text += (explanation.source == .transit ? "transit, " : "fix, ")
-            text += edge < 0 ? "\(JSONText.fixed(-edge, decimals: 1)) m inside the edge" : "\(JSONText.fixed(edge, decimals: 1)) m outside the edge"
-            if explanation.accuracyM >= 0 { text += " (accuracy \(JSONText.fixed(explanation.accuracyM, decimals: 1)) m)" }
-            if explanation.dwellMs > 0 { text += ", held \(Quantity.formatMs(explanation.dwellMs))" }
+            line.text(explanation.source == .transit ? "transit, " : "fix, ")
+            line.text(edge < 0 ? -edge : edge, decimals: 1)
+            line.text(edge < 0 ? " m inside the edge" : " m outside the edge")
+            if explanation.accuracyM >= 0 {
+                line.text(" (accuracy ")
+                line.text(explanation.accuracyM, decimals: 1)
+                line.text(" m)")
+            }
+            if explanation.dwellMs > 0 {
+                line.text(", held ")
+                line.text(milliseconds: explanation.dwellMs)
+            }
         case .sighting:
-            text += "sighting"
-            if let refinement = event.refinement { text += " of major \(refinement.major) minor \(refinement.minor)" }
+            line.text("sighting")
+            if let refinement = event.refinement {
+                line.text(" of major ")
+                line.text(Int64(refinement.major))
+                line.text(" minor ")
+                line.text(Int64(refinement.minor))
+            }
             if explanation.rssiSamples > 0 {
-                text += ", RSSI \(JSONText.fixed(explanation.rssiFiltered, decimals: 0)) dBm"
-                if explanation.distanceM >= 0 { text += " (~\(JSONText.fixed(explanation.distanceM, decimals: 1)) m)" }
+                line.text(", RSSI ")
+                line.text(explanation.rssiFiltered, decimals: 0)
+                line.text(" dBm")
+                if explanation.distanceM >= 0 {
+                    line.text(" (~")
+                    line.text(explanation.distanceM, decimals: 1)
+                    line.text(" m)")
+                }
             }
         case .timeout:
-            text += "not seen for \(Quantity.formatMs(explanation.dwellMs))"
+            line.text("not seen for ")
+            line.text(milliseconds: explanation.dwellMs)
         case .assumption:
-            text += "assumed"
+            line.text("assumed")
         }
-        let names = event.diagnostics.names
-        if !names.isEmpty {
-            var list = ""
-            for (index, name) in names.enumerated() { list += (index == 0 ? "" : ", ") + name }
-            text += " [" + list + "]"
-        }
-        return text
     }
 
-    public static func pad(_ text: String, _ width: Int, left: Bool = false) -> String {
-        let count = text.utf8.count
-        guard count < width else { return text + " " }
-        let spaces = String(repeating: " ", count: width - count)
-        return left ? spaces + text : text + spaces
-    }
-}
-
-extension EventText {
-    /// The aligned line (no newline) into `line`.
-    public static func write(_ event: MonitorEvent, sequence: Int64, into line: inout JSONWriter) {
-        line.text(self.line(event, sequence: sequence))
-    }
 }

@@ -1,70 +1,80 @@
-/// gpsd's TPV report, with gpsd's field names and precision.
+/// gpsd's TPV report, with gpsd's field names and precision:
+/// {"class":"TPV","mode":3,"time":"2020-02-02T00:01:47.000Z","lat":44.068783300,"lon":-121.314069050,...}
 public enum FixJSON {
-    public static func tpv(_ fix: Fix) -> String {
-        var json = JSONText()
-        json.string("class", "TPV")
-        json.integer("mode", fix.mode.rawValue)
-        if let time = fix.time { json.string("time", time.iso8601) }
-        if fix.hasPosition, let latitude = fix.latitude, let longitude = fix.longitude {
-            json.number("lat", latitude, decimals: 9)
-            json.number("lon", longitude, decimals: 9)
-            if fix.mode == .threeDimensional, let altitude = fix.altitudeMSLM {
-                json.number("altMSL", altitude, decimals: 4)
-                if let separation = fix.geoidSeparationM {
-                    json.number("altHAE", altitude + separation, decimals: 4)
-                    json.number("geoidSep", separation, decimals: 3)
-                }
-            }
-            if let speed = fix.speedMps { json.number("speed", speed, decimals: 3) }
-            if let track = fix.trackDeg { json.number("track", track, decimals: 4) }
-            if let accuracy = fix.horizontalAccuracyM { json.number("eph", accuracy, decimals: 3) }
-            if let quality = fix.quality { json.integer("status", quality.rawValue) }
-            if let satellites = fix.satellitesUsed { json.integer("satellites_used", satellites) }
-        }
-        return json.closed
-    }
-}
-
-extension FixJSON {
     /// The TPV object (no newline) into `line`.
+    @_noAllocation
     public static func write(_ fix: Fix, into line: inout JSONWriter) {
-        var text = tpv(fix)
-        text.withUTF8 { line.raw(UnsafeRawBufferPointer($0)) }
+        line.beginObject()
+        writeMembers(fix, into: &line)
+        line.endObject()
     }
+
+    /// The TPV's members, for objects that extend it (live updates).
+    @_noAllocation
+    public static func writeMembers(_ fix: Fix, into line: inout JSONWriter) {
+        line.string("class", "TPV")
+        line.integer("mode", fix.mode.rawValue)
+        if let time = fix.time { line.time("time", time) }
+        guard fix.hasPosition, let latitude = fix.latitude, let longitude = fix.longitude else { return }
+        line.number("lat", latitude, decimals: 9)
+        line.number("lon", longitude, decimals: 9)
+        if fix.mode == .threeDimensional, let altitude = fix.altitudeMSLM {
+            line.number("altMSL", altitude, decimals: 4)
+            if let separation = fix.geoidSeparationM {
+                line.number("altHAE", altitude + separation, decimals: 4)
+                line.number("geoidSep", separation, decimals: 3)
+            }
+        }
+        if let speed = fix.speedMps { line.number("speed", speed, decimals: 3) }
+        if let track = fix.trackDeg { line.number("track", track, decimals: 4) }
+        if let accuracy = fix.horizontalAccuracyM { line.number("eph", accuracy, decimals: 3) }
+        if let quality = fix.quality { line.integer("status", quality.rawValue) }
+        if let satellites = fix.satellitesUsed { line.integer("satellites_used", satellites) }
+    }
+
 }
 
 /// Live updates and visits as JSON: a TPV with `isStationary` and `diagnostics`, and VISIT.
 public enum UpdateJSON {
-    public static func updateLine(_ update: LocationUpdate) -> String {
+    /// The update object (no newline) into `line`: the TPV's members, then isStationary and diagnostics.
+    @_noAllocation
+    public static func write(_ update: LocationUpdate, into line: inout JSONWriter) {
+        line.beginObject()
+        writeMembers(update, into: &line)
+        line.endObject()
+    }
+
+    /// The update's members, for objects that extend it (the replay's batch and flush).
+    @_noAllocation
+    public static func writeMembers(_ update: LocationUpdate, into line: inout JSONWriter) {
         var fix = update.fix
         if fix.time == nil { fix.time = update.time }
         if !fix.hasPosition && fix.mode == .unknown { fix.mode = .noFix }
-        var names: [String] = []
-        if update.diagnostics.contains(.stationary) { names.append("\"stationary\"") }
-        if update.diagnostics.contains(.locationUnavailable) { names.append("\"locationUnavailable\"") }
-        if update.diagnostics.contains(.accuracyLimited) { names.append("\"accuracyLimited\"") }
-        let tpv = FixJSON.tpv(fix)
-        return String(tpv.dropLast()) + ",\"isStationary\":\(update.isStationary ? "true" : "false"),\"diagnostics\":[\(names.joined(separator: ","))]}"
+        FixJSON.writeMembers(fix, into: &line)
+        line.boolean("isStationary", update.isStationary)
+        line.beginArray("diagnostics")
+        update.diagnostics.forEachName { line.string($0) }
+        line.endArray()
     }
 
-    public static func visitLine(_ visit: Visit) -> String {
-        var json = JSONText()
-        json.string("class", "VISIT")
-        json.string("arrival", visit.arrival.iso8601)
-        json.string("departure", visit.departure.iso8601)
-        json.number("lat", visit.latitude, decimals: 9)
-        json.number("lon", visit.longitude, decimals: 9)
-        json.number("radius", visit.radiusM, decimals: 1)
-        return json.closed
-    }
-
-    public static func write(_ update: LocationUpdate, into line: inout JSONWriter) {
-        var text = updateLine(update)
-        text.withUTF8 { line.raw(UnsafeRawBufferPointer($0)) }
-    }
-
+    /// The VISIT object (no newline) into `line`.
+    @_noAllocation
     public static func write(_ visit: Visit, into line: inout JSONWriter) {
-        var text = visitLine(visit)
-        text.withUTF8 { line.raw(UnsafeRawBufferPointer($0)) }
+        line.beginObject()
+        line.string("class", "VISIT")
+        writeMembers(visit, into: &line)
+        line.endObject()
     }
+
+    /// A visit's members (arrival, departure, centre, radius), for the VISIT object and the log export.
+    @_noAllocation
+    public static func writeMembers(_ visit: Visit, into line: inout JSONWriter) {
+        line.time("arrival", visit.arrival)
+        line.time("departure", visit.departure)
+        line.number("lat", visit.latitude, decimals: 9)
+        line.number("lon", visit.longitude, decimals: 9)
+        line.number("radius", visit.radiusM, decimals: 1)
+    }
+
+
 }

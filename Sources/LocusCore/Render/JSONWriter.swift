@@ -5,7 +5,7 @@
 ///
 ///     var line = JSONWriter(capacity: 1024)
 ///     line.beginObject()
-///     line.string("class", "TPV")
+///     line.string("class", "TPV")      // a literal is a StaticString: nothing allocated
 ///     line.integer("mode", 3)
 ///     line.number("lat", 44.0687833, decimals: 9)
 ///     line.endObject()
@@ -93,17 +93,24 @@ public struct JSONWriter: ~Copyable {
     @_noAllocation
     public mutating func key(_ name: StaticString) {
         separate()
-        let text = UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
         afterKey = true
-        guard reserve(text.count + 3) else { return }
-        put(UInt8(ascii: "\""))
-        for byte in text { put(byte) }
-        put(UInt8(ascii: "\""))
-        put(UInt8(ascii: ":"))
+        let length = name.utf8CodeUnitCount
+        guard reserve(length + 3) else { return }
+        let base = storage.baseAddress! + count
+        let text = name.utf8Start
+        base[0] = UInt8(ascii: "\"")
+        // memcpy: overlapping word moves for short keys, fewer instructions than a byte loop.
+        UnsafeMutableRawPointer(base + 1).copyMemory(from: text, byteCount: length)
+        base[length + 1] = UInt8(ascii: "\"")
+        base[length + 2] = UInt8(ascii: ":")
+        count += length + 3
     }
 
     // MARK: members (key and value)
 
+    /// Disfavoured, here and below: a literal value is a `StaticString` (no allocation), a
+    /// String variable still comes here.
+    @_disfavoredOverload
     public mutating func string(_ key: StaticString, _ value: String) {
         self.key(key)
         string(value)
@@ -184,6 +191,7 @@ public struct JSONWriter: ~Copyable {
 
     /// Not `@_noAllocation`: a String's bytes may need a contiguous copy. Hot paths write
     /// `FixedName`s, static strings and byte buffers.
+    @_disfavoredOverload
     public mutating func string(_ value: String) {
         var value = value
         value.withUTF8 { string(bytes: UnsafeRawBufferPointer($0)) }
@@ -208,9 +216,15 @@ public struct JSONWriter: ~Copyable {
     @_noAllocation
     public mutating func string(bytes: UnsafeRawBufferPointer) {
         separate()
-        guard reserve(JSONWriter.escapedCount(bytes) + 2) else { return }
+        let escapedCount = JSONWriter.escapedCount(bytes)
+        guard reserve(escapedCount + 2) else { return }
         put(UInt8(ascii: "\""))
-        escaped(bytes)
+        if escapedCount == bytes.count {
+            // Nothing to escape (names, static strings): the bytes as they are.
+            for byte in bytes { put(byte) }
+        } else {
+            escaped(bytes)
+        }
         put(UInt8(ascii: "\""))
     }
 
@@ -280,6 +294,7 @@ public struct JSONWriter: ~Copyable {
     }
 
     /// Not `@_noAllocation` (see `string(_: String)`).
+    @_disfavoredOverload
     public mutating func text(_ value: String) {
         var value = value
         value.withUTF8 { append(UnsafeRawBufferPointer($0)) }
@@ -323,16 +338,12 @@ public struct JSONWriter: ~Copyable {
     public mutating func text(_ value: Double, decimals: Int) {
         precondition(decimals >= 0 && decimals <= 17)
         guard value.isFinite else { return ascii("null") }
-        var scale = 1.0
-        for _ in 0..<decimals { scale *= 10 }
-        // Half away from zero by hand: `rounded(_:)` takes a FloatingPointRoundingRule, whose
-        // metadata the allocation check rejects in optimized host builds (see LibM.floor).
-        // `magnitude - whole` is exact, so this is `rounded(.toNearestOrAwayFromZero)`.
-        let magnitude = abs(value) * scale
-        let whole = LibM.floor(magnitude)
-        let scaled = magnitude - whole >= 0.5 ? whole + 1 : whole
+        let scaled = abs(value) * JSONWriter.powerOfTen(decimals)
         guard scaled < 9.0e18 else { return ascii("null") }
-        let units = Int64(scaled)
+        // Half away from zero without `rounded(_:)` (its rule type is resilient on the host, which
+        // the allocation check rejects): `scaled - truncated` is exact in binary floating point.
+        var units = Int64(scaled)
+        if scaled - Double(units) >= 0.5 { units += 1 }
         text(units: value < 0 ? -units : units, scale: decimals)
     }
 
@@ -340,17 +351,21 @@ public struct JSONWriter: ~Copyable {
     @_noAllocation
     public mutating func text(units: Int64, scale: Int) {
         precondition(scale >= 0 && scale <= 18)
-        var divisor: UInt64 = 1
-        for _ in 0..<scale { divisor *= 10 }
         let magnitude = units.magnitude
+        let divisor = JSONWriter.integerPowerOfTen(scale)
         let whole = magnitude / divisor
         let wholeWidth = JSONWriter.digitCount(whole)
-        guard reserve((units < 0 ? 1 : 0) + wholeWidth + (scale > 0 ? scale + 1 : 0)) else { return }
-        if units < 0 { put(UInt8(ascii: "-")) }
-        digits(whole, width: wholeWidth)
-        guard scale > 0 else { return }
-        put(UInt8(ascii: "."))
-        digits(magnitude % divisor, width: scale)
+        let width = (units < 0 ? 1 : 0) + wholeWidth + (scale > 0 ? scale + 1 : 0)
+        guard reserve(width) else { return }
+        let base = storage.baseAddress! + count
+        if units < 0 { base[0] = UInt8(ascii: "-") }
+        let point = base + (units < 0 ? 1 : 0) + wholeWidth
+        JSONWriter.digits(whole, width: wholeWidth, endingAt: point)
+        if scale > 0 {
+            point[0] = UInt8(ascii: ".")
+            JSONWriter.digits(magnitude % divisor, width: scale, endingAt: point + 1 + scale)
+        }
+        count += width
     }
 
     /// ISO 8601 with milliseconds, unquoted: 2020-02-02T00:01:46.000Z.
@@ -358,7 +373,26 @@ public struct JSONWriter: ~Copyable {
     public mutating func text(_ time: UTCTime) {
         let date = time.date
         let secondOfDay = Int(time.seconds - floorDivide(time.seconds, 86_400) * 86_400)
+        let milliseconds = Int(time.nanoseconds / 1_000_000)
         guard reserve(24) else { return }
+        if date.year >= 0 && date.year <= 9_999 && milliseconds >= 0 && milliseconds < 1_000 {
+            // The usual case, digit pairs without counting.
+            fixedDigits(date.year, 4)
+            put(UInt8(ascii: "-"))
+            fixedDigits(date.month, 2)
+            put(UInt8(ascii: "-"))
+            fixedDigits(date.day, 2)
+            put(UInt8(ascii: "T"))
+            fixedDigits(secondOfDay / 3600, 2)
+            put(UInt8(ascii: ":"))
+            fixedDigits(secondOfDay / 60 % 60, 2)
+            put(UInt8(ascii: ":"))
+            fixedDigits(secondOfDay % 60, 2)
+            put(UInt8(ascii: "."))
+            fixedDigits(milliseconds, 3)
+            put(UInt8(ascii: "Z"))
+            return
+        }
         text(date.year, zeroPaddedTo: 4)
         put(UInt8(ascii: "-"))
         text(date.month, zeroPaddedTo: 2)
@@ -371,7 +405,7 @@ public struct JSONWriter: ~Copyable {
         put(UInt8(ascii: ":"))
         text(secondOfDay % 60, zeroPaddedTo: 2)
         put(UInt8(ascii: "."))
-        text(Int(time.nanoseconds / 1_000_000), zeroPaddedTo: 3)
+        text(milliseconds, zeroPaddedTo: 3)
         put(UInt8(ascii: "Z"))
     }
 
@@ -407,6 +441,59 @@ public struct JSONWriter: ~Copyable {
         }
     }
 
+    // MARK: Locus values
+
+    /// A beacon UUID in its canonical upper-case form (as Core Location's `uuidString`), quoted.
+    @_noAllocation
+    public mutating func string(_ key: StaticString, _ value: BeaconUUID) {
+        self.key(key)
+        string(value)
+    }
+
+    @_noAllocation
+    public mutating func string(_ value: BeaconUUID) {
+        separate()
+        guard reserve(38) else { return }
+        put(UInt8(ascii: "\""))
+        uuidText(value)
+        put(UInt8(ascii: "\""))
+    }
+
+    /// A beacon UUID unquoted: E2C56DB5-DFFB-48D2-B060-D0F5A71096E0.
+    @_noAllocation
+    public mutating func text(_ value: BeaconUUID) {
+        guard reserve(36) else { return }
+        uuidText(value)
+    }
+
+    /// A duration as a config writes it: "unbounded", "5min", "10s", "1500ms".
+    @_noAllocation
+    public mutating func text(milliseconds: Int64) {
+        if milliseconds == Int64.max { return ascii("unbounded") }
+        if milliseconds % 60_000 == 0 && milliseconds >= 60_000 {
+            text(milliseconds / 60_000)
+            ascii("min")
+        } else if milliseconds % 1_000 == 0 && milliseconds >= 1_000 {
+            text(milliseconds / 1_000)
+            ascii("s")
+        } else {
+            text(milliseconds)
+            ascii("ms")
+        }
+    }
+
+    /// One line rendered into a String, through a writer of its own that grows until the line
+    /// fits (allocates: for the callers that need a String, never on a hot path).
+    public static func rendering(capacity: Int = 1024, _ body: (inout JSONWriter) -> Void) -> String {
+        var size = capacity
+        while true {
+            var line = JSONWriter(capacity: size)
+            body(&line)
+            if !line.overflowed { return line.string }
+            size *= 4
+        }
+    }
+
     /// A string value of two hex digits a byte: "0215e2c5...".
     @_noAllocation
     public mutating func hexString(_ bytes: UnsafeRawBufferPointer, upper: Bool = false) {
@@ -421,28 +508,6 @@ public struct JSONWriter: ~Copyable {
     public mutating func hexString(_ key: StaticString, _ bytes: UnsafeRawBufferPointer, upper: Bool = false) {
         self.key(key)
         hexString(bytes, upper: upper)
-    }
-
-    /// A UUID in its canonical upper-case form, as `BeaconUUID.description` (and Core
-    /// Location's `uuidString`) writes it: "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0".
-    @_noAllocation
-    public mutating func uuid(_ value: BeaconUUID) {
-        separate()
-        guard reserve(38) else { return }
-        put(UInt8(ascii: "\""))
-        for index in 0..<16 {
-            if index == 4 || index == 6 || index == 8 || index == 10 { put(UInt8(ascii: "-")) }
-            let byte = value.byte(index)
-            put(JSONWriter.hexDigit(byte >> 4, upper: true))
-            put(JSONWriter.hexDigit(byte & 0x0F, upper: true))
-        }
-        put(UInt8(ascii: "\""))
-    }
-
-    @_noAllocation
-    public mutating func uuid(_ key: StaticString, _ value: BeaconUUID) {
-        self.key(key)
-        uuid(value)
     }
 
     @_noAllocation
@@ -492,29 +557,93 @@ public struct JSONWriter: ~Copyable {
         }
     }
 
-    /// Decimal digits of `value` (at least one).
+    /// Decimal digits of `value` (at least one), by comparison with powers of ten.
     @inline(__always)
     private static func digitCount(_ value: UInt64) -> Int {
         var count = 1
-        var rest = value / 10
-        while rest > 0 {
+        var bound: UInt64 = 10
+        while value >= bound {
             count += 1
-            rest /= 10
+            // 10^19 <= value: 20 digits, and 10^20 would not fit a UInt64.
+            if count == 20 { break }
+            bound &*= 10
         }
         return count
+    }
+
+    /// 10^exponent for 0...18.
+    @inline(__always)
+    private static func integerPowerOfTen(_ exponent: Int) -> UInt64 {
+        var power: UInt64 = 1
+        for _ in 0..<exponent { power &*= 10 }
+        return power
+    }
+
+    /// 10^exponent for 0...17, exact (as repeated multiplication by 10 gives it).
+    @inline(__always)
+    private static func powerOfTen(_ exponent: Int) -> Double {
+        switch exponent {
+        case 0: return 1
+        case 1: return 1e1
+        case 2: return 1e2
+        case 3: return 1e3
+        case 4: return 1e4
+        case 5: return 1e5
+        case 6: return 1e6
+        case 7: return 1e7
+        case 8: return 1e8
+        case 9: return 1e9
+        case 10: return 1e10
+        case 11: return 1e11
+        case 12: return 1e12
+        case 13: return 1e13
+        case 14: return 1e14
+        case 15: return 1e15
+        case 16: return 1e16
+        default: return 1e17
+        }
+    }
+
+    /// `value` (0 <= value < 10^width) as exactly `width` digits; the caller has reserved them.
+    @inline(__always)
+    private mutating func fixedDigits(_ value: Int, _ width: Int) {
+        digits(UInt64(truncatingIfNeeded: value), width: width)
     }
 
     /// `value` as exactly `width` decimal digits, zeros in front; the caller has reserved them.
     @inline(__always)
     private mutating func digits(_ value: UInt64, width: Int) {
-        var remaining = value
-        var position = count + width - 1
-        for _ in 0..<width {
-            storage[position] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: remaining % 10)
-            remaining /= 10
-            position -= 1
-        }
+        JSONWriter.digits(value, width: width, endingAt: storage.baseAddress! + count + width)
         count += width
+    }
+
+    /// `value` as exactly `width` decimal digits (the lowest ones, zeros in front) in the bytes
+    /// just before `end`, two digits a step.
+    @inline(__always)
+    private static func digits(_ value: UInt64, width: Int, endingAt end: UnsafeMutablePointer<UInt8>) {
+        let pairs = digitPairs
+        var remaining = value
+        var position = end
+        var left = width
+        while left >= 2 {
+            let pair = Int(truncatingIfNeeded: remaining % 100)
+            remaining /= 100
+            position -= 2
+            position[0] = pairs[2 * pair]
+            position[1] = pairs[2 * pair + 1]
+            left -= 2
+        }
+        if left == 1 {
+            position -= 1
+            position[0] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: remaining % 10)
+        }
+    }
+
+    /// "00" "01" ... "99": the two digits of every number below 100.
+    @inline(__always)
+    private static var digitPairs: UnsafePointer<UInt8> {
+        let table: StaticString = "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"
+        return table.utf8Start
     }
 
     /// Room for `needed` more bytes; otherwise the line is marked overflowed and nothing is written.
@@ -570,6 +699,17 @@ public struct JSONWriter: ~Copyable {
         }
     }
 
+    /// The caller has reserved 36 bytes.
+    @inline(__always)
+    private mutating func uuidText(_ value: BeaconUUID) {
+        for index in 0..<16 {
+            if index == 4 || index == 6 || index == 8 || index == 10 { put(UInt8(ascii: "-")) }
+            let byte = value.byte(index)
+            put(JSONWriter.hexDigit(byte >> 4, upper: true))
+            put(JSONWriter.hexDigit(byte & 0x0F, upper: true))
+        }
+    }
+
     private mutating func escape(_ letter: UInt8) {
         put(UInt8(ascii: "\\"))
         put(letter)
@@ -579,4 +719,10 @@ public struct JSONWriter: ~Copyable {
     private static func hexDigit(_ value: UInt8, upper: Bool) -> UInt8 {
         value < 10 ? UInt8(ascii: "0") &+ value : (upper ? UInt8(ascii: "A") : UInt8(ascii: "a")) &+ (value &- 10)
     }
+}
+
+extension UTCTime {
+    /// ISO 8601 with milliseconds, as gpsd prints TPV times: 2020-02-02T00:01:46.000Z (allocates;
+    /// writers use `JSONWriter.text(_: UTCTime)`).
+    public var iso8601: String { JSONWriter.rendering(capacity: 32) { $0.text(self) } }
 }

@@ -58,14 +58,7 @@ public struct BeaconUUID: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Canonical upper-case text form, as Core Location's `UUID.uuidString` prints it.
-    public var description: String {
-        var text = ""
-        for index in 0..<16 {
-            if index == 4 || index == 6 || index == 8 || index == 10 { text += "-" }
-            text += hex(byte(index))
-        }
-        return text
-    }
+    public var description: String { JSONWriter.rendering(capacity: 40) { $0.text(self) } }
 
     public func byte(_ index: Int) -> UInt8 {
         index < 8 ? UInt8(truncatingIfNeeded: high >> UInt64(56 - 8 * index))

@@ -43,10 +43,7 @@ public enum Quantity {
 
     /// "1500" -> "1.5s", for messages.
     public static func formatMs(_ milliseconds: Int64) -> String {
-        if milliseconds == Int64.max { return "unbounded" }
-        if milliseconds % 60_000 == 0 && milliseconds >= 60_000 { return "\(milliseconds / 60_000)min" }
-        if milliseconds % 1_000 == 0 && milliseconds >= 1_000 { return "\(milliseconds / 1_000)s" }
-        return "\(milliseconds)ms"
+        JSONWriter.rendering(capacity: 32) { $0.text(milliseconds: milliseconds) }
     }
 
     /// A long span for people: "3 s", "4 h 12 min", "3016 days 17 h".

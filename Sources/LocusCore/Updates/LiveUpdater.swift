@@ -9,6 +9,14 @@ public struct UpdateDiagnostics: OptionSet, Equatable, Sendable {
     public static let locationUnavailable = UpdateDiagnostics(rawValue: 1 << 1)
     /// The fix is less accurate than the tier asks for.
     public static let accuracyLimited = UpdateDiagnostics(rawValue: 1 << 2)
+
+    /// The names of the flags set, in a fixed order (for writers that must not allocate).
+    @inline(__always)
+    public func forEachName(_ body: (StaticString) -> Void) {
+        if contains(.stationary) { body("stationary") }
+        if contains(.locationUnavailable) { body("locationUnavailable") }
+        if contains(.accuracyLimited) { body("accuracyLimited") }
+    }
 }
 
 /// One delivered update (CLLocationUpdate): the fix, or the time a fix was missed.
@@ -29,7 +37,9 @@ public enum LiveOutput: Equatable, Sendable {
 
 public enum FlushReason: Equatable, Sendable, CustomStringConvertible {
     case count, age, event, end
-    public var description: String {
+    public var description: String { name.description }
+    /// The name in JSON (a static string, for writers that must not allocate).
+    public var name: StaticString {
         switch self {
         case .count: return "count"
         case .age: return "age"
