@@ -191,7 +191,9 @@ import TestSupport
     static func reference(_ value: Double, decimals: Int) -> String {
         var scale = 1.0
         for _ in 0..<decimals { scale *= 10 }
-        let units = Int64((abs(value) * scale).rounded(.toNearestOrAwayFromZero))
+        let scaled = (abs(value) * scale).rounded(.toNearestOrAwayFromZero)
+        guard scaled < 9.0e18 else { return "null" }   // beyond 18 digits, as the writer documents
+        let units = Int64(scaled)
         let divisor = Int64(scale)
         var text = value < 0 && units != 0 ? "-" : ""
         text += "\(units / divisor)"

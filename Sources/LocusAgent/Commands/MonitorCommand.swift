@@ -37,6 +37,12 @@ enum MonitorCommand {
         if var client = AgentClient(directory: directory) {
             return remote(&client, monitor, verb, rest)
         }
+        return local(directory, monitor, verb, rest)
+    }
+
+    /// The calls on the state directory itself, under the monitor's lock (no agent is running).
+    static func local(_ directory: String, _ monitor: FixedName, _ verb: String, _ rest: [String]) -> Int32 {
+        let monitorText = monitor.description
         if verb == "add" || verb == "remove", let error = Files.makeDirectory(directory, mode: 0o750) {
             return CommandLineInterface.failure("monitor \(monitorText)", "cannot use the state directory \(directory): \(error)")
         }
@@ -66,18 +72,7 @@ enum MonitorCommand {
         let now = UTCTime(nanoseconds: Clock.realtimeNs())
         switch verb {
         case "add": return add(monitor, rest, engine, persistence, now)
-        case "remove":
-            guard rest.count == 1, let identifier = FixedName(rest[0]) else {
-                return CommandLineInterface.usageError("monitor remove needs one condition ID", hint: "usage: locus monitor NAME remove ID")
-            }
-            guard engine.remove(monitor: monitor, identifier: identifier) else {
-                return CommandLineInterface.failure("monitor \(monitorText) remove", "no condition '\(rest[0])' in monitor '\(monitorText)'")
-            }
-            do { try persistence.conditionRemoved(monitor: monitor, identifier: identifier, time: now); try persistence.sync() } catch {
-                return CommandLineInterface.failure("monitor \(monitorText) remove", "cannot append to the log: \(error)")
-            }
-            Console.out("removed \(monitorText)/\(rest[0])\n")
-            return 0
+        case "remove": return remove(monitor, rest, engine, persistence, now)
         case "identifiers":
             for identifier in engine.identifiers(monitor: monitor) { Console.out("\(identifier)\n") }
             return 0
@@ -91,6 +86,20 @@ enum MonitorCommand {
             printRecords(engine, monitor, [identifier])
             return 0
         }
+    }
+
+    static func remove(_ monitor: FixedName, _ rest: [String], _ engine: MonitorEngine, _ persistence: Persistence, _ now: UTCTime) -> Int32 {
+        guard rest.count == 1, let identifier = FixedName(rest[0]) else {
+            return CommandLineInterface.usageError("monitor remove needs one condition ID", hint: "usage: locus monitor NAME remove ID")
+        }
+        guard engine.remove(monitor: monitor, identifier: identifier) else {
+            return CommandLineInterface.failure("monitor \(monitor) remove", "no condition '\(rest[0])' in monitor '\(monitor)'")
+        }
+        do { try persistence.conditionRemoved(monitor: monitor, identifier: identifier, time: now); try persistence.sync() } catch {
+            return CommandLineInterface.failure("monitor \(monitor) remove", "cannot append to the log: \(error)")
+        }
+        Console.out("removed \(monitor)/\(rest[0])\n")
+        return 0
     }
 
     /// One JSON line per record, through one writer.

@@ -32,6 +32,26 @@ enum ReplayCommand {
     }
 
     static func run(_ arguments: [String]) -> Int32 {
+        let options: Options
+        switch parse(arguments) {
+        case .success(let value): options = value
+        case .failure(let status): return status.code
+        }
+        let loaded: LoadedConfig
+        switch LoadedConfig.load(options.config!) {
+        case .success(let value): loaded = value
+        case .failure: return 1
+        }
+        guard let observations = observations(options, loaded) else { return 1 }
+        if options.updates { return ReplayUpdates.updates(observations, loaded: loaded) }
+        if options.powerReport { return ReplayUpdates.powerReport(observations, loaded: loaded) }
+        return play(observations, loaded, options)
+    }
+
+    static func parse(_ arguments: [String]) -> Result<Options, ExitStatus> {
+        func usageError(_ message: String) -> Result<Options, ExitStatus> {
+            .failure(ExitStatus(code: CommandLineInterface.usageError(message, hint: usage)))
+        }
         var options = Options()
         var index = 0
         while index < arguments.count {
@@ -39,21 +59,19 @@ enum ReplayCommand {
             let value = index + 1 < arguments.count ? arguments[index + 1] : nil
             switch argument {
             case "--config", "--nmea", "--hci", "--speed", "--state", "--format":
-                guard let value else { return CommandLineInterface.usageError("replay: \(argument) needs a value", hint: usage) }
+                guard let value else { return usageError("replay: \(argument) needs a value") }
                 switch argument {
                 case "--config": options.config = value
                 case "--nmea": options.nmea = value
                 case "--hci": options.hci = value
                 case "--state": options.state = value
                 case "--format":
-                    guard value == "jsonl" || value == "text" else {
-                        return CommandLineInterface.usageError("replay: --format is jsonl or text, not '\(value)'", hint: usage)
-                    }
+                    guard value == "jsonl" || value == "text" else { return usageError("replay: --format is jsonl or text, not '\(value)'") }
                     options.text = value == "text"
                 default:
                     if value == "max" { options.speed = nil }
                     else if let speed = Double(value), speed > 0 { options.speed = speed }
-                    else { return CommandLineInterface.usageError("replay: --speed takes max or a positive number, not '\(value)'", hint: usage) }
+                    else { return usageError("replay: --speed takes max or a positive number, not '\(value)'") }
                 }
                 index += 2
             case "--updates":
@@ -63,41 +81,45 @@ enum ReplayCommand {
                 options.powerReport = true
                 index += 1
             default:
-                return CommandLineInterface.usageError("replay: unknown argument '\(argument)'", hint: usage)
+                return usageError("replay: unknown argument '\(argument)'")
             }
         }
-        guard let configPath = options.config else { return CommandLineInterface.usageError("replay needs --config SITE.toml", hint: usage) }
-        guard options.nmea != nil || options.hci != nil else { return CommandLineInterface.usageError("replay needs --nmea FILE, --hci FILE or both", hint: usage) }
+        guard options.config != nil else { return usageError("replay needs --config SITE.toml") }
+        guard options.nmea != nil || options.hci != nil else { return usageError("replay needs --nmea FILE, --hci FILE or both") }
         if options.updates || options.powerReport {
-            guard !(options.updates && options.powerReport) else { return CommandLineInterface.usageError("replay: --updates and --power-report are separate runs", hint: usage) }
-            guard options.state == nil, !options.text else { return CommandLineInterface.usageError("replay: --updates and --power-report take neither --state nor --format text", hint: usage) }
+            guard !(options.updates && options.powerReport) else { return usageError("replay: --updates and --power-report are separate runs") }
+            guard options.state == nil, !options.text else { return usageError("replay: --updates and --power-report take neither --state nor --format text") }
         }
-        let loaded: LoadedConfig
-        switch LoadedConfig.load(configPath) {
-        case .success(let value): loaded = value
-        case .failure: return 1
-        }
+        return .success(options)
+    }
+
+    /// The recordings' fixes and sightings merged by time (nil: a recording could not be read,
+    /// or held nothing timed; said on standard error).
+    static func observations(_ options: Options, _ loaded: LoadedConfig) -> [Observation]? {
         var observations: [Observation] = []
         if let path = options.nmea {
-            guard let fixes = readFixes(path, allowMissingChecksum: loaded.board.gnss?.allowMissingChecksum ?? false) else { return 1 }
+            guard let fixes = readFixes(path, allowMissingChecksum: loaded.board.gnss?.allowMissingChecksum ?? false) else { return nil }
             observations += fixes.map { .fix($0) }
         }
         if let path = options.hci {
-            guard let sightings = readSightings(path) else { return 1 }
+            guard let sightings = readSightings(path) else { return nil }
             observations += sightings.map { .sighting($0) }
         }
         // Stable merge by time: equal times keep file order (fixes before sightings).
         observations = observations.enumerated().sorted { a, b in
             a.element.timeNs != b.element.timeNs ? a.element.timeNs < b.element.timeNs : a.offset < b.offset
         }.map { $0.element }
-        guard let first = observations.first else {
+        guard !observations.isEmpty else {
             Console.error("locus: replay: the recordings hold no timed fix or beacon sighting\n")
-            return 1
+            return nil
         }
-        if options.updates { return ReplayUpdates.updates(observations, loaded: loaded) }
-        if options.powerReport { return ReplayUpdates.powerReport(observations, loaded: loaded) }
+        return observations
+    }
+
+    /// The engine on the observations with a virtual clock, events printed (and logged with --state).
+    static func play(_ observations: [Observation], _ loaded: LoadedConfig, _ options: Options) -> Int32 {
         let engine = EngineSetup.engine(for: loaded.site, board: loaded.board)
-        let start = UTCTime(nanoseconds: first.timeNs)
+        let start = UTCTime(nanoseconds: observations[0].timeNs)
         var session: StateSession? = nil
         if let directory = options.state {
             switch StateSession.openSession(directory: directory, loaded: loaded, engine: engine, now: start) {
@@ -111,7 +133,7 @@ enum ReplayCommand {
         }
         var counter: Int64 = 0
         var line = JSONWriter(capacity: 4096)
-        var previousNs = first.timeNs
+        var previousNs = observations[0].timeNs
         var status: Int32 = 0
         for observation in observations {
             let nowNs = observation.timeNs
