@@ -52,3 +52,25 @@ public func fuzzNMEA(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     return 0
 }
 #endif
+
+#if FUZZ_MQTT
+/// Bytes from a broker: framed, each packet decoded; a PUBLISH that decodes is written again by
+/// the writer and must decode to the same message.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzMQTT(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    var framer = MQTTFramer(maximumPacketBytes: 1024)
+    var writer = MQTTWriter(capacity: 2048)
+    _ = framer.consume(UnsafeRawBufferPointer(start: data, count: size)) { packet in
+        precondition(packet.count >= 2 && packet.count <= 1024)
+        guard case .success(.publish(let publish)) = MQTTPacket.decode(packet) else { return }
+        precondition(publish.topic.baseAddress! >= packet.baseAddress! && publish.payload.count < packet.count)
+        writer.reset()
+        precondition(writer.publish(topic: publish.topic, payload: publish.payload, qos: publish.qos, retain: publish.retain,
+                                    duplicate: publish.duplicate, packetID: publish.packetID))
+        guard case .success(.publish(let again)) = MQTTPacket.decode(writer.bytes) else { preconditionFailure("a written PUBLISH decodes") }
+        precondition(again.topic.elementsEqual(publish.topic) && again.payload.elementsEqual(publish.payload))
+        precondition(again.qos == publish.qos && again.retain == publish.retain && again.duplicate == publish.duplicate && again.packetID == publish.packetID)
+    }
+    return 0
+}
+#endif
