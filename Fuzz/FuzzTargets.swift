@@ -74,3 +74,23 @@ public func fuzzMQTT(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     return 0
 }
 #endif
+
+#if FUZZ_DNS
+/// A name server's answer: read for A and AAAA with the id it carries; every address handed out
+/// lies inside the message and has its type's size.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzDNS(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    let message = UnsafeRawBufferPointer(start: data, count: size)
+    let id: UInt16 = size >= 2 ? UInt16(data[0]) << 8 | UInt16(data[1]) : 0
+    for type in [DNSMessage.RecordType.a, .aaaa] {
+        var handed = 0
+        let result = DNSMessage.addresses(in: message, id: id, type: type) { address, _ in
+            precondition(address.count == (type == .a ? 4 : 16))
+            precondition(address.baseAddress! >= message.baseAddress! && address.baseAddress! + address.count <= message.baseAddress! + size)
+            handed += 1
+        }
+        if case .success(let count) = result { precondition(count == handed && count > 0) }
+    }
+    return 0
+}
+#endif
