@@ -212,7 +212,9 @@ public final class BeaconRanger {
     /// state) and clears the client's refused count. Call `expire(now:)` first.
     @_noAllocation
     public func range(slot: Int, now: UTCTime) -> Frame {
-        precondition(slot >= 0 && slot < slotCapacity)
+        // Locals in preconditions: an autoclosure capturing `self` would retain it.
+        let slots = slotCapacity
+        precondition(slot >= 0 && slot < slots)
         let constraint = constraints[slot]
         let nowNs = now.totalNanoseconds
         let nowMs = nowNs / 1_000_000
@@ -270,19 +272,10 @@ public final class BeaconRanger {
         }
     }
 
-    @inline(__always)
-    private static func hash(_ identity: BeaconIdentity) -> Int {
-        var x = identity.uuid.high ^ (identity.uuid.low &* 0x9E37_79B9_7F4A_7C15) ^ (UInt64(identity.major) << 17 | UInt64(identity.minor) << 40)
-        x ^= x >> 33
-        x = x &* 0xFF51_AFD7_ED55_8CCD
-        x ^= x >> 33
-        return Int(truncatingIfNeeded: x)
-    }
-
     /// The table position holding `identity`'s entry number, or of the empty place it would go.
     @inline(__always)
     private func position(_ identity: BeaconIdentity) -> Int {
-        var position = BeaconRanger.hash(identity) & mask
+        var position = RangerHash.hash(identity) & mask
         // Bounded: the table is at most half full, so an empty place is reached.
         while table[position] >= 0 {
             if entries[Int(table[position])].identity == identity { return position }
@@ -309,10 +302,11 @@ public final class BeaconRanger {
     /// Removes entry `index`: its table place by backward shift, the last entry moved into it.
     private func remove(_ index: Int) {
         var hole = position(entries[index].identity)
+        let table = self.table
         precondition(table[hole] == Int32(index), "a tracked beacon is in the table")
         var next = (hole + 1) & mask
         while table[next] >= 0 {
-            let home = BeaconRanger.hash(entries[Int(table[next])].identity) & mask
+            let home = RangerHash.hash(entries[Int(table[next])].identity) & mask
             // Move the entry if its home is not in (hole, next] cyclically.
             let moves = hole <= next ? (home <= hole || home > next) : (home <= hole && home > next)
             if moves {
@@ -356,7 +350,9 @@ public final class BeaconRanger {
         var root = start
         while 2 * root + 1 < end {
             var child = 2 * root + 1
-            if child + 1 < end && before(child, child + 1) { child += 1 }
+            if child + 1 < end {
+                if before(child, child + 1) { child += 1 }
+            }
             guard before(root, child) else { return }
             swapAt(root, child)
             root = child
@@ -382,5 +378,19 @@ public final class BeaconRanger {
         let result = results[a]
         results[a] = results[b]
         results[b] = result
+    }
+}
+
+/// The ranger's hash of an identity (outside the class: a static member would need its metadata
+/// on the allocation-free path). The mix is `BeaconIndex`'s: no Hasher, SipHash costs more than
+/// the lookup.
+enum RangerHash {
+    @inline(__always)
+    static func hash(_ identity: BeaconIdentity) -> Int {
+        var x = identity.uuid.high ^ (identity.uuid.low &* 0x9E37_79B9_7F4A_7C15) ^ (UInt64(identity.major) << 17 | UInt64(identity.minor) << 40)
+        x ^= x >> 33
+        x = x &* 0xFF51_AFD7_ED55_8CCD
+        x ^= x >> 33
+        return Int(truncatingIfNeeded: x)
     }
 }
