@@ -219,8 +219,11 @@ public final class BeaconRanger {
         let nowNs = now.totalNanoseconds
         let nowMs = nowNs / 1_000_000
         var found = 0
-        for index in 0..<count where constraint.matches(entries[index].identity) {
-            let entry = entries.baseAddress! + index
+        let base = entries.baseAddress!
+        for index in 0..<count {
+            // Through the pointer: a copy of the entry (its filter's rings) is not needed to read it.
+            let entry = base + index
+            guard constraint.matches(entry.pointee.identity) else { continue }
             var rssi: Double? = nil
             var distance: Double? = nil
             if nowNs &- entry.pointee.lastHeardNs < BeaconRanger.recentMs * 1_000_000 {
