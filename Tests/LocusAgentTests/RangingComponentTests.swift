@@ -1,3 +1,4 @@
+import AllocCounter
 import Foundation
 import Glibc
 @testable import LocusAgent
@@ -255,5 +256,37 @@ import Testing
         #expect(ranging.ranger.count == 2, "A and C left: B dropped after 30 s silent, D with the second connection: \(ranging.ranger.count)")
         let status = try #require(try H.status(ranging)["ranging"] as? [String: Any])
         #expect(status["streams"] as? Int == 1 && status["lines"] as? Int == 70)
+    }
+
+    /// The component's part of a turn, as the loop calls it with a ranging client and 500
+    /// beacons in range: the turn's sightings, then the line when its second has come. Nothing
+    /// is allocated once running.
+    @Test func aTurnWithSightingsAndALineAllocatesNothing() throws {
+        let ranging = Ranging(slots: 8)
+        func at(_ ms: Int64) -> AgentTime {
+            AgentTime(monotonic: MonotonicInstant(nanoseconds: ms * 1_000_000), utc: UTCTime(nanoseconds: (Self.t0Ms + ms) * 1_000_000))
+        }
+        ranging.start(3, BeaconIdentityConstraint(uuid: Self.uuid), at(0))
+        var sightings: [Sighting] = []
+        for second in 0..<30 {
+            for minor in 0..<500 {
+                sightings.append(Sighting(identity: BeaconIdentity(uuid: Self.uuid, major: 1, minor: UInt16(minor)), rssi: Int8(-40 - (minor * 7 + second) % 50),
+                                          measuredPower: -59, address: BLEAddress(value: UInt64(minor)),
+                                          time: at(Int64(second) * 1_000 + Int64(minor)).utc))
+            }
+        }
+        var lines = 0
+        var longest = 0
+        func second(_ index: Int) {
+            for offset in (index * 500)..<((index + 1) * 500) { if ranging.isActive { ranging.observe(sightings[offset]) } }
+            while let (_, line) = ranging.nextLine(at(Int64(index + 1) * 1_000)) {
+                lines += 1
+                longest = max(longest, line.count)
+            }
+        }
+        for index in 0..<20 { second(index) }
+        let allocated = allocations { for index in 20..<30 { second(index) } }
+        #expect(allocated == 0)
+        #expect(lines == 30 && longest <= Ranging.lineBytes && longest > 100 * 150, "\(lines) lines, the longest \(longest) bytes")
     }
 }
