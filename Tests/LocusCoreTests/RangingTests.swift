@@ -125,6 +125,31 @@ import Testing
         #expect(ranger.range(slot: 0, now: Self.time(600)).refused == 0, "counted since the client's previous line")
     }
 
+    /// The longest a beacon and a line's own members can be rendered stays within the bounds the
+    /// agent sizes its line buffer with.
+    @Test func theWorstCaseLineFitsTheStatedBounds() throws {
+        let ranger = BeaconRanger(beaconCapacity: 4, slots: 1)
+        let uuid = BeaconUUID("FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF")!
+        ranger.start(slot: 0, BeaconIdentityConstraint(uuid: uuid, major: 65_535, minor: 65_535))
+        // -127 dBm against a measured power of -1: the farthest distance that still renders.
+        ranger.observe(Sighting(identity: BeaconIdentity(uuid: uuid, major: 65_535, minor: 65_535), rssi: -127, measuredPower: -1,
+                                address: BLEAddress(value: 0), time: UTCTime(seconds: 7_289_567_999, nanoseconds: 999_000_000)))
+        let frame = ranger.range(slot: 0, now: UTCTime(seconds: 7_289_568_000))
+        let beacon = ranger.beacon(0)
+        #expect(beacon.proximity == .far && beacon.distanceM! > 1e5)
+        var line = JSONWriter(capacity: 4096)
+        line.beginArray()
+        line.integer(0)
+        let start = line.count
+        RangingJSON.beacon(beacon, into: &line)
+        #expect(line.count - start + 1 <= RangingJSON.maximumBeaconBytes, "\(line.count - start + 1) bytes")
+        var whole = JSONWriter(capacity: 4096)
+        RangingJSON.frame(ranger.constraint(0), time: UTCTime(seconds: 7_289_568_000), BeaconRanger.Frame(count: 0, refused: Int.max),
+                          ranger, beaconsPerLine: 100, into: &whole)
+        #expect(whole.count <= RangingJSON.maximumFrameBytes, "\(whole.count) bytes")
+        _ = frame
+    }
+
     /// The table (open addressing with backward-shift deletion, entries moved on removal) against
     /// a dictionary, through random sightings, expiries and clients coming and going.
     @Test func theTableAgreesWithADictionaryThroughInsertionsAndRemovals() {

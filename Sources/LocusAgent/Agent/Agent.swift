@@ -51,6 +51,8 @@ final class Agent {
         precondition(poll.capacity >= loop.maximumDescriptors + sessions.capacity, "the poll set holds the loop's own descriptors and every connection")
         precondition(LiveUpdates.streamBytes <= ControlSessions.outputBytes, "a stream's lines must fit a connection's output buffer")
         precondition(Ranging.lineBytes <= ControlSessions.outputBytes, "a ranging line must fit a connection's output buffer")
+        precondition(Ranging.beaconsPerLine * RangingJSON.maximumBeaconBytes + RangingJSON.maximumFrameBytes <= Ranging.lineBytes,
+                     "a ranging line's beacons fit its buffer")
     }
 
     /// Why the agent could not be set up.

@@ -15,7 +15,8 @@ final class Ranging: LoopComponent {
     static let intervalNs: Int64 = 1_000_000_000
     /// Beacons one line lists (about 190 bytes each); the rest are counted in its `more`.
     static let beaconsPerLine = 100
-    /// One line: the beacons above plus the frame's own members.
+    /// One line: the beacons above plus the frame's own members (asserted at start, so a line
+    /// can never overflow its buffer).
     static let lineBytes = 24 << 10
 
     let ranger: BeaconRanger

@@ -10,6 +10,12 @@
 /// track since the previous line. `rssi` and `distance_m` are null when unknown (CLBeacon's
 /// rssi 0 and accuracy -1).
 public enum RangingJSON {
+    /// The most one beacon takes in a line, comma included (the longest UUID, major, minor,
+    /// RSSI, distance, category and time; `RangingTests` renders the worst case).
+    public static let maximumBeaconBytes = 200
+    /// The most a line takes besides its beacons (constraint, time, counts, newline).
+    public static let maximumFrameBytes = 256
+
     /// The constraint as an object: `{"uuid":..}`, with `major` and `minor` when it names them.
     @_noAllocation
     public static func constraint(_ constraint: BeaconIdentityConstraint, into line: inout JSONWriter) {
