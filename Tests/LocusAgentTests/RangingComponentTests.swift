@@ -289,4 +289,21 @@ import Testing
         #expect(allocated == 0)
         #expect(lines == 30 && longest <= Ranging.lineBytes && longest > 100 * 150, "\(lines) lines, the longest \(longest) bytes")
     }
+
+    /// While a client ranges, the adapter scans continuously (the finest tier's window and
+    /// interval); after, it goes back to what the radios' tier asks for, including a tier that
+    /// changed meanwhile.
+    @Test func theScanIsContinuousWhileBeaconsAreRanged() throws {
+        let bluetooth = BluetoothSource(board: try H.board("[bluetooth]\nhci = 0\n"), stateDirectory: "/", tier: .hundredMeters)
+        let hundred = TierPolicy(tier: .hundredMeters).scanSettings, best = TierPolicy(tier: .best).scanSettings
+        let kilometer = TierPolicy(tier: .kilometer).scanSettings
+        #expect(bluetooth.scanSettings == hundred && hundred != best)
+        bluetooth.scanForRanging(true)
+        #expect(bluetooth.scanSettings == best)
+        bluetooth.reconfigure(kilometer)
+        #expect(bluetooth.scanSettings == best, "ranging holds the scan")
+        bluetooth.scanForRanging(false)
+        #expect(bluetooth.scanSettings == kilometer)
+        #expect(try H.status(bluetooth)["bluetooth"].flatMap { $0 as? [String: Any] }?["ranging_scan"] as? Bool == false)
+    }
 }

@@ -153,6 +153,7 @@ final class Agent {
         updates.tick(now, receiver: gnss.receiverState)
         takeUpdates(now)
         sendRanging(now)
+        bluetooth.scanForRanging(ranging.isActive)
         handleEvents(now)
         outputs.update(now) { log.appendGPIO($0, now) }
         sessions.catchUp(log)
