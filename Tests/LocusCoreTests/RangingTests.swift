@@ -102,6 +102,19 @@ import Testing
         #expect(ranger.count == 0 && ranger.activeCount == 0, "no client: nothing tracked")
     }
 
+    /// The agent's clock stepped (GNSS time took over): what the ranger stored moves with it, so
+    /// a beacon heard a moment before the step is still recent and keeps its samples after it.
+    @Test func aClockStepMovesWhatTheRangerStored() {
+        let ranger = BeaconRanger(beaconCapacity: 4, slots: 1)
+        ranger.start(slot: 0, BeaconIdentityConstraint(uuid: Self.uuid))
+        for ms in stride(from: Int64(0), through: 900, by: 300) { ranger.observe(Self.sighting(minor: 1, rssi: -65, ms: ms)) }
+        ranger.clockStepped(byNs: 3_600 * 1_000_000_000)
+        ranger.expire(now: Self.time(3_601_000))
+        let frame = ranger.range(slot: 0, now: Self.time(3_601_000))
+        #expect(frame.count == 1 && ranger.beacon(0).lastHeard == Self.time(3_600_900))
+        #expect(ranger.beacon(0).rssi == -65 && ranger.beacon(0).proximity == .near)
+    }
+
     @Test func aFullTableRefusesNewBeaconsCountsThemAndTheLineSaysSo() throws {
         let ranger = BeaconRanger(beaconCapacity: 4, slots: 2)
         ranger.start(slot: 0, BeaconIdentityConstraint(uuid: Self.uuid))
