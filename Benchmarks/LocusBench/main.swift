@@ -443,6 +443,57 @@ func agentTurns(kind: String, measure: Bool, repeats: Int) {
     print("turns \(repeats) fixes \(bench.fixes - fixes) events \(bench.events - events) allocations \(counted)")
 }
 
+/// Beacon ranging with 500 beacons of the constraint in range, each heard once a second (RSSI
+/// -40...-94 dBm), after 20 seconds of warm-up (the filters hold 20 samples). `second`: one
+/// ranging second as the agent runs it, the second's 500 sightings plus the line (silent ones
+/// dropped, the frame computed and sorted, 100 beacons rendered); `line`: the line alone.
+/// `--load-only` builds the same ranger and sightings and runs the warm-up only (for `line`,
+/// and observes the measured seconds' sightings, as `line` does outside its measure).
+func rangingWorkload(kind: String, measure: Bool, repeats: Int) {
+    let beacons = 500, warmUp = 20
+    let ranger = BeaconRanger(beaconCapacity: 512, slots: 8)
+    let uuid = BeaconUUID(high: 0xE2C5_6DB5_DFFB_48D2, low: 0xB060_D0F5_A710_96E0)
+    ranger.start(slot: 0, BeaconIdentityConstraint(uuid: uuid))
+    let startNs: Int64 = 1_700_000_000 * 1_000_000_000
+    var random = SplitMix64(state: 11)
+    var sightings: [Sighting] = []
+    sightings.reserveCapacity((warmUp + repeats) * beacons)
+    for second in 0..<(warmUp + repeats) {
+        for minor in 0..<beacons {
+            let offsetNs = Int64(random.next() % 1_000_000_000)
+            sightings.append(Sighting(identity: BeaconIdentity(uuid: uuid, major: 1, minor: UInt16(minor)), rssi: Int8(-40 - Int(random.next() % 55)),
+                                      measuredPower: -59, address: BLEAddress(value: UInt64(minor)),
+                                      time: UTCTime(nanoseconds: startNs + Int64(second) * 1_000_000_000 + offsetNs)))
+        }
+    }
+    // Ranging.lineBytes in the agent.
+    var line = JSONWriter(capacity: 24 << 10)
+    var bytes = 0
+    let observeToo = kind == "second"
+    func second(_ index: Int, observe: Bool) {
+        if observe { for offset in (index * beacons)..<((index + 1) * beacons) { ranger.observe(sightings[offset]) } }
+        let now = UTCTime(nanoseconds: startNs + Int64(index + 1) * 1_000_000_000)
+        ranger.expire(now: now)
+        let frame = ranger.range(slot: 0, now: now)
+        line.reset()
+        RangingJSON.frame(ranger.constraint(0), time: now, frame, ranger, beaconsPerLine: 100, into: &line)
+        bytes += line.count
+    }
+    for index in 0..<warmUp { second(index, observe: true) }
+    guard measure else {
+        // `line` observes the measured seconds' sightings outside the work measured: so does its base.
+        if !observeToo { for offset in (warmUp * beacons)..<((warmUp + repeats) * beacons) { ranger.observe(sightings[offset]) } }
+        return
+    }
+    // `line` alone: the second's sightings are observed outside the count.
+    var counted = 0
+    for index in warmUp..<(warmUp + repeats) {
+        if !observeToo { for offset in (index * beacons)..<((index + 1) * beacons) { ranger.observe(sightings[offset]) } }
+        counted += allocations { second(index, observe: observeToo) }
+    }
+    print("seconds \(repeats) beacons \(ranger.count) bytes \(bytes) allocations \(counted)")
+}
+
 let arguments = CommandLine.arguments.dropFirst()
 guard let workload = arguments.first else {
     print("usage: locus-bench nmea (--decode|--load-only) [--repeat N] FILE...")
@@ -469,6 +520,8 @@ case "engine-fix": engineWorkload(kind: "fix", observe: decode, repeats: repeats
 case "engine-sighting": engineWorkload(kind: "sighting", observe: decode, repeats: repeats)
 case "agent-idle": agentTurns(kind: "idle", measure: decode, repeats: repeats)
 case "agent-fix": agentTurns(kind: "fix", measure: decode, repeats: repeats)
+case "ranging-second": rangingWorkload(kind: "second", measure: decode, repeats: repeats)
+case "ranging-line": rangingWorkload(kind: "line", measure: decode, repeats: repeats)
 default:
     print("unknown workload \(workload)")
     exit(2)

@@ -128,6 +128,7 @@ final class ControlChannel: @unchecked Sendable {
                 guard let message = (try? JSONSerialization.jsonObject(with: line)) as? [String: Any] else { continue }
                 // Stream items carry no id; so does an error the agent sends before closing a stream.
                 let streamed = message["event"] != nil || message["update"] != nil || message["visit"] != nil
+                    || message["ranging"] != nil
                     || (message["id"] is NSNull && message["ok"] as? Bool == false)
                 deliver(line, isEvent: streamed, id: message["id"] as? Int)
             }

@@ -29,9 +29,10 @@ final class Agent {
     let outputs: Outputs
     let updates: LiveUpdates
     let sessions: ControlSessions
+    let ranging: Ranging
 
     init(loaded: LoadedConfig, engine: MonitorEngine, loop: LoopHousekeeping, gnss: GNSSSource, bluetooth: BluetoothSource,
-         log: EventLog, outputs: Outputs, updates: LiveUpdates, sessions: ControlSessions) {
+         log: EventLog, outputs: Outputs, updates: LiveUpdates, sessions: ControlSessions, ranging: Ranging) {
         self.loaded = loaded
         self.engine = engine
         self.loop = loop
@@ -41,12 +42,17 @@ final class Agent {
         self.outputs = outputs
         self.updates = updates
         self.sessions = sessions
+        self.ranging = ranging
         // Limits tied together: the poll set holds what every component can register (a turn
         // that finds it full counts and logs it), and a stream's lines fit a connection's buffer.
         poll = PollSet(capacity: loop.maximumDescriptors + gnss.maximumDescriptors + bluetooth.maximumDescriptors
-                       + log.maximumDescriptors + outputs.maximumDescriptors + updates.maximumDescriptors + sessions.maximumDescriptors)
+                       + log.maximumDescriptors + outputs.maximumDescriptors + updates.maximumDescriptors + sessions.maximumDescriptors
+                       + ranging.maximumDescriptors)
         precondition(poll.capacity >= loop.maximumDescriptors + sessions.capacity, "the poll set holds the loop's own descriptors and every connection")
         precondition(LiveUpdates.streamBytes <= ControlSessions.outputBytes, "a stream's lines must fit a connection's output buffer")
+        precondition(Ranging.lineBytes <= ControlSessions.outputBytes, "a ranging line must fit a connection's output buffer")
+        precondition(Ranging.beaconsPerLine * RangingJSON.maximumBeaconBytes + RangingJSON.maximumFrameBytes <= Ranging.lineBytes,
+                     "a ranging line's beacons fit its buffer")
     }
 
     /// Why the agent could not be set up.
@@ -94,8 +100,9 @@ final class Agent {
         let gnss = GNSSSource(board: loaded.board, stateDirectory: directory, settings: updates.siteUpdater.settings)
         let bluetooth = BluetoothSource(board: loaded.board, stateDirectory: directory, tier: loaded.site.updates.accuracy)
         let sessions = ControlSessions(directory: directory, capacity: loaded.site.capacity.subscribers, privacy: loaded.site.fixPrivacy)
+        let ranging = Ranging(slots: sessions.capacity)
         return .success(Agent(loaded: loaded, engine: engine, loop: loop, gnss: gnss, bluetooth: bluetooth, log: log, outputs: outputs,
-                              updates: updates, sessions: sessions))
+                              updates: updates, sessions: sessions, ranging: ranging))
     }
 
     // MARK: the loop
@@ -138,12 +145,15 @@ final class Agent {
         if gnss.endRead(now) { updates.receiverRestarted(now) }
         bluetooth.read(poll, now)
         for index in 0..<bluetooth.sightingCount { engine.observe(bluetooth.sighting(index)) }
+        if ranging.isActive { for index in 0..<bluetooth.sightingCount { ranging.observe(bluetooth.sighting(index)) } }
         bluetooth.checkAdapter(now)
         if updates.readMotion(poll, now, receiver: gnss.receiverState) { takeUpdates(now) }
         serveControl(now)
         engine.tick(now: now.utc)
         updates.tick(now, receiver: gnss.receiverState)
         takeUpdates(now)
+        sendRanging(now)
+        bluetooth.scanForRanging(ranging.isActive)
         handleEvents(now)
         outputs.update(now) { log.appendGPIO($0, now) }
         sessions.catchUp(log)
@@ -171,6 +181,7 @@ final class Agent {
         outputs.deadlines(&next)
         updates.deadlines(&next)
         sessions.deadlines(&next)
+        ranging.deadlines(&next)
         return next.earliest
     }
 
@@ -183,6 +194,7 @@ final class Agent {
         let first = !clock.followsGNSS
         if let step = clock.anchor(fixNs: time.totalNanoseconds, monotonicNs: now.monotonic.nanoseconds, realtimeNs: Clock.realtimeNs()) {
             engine.clockStepped(byNs: step)
+            ranging.clockStepped(byNs: step)
             let size = Quantity.describe(nanoseconds: abs(step))
             if first {
                 AgentLog.info("locus: clock: following GNSS time from \(time.iso8601) (\(size) \(step < 0 ? "behind" : "ahead of") the system clock)")
@@ -239,6 +251,7 @@ final class Agent {
         }
         while let slot = sessions.nextEndedStream() {
             updates.endStream(slot)
+            ranging.end(slot)
             takeUpdates(now)
         }
     }
@@ -265,6 +278,9 @@ final class Agent {
         case .gpioClear(let name):
             changed = sessions.gpioClear(request, name, outputs, log, now)
             cause = .latchCleared
+        // MARK: beacon ranging
+        case .range(let constraint): sessions.range(request, constraint, ranging, now)
+        case .rangeStop: sessions.rangeStop(request, ranging)
         }
         if changed { outputs.refresh(engine, now, cause: cause) { log.appendGPIO($0, now) } }
         takeUpdates(now)
@@ -289,7 +305,16 @@ final class Agent {
         outputs.status(into: &line)
         updates.status(into: &line)
         sessions.status(into: &line)
+        ranging.status(into: &line)
         loop.status(into: &line)
+    }
+
+    /// Beacon ranging: each connection's line when its second has come; one that cannot take
+    /// it is hung up and its ranging ends.
+    private func sendRanging(_ now: AgentTime) {
+        while let (slot, line) = ranging.nextLine(now) {
+            if !sessions.sendRanging(slot, line) { ranging.end(slot) }
+        }
     }
 
     // MARK: SIGHUP and the end
@@ -324,6 +349,7 @@ final class Agent {
         outputs.shutdown(now: now)
         updates.shutdown(now: now)
         sessions.shutdown(now: now)
+        ranging.shutdown(now: now)
         log.shutdown(now: now)
         AgentLog.notice("locus: stopped: \(gnss.fixesDecoded) fixes, \(bluetooth.sightingsGathered) sightings, \(log.events) events")
     }

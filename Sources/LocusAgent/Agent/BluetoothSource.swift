@@ -34,9 +34,14 @@ final class BluetoothSource: LoopComponent {
     private(set) var rejectedEvents = 0
     private(set) var droppedSightings = 0
     private var droppedReported = 0
+    /// The scan the radios' tier asks for (`reconfigure`); while a client ranges beacons the
+    /// scan runs at the finest tier's instead (`scanForRanging`).
+    private var tierSettings: ScanSettings
+    private var rangingScan = false
 
     init(board: BoardConfig, stateDirectory: String, tier: AccuracyTier) {
         let settings = TierPolicy(tier: tier).scanSettings
+        tierSettings = settings
         switch board.bluetooth {
         case .hci(let index)?:
             kind = .adapter(index)
@@ -154,10 +159,33 @@ final class BluetoothSource: LoopComponent {
         if let event = scanner?.checkAdapter(now: now.monotonic.nanoseconds) { AgentLog.warning("locus: bluetooth: \(event)") }
     }
 
-    /// The radios' tier changed: the scan's duty cycle follows (a feed has none).
+    /// The radios' tier changed: the scan's duty cycle follows (a feed has none), unless beacon
+    /// ranging holds it at the finest.
     func reconfigure(_ settings: ScanSettings) {
+        tierSettings = settings
+        applyScan()
+    }
+
+    /// The scan the adapter runs now (nil for a feed or no Bluetooth).
+    var scanSettings: ScanSettings? { scanner?.settings }
+
+    private func applyScan() {
+        let settings = rangingScan ? TierPolicy(tier: .best).scanSettings : tierSettings
         guard case .adapter = kind, let problem = scanner?.reconfigure(settings) else { return }
         AgentLog.warning("locus: bluetooth: restarting the scan at the new duty cycle: \(problem)")
+    }
+
+    // MARK: beacon ranging
+
+    /// Whether a client ranges beacons: Core Location ranges with the radio fully on, and a
+    /// beacon advertising once a second is heard every second only by a continuous scan (at
+    /// hundredMeters' 30/120 ms about one advertisement in four). Called every turn; the scan
+    /// restarts only when it changes.
+    func scanForRanging(_ active: Bool) {
+        guard active != rangingScan else { return }
+        rangingScan = active
+        if case .adapter = kind { AgentLog.info("locus: bluetooth: \(active ? "continuous scan while beacons are ranged" : "ranging ended; the scan follows the radios' tier")") }
+        applyScan()
     }
 
     func status(into line: inout JSONWriter) {
@@ -176,6 +204,7 @@ final class BluetoothSource: LoopComponent {
         line.integer("sightings", sightingsGathered)
         line.integer("rejected_events", rejectedEvents)
         line.integer("dropped_sightings", droppedSightings)
+        line.boolean("ranging_scan", rangingScan)
         line.endObject()
     }
 

@@ -31,13 +31,16 @@ final class ControlSessions: LoopComponent {
         var streaming = false
         /// The stream of the connection that used this slot before has to be ended.
         var streamEnded = false
+        /// It asked for beacon ranging: its ranging ends with it (through `streamEnded`).
+        var ranging = false
 
         /// The connection ended (or a new one takes the slot): it starts over.
         mutating func reset() {
             subscription = nil
             claim = nil
-            if streaming { streamEnded = true }
+            if streaming || ranging { streamEnded = true }
             streaming = false
+            ranging = false
         }
     }
 
@@ -193,7 +196,8 @@ final class ControlSessions: LoopComponent {
     /// Sends what the connection's requests queued.
     func flush(_ slot: Int) { server?.flush(slot) }
 
-    /// A slot whose connection ended with a stream open: the loop ends the stream (nil: none).
+    /// A slot whose connection ended with a stream (updates or ranging) open: the loop ends its
+    /// streams (nil: none).
     func nextEndedStream() -> Int? {
         guard endedStreams > 0 else { return nil }
         for slot in slots.indices where slots[slot].streamEnded {
@@ -560,6 +564,41 @@ final class ControlSessions: LoopComponent {
         }
         dismiss(slot, "updates came faster than this client read them; request updates again")
         slots[slot].streaming = false
+        return false
+    }
+
+    // MARK: beacon ranging
+
+    /// `range`: this connection ranges beacons matching `constraint` (a second `range` replaces
+    /// the constraint); a line a second follows.
+    func range(_ request: Request, _ constraint: BeaconIdentityConstraint, _ ranging: Ranging, _ now: AgentTime) {
+        ranging.start(request.slot, constraint, now)
+        slots[request.slot].ranging = true
+        begin(request)
+        line.key("constraint")
+        RangingJSON.constraint(constraint, into: &line)
+        line.integer("interval_ms", Ranging.intervalNs / 1_000_000)
+        line.integer("beacons_per_line", Ranging.beaconsPerLine)
+        line.integer("silence_ms", BeaconRanger.silenceMs)
+        finish(request)
+    }
+
+    func rangeStop(_ request: Request, _ ranging: Ranging) {
+        ranging.end(request.slot)
+        slots[request.slot].ranging = false
+        ok(request, result: "stopped")
+    }
+
+    /// A ranging line to its connection. False when it does not fit: a client that does not
+    /// read its lines is told, hung up, and the loop ends its ranging.
+    func sendRanging(_ slot: Int, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let server else { return false }
+        if server.send(slot, bytes) {
+            server.flush(slot)
+            return true
+        }
+        dismiss(slot, "ranging lines came faster than this client read them; range again")
+        slots[slot].ranging = false
         return false
     }
 }

@@ -14,9 +14,13 @@ struct AgentClient: ~Copyable {
 
     static func socketPath(_ directory: String) -> String { Paths.join(directory, "control.sock") }
 
-    /// nil when no agent listens in `directory`.
-    init?(directory: String) {
-        guard let connection = ControlConnection(path: AgentClient.socketPath(directory)) else { return nil }
+    /// STATE/read.sock: the socket for clients that only read (ranging).
+    static func readSocketPath(_ directory: String) -> String { Paths.join(directory, "read.sock") }
+
+    /// nil when no agent listens in `directory` (on read.sock with `readOnly`).
+    init?(directory: String, readOnly: Bool = false) {
+        let path = readOnly ? AgentClient.readSocketPath(directory) : AgentClient.socketPath(directory)
+        guard let connection = ControlConnection(path: path) else { return nil }
         self.connection = connection
     }
 

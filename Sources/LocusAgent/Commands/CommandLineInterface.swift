@@ -175,6 +175,20 @@ public enum CommandLineInterface {
             dropped and counted. --linger keeps the ports open, silent, after the end.
             """,
             run: FeedCommand.run),
+        // MARK: beacon ranging
+        Command(
+            name: "range", summary: "beacon ranging from a running agent: the beacons in range, nearest first, every second",
+            usage: RangeCommand.usage,
+            details: """
+            Core Location's beacon ranging through the agent's read socket (STATE/read.sock): once a
+            second, every beacon matching UUID (and MAJOR, and MINOR, when given) with its filtered
+            RSSI (dBm), estimated distance (metres, the log-distance model with the beacon's own
+            measured power), proximity (immediate < 0.5 m, near < 3 m, far; unknown when it was not
+            heard in the last 2 s) and when it was last heard, nearest first. A beacon silent for
+            30 s drops out. Prints a table per second, or with --json the agent's lines as they
+            come. --count N stops after N seconds (default: until interrupted).
+            """,
+            run: RangeCommand.run),
         Command(
             name: "help", summary: "show the commands, or the details of one",
             usage: "locus help [COMMAND]", details: "", run: { arguments in help(arguments) }),

@@ -26,6 +26,13 @@ public enum ControlRequest: Sendable {
     /// `updates-stop`.
     case updates(preset: LivePreset?, accuracy: AccuracyTier?)
     case updatesStop
+
+    // MARK: beacon ranging
+    /// Beacon ranging (CLLocationManager.startRangingBeacons(satisfying:)) on this connection:
+    /// a line a second with the beacons matching the constraint, nearest first, until the
+    /// connection closes or `range-stop`.
+    case range(constraint: BeaconIdentityConstraint)
+    case rangeStop
 }
 
 /// A refused request: a stable code for programs, a sentence for people.
@@ -58,7 +65,8 @@ public enum ControlProtocol {
     /// Longest request line accepted, newline included.
     public static let maximumRequestBytes = 4096
     public static let operations = ["hello", "status", "add", "remove", "identifiers", "record", "records", "subscribe", "gpio-clear",
-                                    "open", "ack", "updates", "updates-stop"]
+                                    "open", "ack", "updates", "updates-stop",
+                                    "range", "range-stop"]
 
     /// Decodes one request line (without its newline). The id is returned with errors too, when it
     /// could be read, so the error response can carry it.
@@ -126,6 +134,9 @@ public enum ControlProtocol {
                 }
                 return .success(.updates(preset: preset, accuracy: accuracy))
             case "updates-stop": return .success(.updatesStop)
+            // MARK: beacon ranging
+            case "range": return .success(.range(constraint: try beaconIdentity(value, "constraint")))
+            case "range-stop": return .success(.rangeStop)
             default:
                 var message = "unknown op '\(op)'"
                 if let suggestion = Spelling.closest(to: op, among: operations) { message += " (did you mean '\(suggestion)'?)" }
@@ -216,5 +227,22 @@ public enum ControlProtocol {
             }
         }
         return .add(monitor: monitor, identifier: identifier, condition: condition, settings: settings, assuming: assuming)
+    }
+
+    // MARK: beacon ranging
+
+    /// `key: {uuid, major?, minor?}`: a beacon identity with optional major and minor.
+    static func beaconIdentity(_ value: JSONValue, _ key: String) throws(ControlError) -> BeaconIdentityConstraint {
+        guard let object = value[key], case .object = object else {
+            throw ControlError(.badArgument, "'\(key)' is required: {\"uuid\": \"8-4-4-4-12 hex\", \"major\"?: 0...65535, \"minor\"?: 0...65535}")
+        }
+        guard let text = object["uuid"]?.string, let uuid = BeaconUUID(text) else {
+            throw ControlError(.badArgument, "'\(key)' needs uuid (8-4-4-4-12 hexadecimal digits)")
+        }
+        let major = object["major"].map { $0.integer(in: 0...65535) }
+        let minor = object["minor"].map { $0.integer(in: 0...65535) }
+        if major == .some(nil) || minor == .some(nil) { throw ControlError(.badArgument, "major and minor are integers 0...65535") }
+        if minor != nil && major == nil { throw ControlError(.badArgument, "'minor' needs 'major' too") }
+        return BeaconIdentityConstraint(uuid: uuid, major: major.flatMap { $0.map { UInt16($0) } }, minor: minor.flatMap { $0.map { UInt16($0) } })
     }
 }

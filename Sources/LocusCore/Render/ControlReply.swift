@@ -106,6 +106,8 @@ public enum ControlReply {
         case .add, .remove, .gpioClear, .open, .ack: return true
         case .subscribe(_, _, let consumer): return consumer
         case .hello, .status, .identifiers, .record, .records, .updates, .updatesStop: return false
+        // MARK: beacon ranging (reading)
+        case .range, .rangeStop: return false
         }
     }
 

@@ -1,0 +1,129 @@
+import Foundation
+
+/// `CLBeaconIdentityConstraint`: the beacons to range, a UUID optionally narrowed by major, then
+/// minor.
+public struct BeaconIdentityConstraint: Sendable, Equatable {
+    public var uuid: UUID
+    public var major: UInt16?
+    public var minor: UInt16?
+
+    public init(uuid: UUID) { self.uuid = uuid }
+
+    public init(uuid: UUID, major: UInt16) {
+        self.uuid = uuid
+        self.major = major
+    }
+
+    public init(uuid: UUID, major: UInt16, minor: UInt16) {
+        self.uuid = uuid
+        self.major = major
+        self.minor = minor
+    }
+
+    /// The constraint as the control protocol's `range` request carries it.
+    var requestMember: [String: Any] {
+        var constraint: [String: Any] = ["uuid": uuid.uuidString]
+        if let major { constraint["major"] = Int(major) }
+        if let minor { constraint["minor"] = Int(minor) }
+        return constraint
+    }
+}
+
+/// `CLBeacon`: a beacon found by ranging.
+public struct Beacon: Sendable, Equatable {
+    public var uuid: UUID
+    public var major: UInt16
+    public var minor: UInt16
+    /// The monitor's filtered RSSI (a trimmed mean over 20 s), dBm; nil when the beacon was not
+    /// heard in the last 2 s.
+    public var filteredRSSI: Double?
+    /// Estimated metres (the log-distance model with the beacon's own measured power); nil when
+    /// unknown.
+    public var distance: Double?
+    /// nil: unknown (CLProximity.unknown): not heard recently, or no usable calibration.
+    public var proximity: Proximity?
+    /// When the agent last heard it.
+    public var timestamp: Date
+
+    /// CLBeacon's `rssi`: the filtered RSSI rounded, 0 when unknown.
+    public var rssi: Int { filteredRSSI.map { Int($0.rounded()) } ?? 0 }
+    /// CLBeacon's `accuracy`: metres, -1 when unknown.
+    public var accuracy: Double { distance ?? -1 }
+
+    init?(_ object: [String: Any]) {
+        guard let text = object["uuid"] as? String, let uuid = UUID(uuidString: text),
+              let major = object["major"] as? Int, let minor = object["minor"] as? Int else { return nil }
+        self.uuid = uuid
+        self.major = UInt16(clamping: major)
+        self.minor = UInt16(clamping: minor)
+        filteredRSSI = object["rssi"] as? Double
+        distance = object["distance_m"] as? Double
+        proximity = (object["proximity"] as? String).flatMap(Proximity.init(rawValue:))
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        timestamp = (object["last_heard"] as? String).flatMap { formatter.date(from: $0) } ?? Date()
+    }
+}
+
+/// Beacon ranging from the running agent: once a second, every beacon matching `constraint`,
+/// nearest first (Core Location's `startRangingBeacons(satisfying:)` as a sequence).
+///
+///     for try await beacons in rangeBeacons(satisfying: BeaconIdentityConstraint(uuid: tags)) {
+///         if let nearest = beacons.first, nearest.proximity == .immediate { ... }
+///     }
+///
+/// Ranging starts at the first iteration, through the agent's read socket (ranging only
+/// reads), and stops when the iteration does. If the agent stops, the sequence throws
+/// `MonitorError` `disconnected`; it does not reconnect.
+public func rangeBeacons(satisfying constraint: BeaconIdentityConstraint,
+                         stateDirectory: String = Monitor.defaultStateDirectory) -> BeaconRanging {
+    BeaconRanging(constraint: constraint, stateDirectory: stateDirectory)
+}
+
+public struct BeaconRanging: AsyncSequence, Sendable {
+    public typealias Element = [Beacon]
+    let constraint: BeaconIdentityConstraint
+    let stateDirectory: String
+
+    public func makeAsyncIterator() -> Iterator { Iterator(session: Session(self)) }
+
+    public struct Iterator: AsyncIteratorProtocol {
+        let session: Session
+        public mutating func next() async throws -> [Beacon]? { try await session.next() }
+    }
+
+    /// One ranging connection; releasing it (the iterator going away) hangs up, which ends
+    /// the agent's ranging for it.
+    public final class Session: @unchecked Sendable {
+        private let request: BeaconRanging
+        private let lock = NSLock()
+        private var channel: ControlChannel?
+
+        init(_ request: BeaconRanging) { self.request = request }
+
+        deinit { channel?.hangUp() }
+
+        func next() async throws -> [Beacon]? {
+            let channel = try await open()
+            while true {
+                guard let message = await channel.nextStreamed() else {
+                    throw MonitorError(code: "disconnected", message: "the agent closed the connection (stopped?)")
+                }
+                if message["ranging"] != nil {
+                    return (message["beacons"] as? [[String: Any]] ?? []).compactMap(Beacon.init)
+                }
+                if message["ok"] as? Bool == false, let error = message["error"] as? [String: Any] {
+                    throw MonitorError(code: error["code"] as? String ?? "error", message: error["message"] as? String ?? "the agent ended ranging")
+                }
+            }
+        }
+
+        private func open() async throws -> ControlChannel {
+            if let channel = lock.withLock({ self.channel }) { return channel }
+            let channel = try ControlChannel(path: request.stateDirectory + "/read.sock")
+            _ = try await channel.request(["op": "range", "constraint": request.constraint.requestMember])
+            lock.withLock { self.channel = channel }
+            return channel
+        }
+    }
+}
