@@ -242,7 +242,7 @@ enum ReplayUpdates {
             if asleepSinceNs != nil { continue }
             var awakeForPause = false
             switch pause.phase {
-            case .probing, .held: awakeForPause = true
+            case .probing, .held, .requested: awakeForPause = true
             case .active, .asleep: break
             }
             guard awakeForPause || timeNs >= dueNs else { continue }
