@@ -256,8 +256,13 @@ private func distanceM(_ a: [String: Any], _ b: [String: Any]) -> Double {
     @Test func commuteWithTwoStopsGivesTwoVisits() throws {
         let lines = try Self.commute.run("--updates")
         let truth = Self.commute.track.epochs().stops.suffix(2)
-        let visits = lines.filter { $0["class"] as? String == "VISIT" }
-        #expect(visits.count == 2)
+        // Each visit twice, as CLVisit: at arrival (departure null), then at departure.
+        let allVisits = lines.filter { $0["class"] as? String == "VISIT" }
+        let arrivals = allVisits.filter { $0["departure"] is NSNull }
+        let visits = allVisits.filter { !($0["departure"] is NSNull) }
+        #expect(visits.count == 2 && arrivals.count == 2)
+        for (arrival, departure) in zip(arrivals, visits) { #expect(arrival["arrival"] as? String == departure["arrival"] as? String) }
+        if let first = allVisits.first { #expect(first["departure"] is NSNull, "the arrival comes first") }
         for (visit, stop) in zip(visits, truth) {
             #expect(abs(secondOfDay(visit["arrival"]) - Double(stop.start)) <= 5, "arrival \(visit["arrival"] ?? "")")
             #expect(abs(secondOfDay(visit["departure"]) - Double(stop.end)) <= 5, "departure \(visit["departure"] ?? "")")
@@ -284,10 +289,11 @@ private func distanceM(_ a: [String: Any], _ b: [String: Any]) -> Double {
         // No movement updates: nothing after the stationary one, nothing before beyond the first window.
         #expect(updates.last?["isStationary"] as? Bool == true)
         #expect(updates.count <= 30)
-        // The whole day is one visit, still going on when the recording ends.
+        // The whole day is one visit, still going on when the recording ends: its arrival only.
         let visits = lines.filter { $0["class"] as? String == "VISIT" }
         #expect(visits.count == 1)
         #expect(secondOfDay(visits.first?["arrival"]) <= 60)
+        #expect(visits.first?["departure"] is NSNull)
     }
 
     @Test func walkingLoopsAreNeverStationaryAndEventsFlushBatches() throws {

@@ -30,8 +30,8 @@ import Testing
 
     @Test func aWaitingRequestIsAnsweredByTheFirstGoodFixAndOthersKeepWaiting() throws {
         let requests = LocateRequests(capacity: 4)
-        requests.start(slot: 1, id: 7, tier: .nearestTenMeters, timeoutMs: 30_000, nowNs: ns(0))
-        requests.start(slot: 3, id: 8, tier: .best, timeoutMs: 10_000, nowNs: ns(1))
+        requests.start(slot: 1, id: 7, tier: .nearestTenMeters, timeoutMs: 30_000, monotonicNs: ns(0))
+        requests.start(slot: 3, id: 8, tier: .best, timeoutMs: 10_000, monotonicNs: ns(1))
         #expect(requests.waitingCount == 2 && requests.finestTier == .best)
         #expect(requests.earliestDeadlineNs == ns(11) && requests.latestDeadlineNs == ns(30))
         requests.observe(fix(2, hdop: 4), nowNs: ns(2))          // 20 m: neither
@@ -47,9 +47,9 @@ import Testing
 
         // The best request's deadline: the most accurate fix it saw, accuracy limited.
         requests.observe(fix(5, hdop: 3), nowNs: ns(5))
-        requests.tick(nowNs: ns(11) - 1)
+        requests.tick(monotonicNs: ns(11) - 1, nowNs: ns(11) - 1)
         #expect(requests.waitingCount == 1)
-        requests.tick(nowNs: ns(11))
+        requests.tick(monotonicNs: ns(11), nowNs: ns(11))
         let takensecond = requests.nextAnswered()
         let second = try #require(takensecond)
         #expect(second.slot == 3 && second.request.outcome == .accuracyLimited)
@@ -59,19 +59,19 @@ import Testing
 
     @Test func withoutAFixTheRequestEndsUnavailableAndACancelledOneIsGone() throws {
         let requests = LocateRequests(capacity: 2)
-        requests.start(slot: 0, id: nil, tier: .hundredMeters, timeoutMs: 5_000, nowNs: ns(0))
+        requests.start(slot: 0, id: nil, tier: .hundredMeters, timeoutMs: 5_000, monotonicNs: ns(0))
         var noFix = fix(1, hdop: 1)
         noFix.mode = .noFix
         requests.observe(noFix, nowNs: ns(1))
-        requests.tick(nowNs: ns(5))
+        requests.tick(monotonicNs: ns(5), nowNs: ns(5))
         let takenanswered = requests.nextAnswered()
         let answered = try #require(takenanswered)
         #expect(answered.request.outcome == .unavailable && answered.request.best == nil && answered.request.timeoutMs == 5_000)
 
-        requests.start(slot: 1, id: 2, tier: .hundredMeters, timeoutMs: 5_000, nowNs: ns(10))
+        requests.start(slot: 1, id: 2, tier: .hundredMeters, timeoutMs: 5_000, monotonicNs: ns(10))
         requests.cancel(slot: 1)
         #expect(requests.waitingCount == 0 && !requests.isBusy(1))
-        requests.tick(nowNs: ns(20))
+        requests.tick(monotonicNs: ns(20), nowNs: ns(20))
         #expect(requests.answeredCount == 0)
     }
 
@@ -80,12 +80,12 @@ import Testing
         let requests = LocateRequests(capacity: 8)
         let fixes = (0..<100).map { fix($0, hdop: 10) }
         var counted = 0
-        counted += allocations { for slot in 0..<8 { requests.start(slot: slot, id: Int64(slot), tier: .best, timeoutMs: 50_000, nowNs: 0) } }
+        counted += allocations { for slot in 0..<8 { requests.start(slot: slot, id: Int64(slot), tier: .best, timeoutMs: 50_000, monotonicNs: 0) } }
         for index in fixes.indices {
             let fix = fixes[index]
             let nowNs = Int64(index) * Self.second
             counted += allocations { requests.observe(fix, nowNs: nowNs) }
-            counted += allocations { requests.tick(nowNs: nowNs) }
+            counted += allocations { requests.tick(monotonicNs: nowNs, nowNs: nowNs) }
             counted += allocations { while requests.nextAnswered() != nil {} }
         }
         #expect(counted == 0)

@@ -125,7 +125,7 @@ final class LiveUpdates: LoopComponent {
         next.consider(siteUpdater.nextDeadlineNs.map { UTCTime(nanoseconds: $0) })
         next.consider(pause.nextDeadlineNs.map { UTCTime(nanoseconds: $0) })
         next.consider(sampleWakeAt)
-        next.consider(locates.earliestDeadlineNs.map { UTCTime(nanoseconds: $0) })
+        next.consider(locates.earliestDeadlineNs.map { MonotonicInstant(nanoseconds: $0) })
         guard streamCount > 0 else { return }
         for slot in streams.indices { next.consider(streams[slot]?.updater.nextDeadlineNs.map { UTCTime(nanoseconds: $0) }) }
     }
@@ -191,7 +191,7 @@ final class LiveUpdates: LoopComponent {
             if !pause.isPaused { queue(.wake) }
         }
         if locates.waitingCount > 0 {
-            locates.tick(nowNs: now.utc.totalNanoseconds)
+            locates.tick(monotonicNs: now.monotonic.nanoseconds, nowNs: now.utc.totalNanoseconds)
             if locates.waitingCount == 0 { locatesReleased(now.utc.totalNanoseconds) }
         }
         carryOut(pause.tick(isStationary: siteUpdater.isStationary, nowNs: now.utc.totalNanoseconds), receiver, why: "probe")
@@ -295,9 +295,11 @@ final class LiveUpdates: LoopComponent {
         }
         guard !locates.isBusy(slot) else { return .busy }
         if locates.waitingCount == 0 { locateWaitingSinceNs = nowNs }
-        locates.start(slot: slot, id: id, tier: tier, timeoutMs: timeoutMs, nowNs: nowNs)
+        locates.start(slot: slot, id: id, tier: tier, timeoutMs: timeoutMs, monotonicNs: now.monotonic.nanoseconds)
         applyRadioTier()
-        if let untilNs = locates.latestDeadlineNs {
+        if let deadlineNs = locates.latestDeadlineNs {
+            // The pause keeps the UTC clock: the latest deadline as a UTC time from this turn's.
+            let untilNs = nowNs + (deadlineNs - now.monotonic.nanoseconds)
             carryOut(pause.requested(untilNs: untilNs, nowNs: nowNs), receiver, why: "location request")
         }
         if sampleWakeAt != nil {

@@ -10,8 +10,10 @@
 /// - While any request waits, the receiver is kept awake at the finest tier they ask for (the
 ///   caller's business: `finestTier`, `latestDeadlineNs`); when the last is answered it goes back.
 ///
-/// Pure bookkeeping, fixed capacity (one request per slot, allocated once in `init`): starting, observing a
-/// fix and ticking allocate nothing. Times are the agent's UTC clock in nanoseconds.
+/// Pure bookkeeping, fixed capacity (one request per slot, allocated once in `init`): starting,
+/// observing a fix and ticking allocate nothing. Deadlines are on the monotonic clock (a timeout
+/// is a wait, and the UTC clock steps when it starts following GNSS time); fix ages and answer
+/// times on the agent's UTC clock; both in nanoseconds.
 public final class LocateRequests {
     /// When the caller gives none: a fix up to 30 s old is recent (the hundredMeters tier's
     /// longest interval between fixes), and a request waits up to 30 s (a hot start takes about
@@ -36,12 +38,13 @@ public final class LocateRequests {
         /// The request's `id`, echoed in its reply.
         public var id: Int64?
         public var tier: AccuracyTier
+        /// Monotonic.
         public var deadlineNs: Int64
         public var timeoutMs: Int64
         /// The most accurate fix seen since the request (the answer once it is `located`).
         public var best: Fix?
         public var outcome: Outcome
-        /// When it was answered (for the fix's age in the reply).
+        /// When it was answered, UTC (for the fix's age in the reply).
         public var answeredNs: Int64
     }
 
@@ -93,12 +96,12 @@ public final class LocateRequests {
     /// Whether `slot` has a request waiting or answered but not yet taken.
     public func isBusy(_ slot: Int) -> Bool { slots[slot] != nil }
 
-    /// A request from `slot` that the last fix did not answer: it waits until `nowNs + timeoutMs`.
-    /// The slot must not be busy.
+    /// A request from `slot` that the last fix did not answer: it waits until `monotonicNs +
+    /// timeoutMs`. The slot must not be busy.
     @_noAllocation
-    public func start(slot: Int, id: Int64?, tier: AccuracyTier, timeoutMs: Int64, nowNs: Int64) {
+    public func start(slot: Int, id: Int64?, tier: AccuracyTier, timeoutMs: Int64, monotonicNs: Int64) {
         precondition(slots[slot] == nil, "one location request per connection")
-        slots[slot] = Request(id: id, tier: tier, deadlineNs: nowNs + timeoutMs * 1_000_000, timeoutMs: timeoutMs, best: nil, outcome: .waiting, answeredNs: 0)
+        slots[slot] = Request(id: id, tier: tier, deadlineNs: monotonicNs + timeoutMs * 1_000_000, timeoutMs: timeoutMs, best: nil, outcome: .waiting, answeredNs: 0)
         waitingCount += 1
     }
 
@@ -109,7 +112,8 @@ public final class LocateRequests {
         slots[slot] = nil
     }
 
-    /// A fix: the best so far of every waiting request; the ones it satisfies are answered.
+    /// A fix at UTC `nowNs`: the best so far of every waiting request; the ones it satisfies
+    /// are answered.
     @_noAllocation
     public func observe(_ fix: Fix, nowNs: Int64) {
         guard waitingCount > 0, fix.hasPosition else { return }
@@ -124,12 +128,13 @@ public final class LocateRequests {
         }
     }
 
-    /// Time passing: requests past their deadline are answered with what they have.
+    /// Time passing: requests past their (monotonic) deadline are answered with what they have,
+    /// at UTC `nowNs`.
     @_noAllocation
-    public func tick(nowNs: Int64) {
+    public func tick(monotonicNs: Int64, nowNs: Int64) {
         guard waitingCount > 0 else { return }
         for slot in slots.indices {
-            guard var request = slots[slot], request.outcome == .waiting, nowNs >= request.deadlineNs else { continue }
+            guard var request = slots[slot], request.outcome == .waiting, monotonicNs >= request.deadlineNs else { continue }
             answer(&request, request.best == nil ? .unavailable : .accuracyLimited, nowNs)
             slots[slot] = request
         }
@@ -156,7 +161,7 @@ public final class LocateRequests {
         return finest
     }
 
-    /// The earliest and the latest deadline of the waiting requests.
+    /// The earliest and the latest deadline of the waiting requests (monotonic).
     public var earliestDeadlineNs: Int64? { deadline(earliest: true) }
     public var latestDeadlineNs: Int64? { deadline(earliest: false) }
 
