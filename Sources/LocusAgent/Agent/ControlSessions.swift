@@ -180,6 +180,10 @@ final class ControlSessions: LoopComponent {
                 return nil
             case .line(let bytes):
                 guard !bytes.isEmpty else { continue }
+                // The simplest requests (a flat `locate`) are read without a parse's allocations.
+                if let flat = FlatRequest.decode(bytes), !(server.isReadOnly(slot) && ControlReply.changesState(flat.request)) {
+                    return Request(slot: slot, id: flat.id, operation: flat.request)
+                }
                 let (id, decoded) = ControlProtocol.decode(Array(bytes))
                 switch decoded {
                 case .failure(let error):

@@ -69,27 +69,13 @@ public final class LocateRequests {
 
     // MARK: the rules
 
-    /// Whether `fix` answers a request for `tier` at once: a position, at most `maxAgeMs` old at
-    /// `nowNs`, within the tier's accuracy.
+    /// Whether `fix` answers a request for `tier` at once (`LocateRule.answersAtOnce`).
     public static func answersAtOnce(_ fix: Fix?, tier: AccuracyTier, maxAgeMs: Int64, nowNs: Int64) -> Bool {
-        guard let fix, let time = fix.time, qualifies(fix, tier) else { return false }
-        return nowNs - time.totalNanoseconds <= maxAgeMs * 1_000_000
+        LocateRule.answersAtOnce(fix, tier: tier, maxAgeMs: maxAgeMs, nowNs: nowNs)
     }
 
-    /// A fix with a position whose accuracy is known and within the tier's.
-    @inline(__always)
-    public static func qualifies(_ fix: Fix, _ tier: AccuracyTier) -> Bool {
-        guard fix.hasPosition, let accuracyM = fix.horizontalAccuracyM else { return false }
-        return accuracyM <= TierPolicy(tier: tier).desiredAccuracyM
-    }
-
-    /// More accurate than `best` (a fix without a stated accuracy counts as the least accurate).
-    @inline(__always)
-    static func isBetter(_ fix: Fix, than best: Fix?) -> Bool {
-        guard fix.hasPosition else { return false }
-        guard let best else { return true }
-        return (fix.horizontalAccuracyM ?? .infinity) <= (best.horizontalAccuracyM ?? .infinity)
-    }
+    /// A fix with a position within the tier's accuracy (`LocateRule.qualifies`).
+    public static func qualifies(_ fix: Fix, _ tier: AccuracyTier) -> Bool { LocateRule.qualifies(fix, tier) }
 
     // MARK: requests
 
@@ -100,7 +86,9 @@ public final class LocateRequests {
     /// timeoutMs`. The slot must not be busy.
     @_noAllocation
     public func start(slot: Int, id: Int64?, tier: AccuracyTier, timeoutMs: Int64, monotonicNs: Int64) {
-        precondition(slots[slot] == nil, "one location request per connection")
+        // A local, not `self`, in the autoclosure: capturing self would retain it.
+        let free = slots[slot] == nil
+        precondition(free, "one location request per connection")
         slots[slot] = Request(id: id, tier: tier, deadlineNs: monotonicNs + timeoutMs * 1_000_000, timeoutMs: timeoutMs, best: nil, outcome: .waiting, answeredNs: 0)
         waitingCount += 1
     }
@@ -119,8 +107,8 @@ public final class LocateRequests {
         guard waitingCount > 0, fix.hasPosition else { return }
         for slot in slots.indices {
             guard var request = slots[slot], request.outcome == .waiting else { continue }
-            if LocateRequests.isBetter(fix, than: request.best) { request.best = fix }
-            if LocateRequests.qualifies(fix, request.tier) {
+            if LocateRule.isBetter(fix, than: request.best) { request.best = fix }
+            if LocateRule.qualifies(fix, request.tier) {
                 request.best = fix
                 answer(&request, .located, nowNs)
             }
@@ -180,5 +168,31 @@ public final class LocateRequests {
         request.answeredNs = nowNs
         waitingCount -= 1
         answeredCount += 1
+    }
+}
+
+/// The rules of a single location request, apart from the table (an enum: no metadata to look up
+/// on the allocation-free paths).
+public enum LocateRule {
+    /// Whether `fix` answers a request for `tier` at once: a position, at most `maxAgeMs` old at
+    /// `nowNs`, within the tier's accuracy.
+    public static func answersAtOnce(_ fix: Fix?, tier: AccuracyTier, maxAgeMs: Int64, nowNs: Int64) -> Bool {
+        guard let fix, let time = fix.time, qualifies(fix, tier) else { return false }
+        return nowNs - time.totalNanoseconds <= maxAgeMs * 1_000_000
+    }
+
+    /// A fix with a position whose accuracy is known and within the tier's.
+    @inline(__always)
+    public static func qualifies(_ fix: Fix, _ tier: AccuracyTier) -> Bool {
+        guard fix.hasPosition, let accuracyM = fix.horizontalAccuracyM else { return false }
+        return accuracyM <= TierPolicy(tier: tier).desiredAccuracyM
+    }
+
+    /// More accurate than `best` (a fix without a stated accuracy counts as the least accurate).
+    @inline(__always)
+    static func isBetter(_ fix: Fix, than best: Fix?) -> Bool {
+        guard fix.hasPosition else { return false }
+        guard let best else { return true }
+        return (fix.horizontalAccuracyM ?? .infinity) <= (best.horizontalAccuracyM ?? .infinity)
     }
 }
