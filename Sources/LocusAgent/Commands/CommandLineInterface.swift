@@ -90,7 +90,7 @@ public enum CommandLineInterface {
             run: GeoCommand.run),
         Command(
             name: "replay", summary: "run the monitor engine on NMEA and BLE recordings",
-            usage: "locus replay --config SITE.toml [--nmea FILE] [--hci FILE] [--state DIR] [--speed max|N] [--format jsonl|text] [--updates | --power-report]",
+            usage: "locus replay --config SITE.toml [--nmea FILE] [--hci FILE] [--state DIR] [--speed max|N] [--format jsonl|text] [--updates | --power-report [--locate-every S [--locate-accuracy TIER] [--locate-max-age S]]]",
             details: """
             Runs the site's monitors on recordings with a virtual clock: fixes take their time from
             the NMEA (RMC/ZDA dates), sightings from the capture (btsnoop timestamps, or lines of
@@ -104,7 +104,11 @@ public enum CommandLineInterface {
             --power-report prints, per accuracy tier, the fixes boundary-aware sampling would
             take, GNSS on-time, estimated mAh per day (typical currents of the board's receiver
             family), BLE scan duty, wake-ups per hour, and TRANSITION lines saying how late each
-            geofence transition is seen compared with using every recorded fix.
+            geofence transition is seen compared with using every recorded fix. With
+            --locate-every S it adds a program's location request every S seconds (at
+            --locate-accuracy TIER, default the site's; answered at once from a fix at most
+            --locate-max-age seconds old, default 30) and counts them and the receiver on-time they
+            cost (locateOnTimeS).
             """,
             run: ReplayCommand.run),
         Command(
