@@ -494,6 +494,48 @@ func rangingWorkload(kind: String, measure: Bool, repeats: Int) {
     print("seconds \(repeats) beacons \(ranger.count) bytes \(bytes) allocations \(counted)")
 }
 
+/// `locate` on a fresh fix: the agent has fixes (20 warm-up turns with an epoch each, HDOP 0.8:
+/// 4 m), then a control connection sends `{"id":N,"op":"locate","accuracy":"hundredMeters"}`
+/// before each measured turn; the turn reads the request, answers it at once from the last fix
+/// (recent and accurate enough) and sends the reply, which the benchmark reads after the turn.
+/// Allocations are counted in the turn only (the agent's side).
+func agentLocate(measure: Bool, repeats: Int) {
+    let directory = NSTemporaryDirectory() + "locus-bench-locate-\(getpid())"
+    try? FileManager.default.removeItem(atPath: directory)
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    unsetenv("WATCHDOG_USEC")
+    guard let bench = AgentBenchmark(directory: directory) else { exit(1) }
+    func checksummed(_ body: String) -> String {
+        var checksum: UInt8 = 0
+        for byte in body.utf8.dropFirst() { checksum ^= byte }
+        return body + String(format: "*%02X\r\n", checksum)
+    }
+    for second in 0..<20 {
+        let time = String(format: "10%02d%02d.00", (second / 60) % 60, second % 60)
+        bench.write(Array((checksummed("$GPRMC,\(time),A,4500.0000000,N,00700.0000000,E,0.0,0.0,150324,,,A")
+            + checksummed("$GPGGA,\(time),4500.0000000,N,00700.0000000,E,1,09,0.8,20.0,M,-30.0,M,,")).utf8))
+        bench.turn()
+    }
+    guard bench.connect() else { exit(1) }
+    bench.turn()   // the connection accepted
+    let requests = (0..<(repeats + 1)).map { "{\"id\":\($0),\"op\":\"locate\",\"accuracy\":\"hundredMeters\"}" }
+    bench.send(requests[repeats])
+    bench.turn()
+    guard let first = bench.reply(), String(decoding: first, as: UTF8.self).contains("\"accuracy_limited\":false") else {
+        print("the warm-up request was not answered from the last fix")
+        exit(1)
+    }
+    guard measure else { return }
+    var counted = 0
+    var answered = 0
+    for index in 0..<repeats {
+        bench.send(requests[index])
+        counted += allocations { bench.turn() }
+        if bench.reply() != nil { answered += 1 }
+    }
+    print("turns \(repeats) answered \(answered) allocations \(counted)")
+}
+
 let arguments = CommandLine.arguments.dropFirst()
 guard let workload = arguments.first else {
     print("usage: locus-bench nmea (--decode|--load-only) [--repeat N] FILE...")
@@ -522,6 +564,7 @@ case "agent-idle": agentTurns(kind: "idle", measure: decode, repeats: repeats)
 case "agent-fix": agentTurns(kind: "fix", measure: decode, repeats: repeats)
 case "ranging-second": rangingWorkload(kind: "second", measure: decode, repeats: repeats)
 case "ranging-line": rangingWorkload(kind: "line", measure: decode, repeats: repeats)
+case "agent-locate": agentLocate(measure: decode, repeats: repeats)
 default:
     print("unknown workload \(workload)")
     exit(2)

@@ -71,6 +71,8 @@ public struct LocationUpdate: Sendable {
         let configuration: LiveConfiguration
         let accuracy: Accuracy?
         let stateDirectory: String
+        /// Significant change: an update only after a move of this many metres.
+        var significantChangeM: Double? = nil
 
         public func makeAsyncIterator() -> Iterator { Iterator(session: Session(self)) }
 
@@ -92,12 +94,17 @@ public struct LocationUpdate: Sendable {
         deinit { channel?.hangUp() }
 
         func next() async throws -> LocationUpdate? {
+            try await LocationUpdate(nextObject("update"))
+        }
+
+        /// The next streamed object under `key` ("update" or "visit"), skipping the others.
+        func nextObject(_ key: String) async throws -> [String: Any] {
             let channel = try await open()
             while true {
                 guard let message = await channel.nextStreamed() else {
                     throw MonitorError(code: "disconnected", message: "the agent closed the connection (stopped?)")
                 }
-                if let update = message["update"] as? [String: Any] { return LocationUpdate(update) }
+                if let object = message[key] as? [String: Any] { return object }
                 if message["ok"] as? Bool == false, let error = message["error"] as? [String: Any] {
                     throw MonitorError(code: error["code"] as? String ?? "error", message: error["message"] as? String ?? "the agent ended the stream")
                 }
@@ -109,6 +116,7 @@ public struct LocationUpdate: Sendable {
             let channel = try ControlChannel(path: request.stateDirectory + "/control.sock")
             var members: [String: Any] = ["op": "updates", "preset": request.configuration.name]
             if let accuracy = request.accuracy { members["accuracy"] = accuracy.rawValue }
+            if let significantChangeM = request.significantChangeM { members["significant_change_m"] = significantChangeM }
             _ = try await channel.request(members)
             lock.withLock { self.channel = channel }
             return channel
@@ -117,6 +125,13 @@ public struct LocationUpdate: Sendable {
 
     /// From the stream's TPV object.
     init(_ tpv: [String: Any]) {
+        let (location, diagnostics, isStationary) = LocationUpdate.parse(tpv)
+        self.location = location
+        self.diagnostics = diagnostics
+        self.isStationary = isStationary
+    }
+
+    static func parse(_ tpv: [String: Any]) -> (Location?, Diagnostics, Bool) {
         var diagnostics = Diagnostics()
         for name in tpv["diagnostics"] as? [String] ?? [] {
             switch name {
@@ -126,17 +141,19 @@ public struct LocationUpdate: Sendable {
             default: break
             }
         }
-        self.diagnostics = diagnostics
-        isStationary = tpv["isStationary"] as? Bool ?? false
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let latitude = tpv["lat"] as? Double, let longitude = tpv["lon"] as? Double {
-            let time = (tpv["time"] as? String).flatMap { formatter.date(from: $0) } ?? Date()
-            location = Location(coordinate: Coordinate(latitude: latitude, longitude: longitude), altitude: tpv["altMSL"] as? Double,
+        let isStationary = tpv["isStationary"] as? Bool ?? false
+        guard let latitude = tpv["lat"] as? Double, let longitude = tpv["lon"] as? Double else { return (nil, diagnostics, isStationary) }
+        let time = (tpv["time"] as? String).flatMap(LocationUpdate.date) ?? Date()
+        let location = Location(coordinate: Coordinate(latitude: latitude, longitude: longitude), altitude: tpv["altMSL"] as? Double,
                                 horizontalAccuracy: tpv["eph"] as? Double, speed: tpv["speed"] as? Double, course: tpv["track"] as? Double,
                                 timestamp: time)
-        } else {
-            location = nil
-        }
+        return (location, diagnostics, isStationary)
+    }
+
+    /// An ISO 8601 time with fractional seconds, as the agent writes them.
+    static func date(_ text: String) -> Date? {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.date(from: text)
     }
 }

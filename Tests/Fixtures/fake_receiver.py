@@ -12,7 +12,9 @@ to --report as one JSON line, and answered the way a receiver would:
             nothing for PMTK161 (the receiver is asleep)
 
 NMEA lines from --nmea are written in between, one every --line-interval seconds (0.1 by
-default), round and round. SIGUSR1 replugs
+default), round and round; with --quiet-asleep none while the receiver is in backup (after an
+RXM-PMREQ, until wake-up bytes), as a real one sends nothing then, and the first line after the
+wake is reported ("resumed"). SIGUSR1 replugs
 the receiver: a new pseudo-terminal is linked at the same path and the old one is closed (the
 agent sees its port go away). The script ends on SIGTERM, or by itself after --lifetime seconds.
 """
@@ -39,6 +41,7 @@ def main():
     parser.add_argument("--nmea")
     parser.add_argument("--lifetime", type=float, default=120)
     parser.add_argument("--line-interval", type=float, default=0.1)
+    parser.add_argument("--quiet-asleep", action="store_true")
     args = parser.parse_args()
 
     report_file = open(args.report, "a", buffering=1)
@@ -53,7 +56,7 @@ def main():
             nmea = [line for line in f.read().split(b"\n") if line.strip()]
             nmea = [line.rstrip(b"\r") + b"\r\n" for line in nmea]
 
-    state = {"replug": False, "stop": False}
+    state = {"replug": False, "stop": False, "asleep": False, "resumed": False}
     # The test runner may start this process with signals blocked: take them.
     signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGUSR1, signal.SIGTERM])
     signal.signal(signal.SIGUSR1, lambda *_: state.__setitem__("replug", True))
@@ -95,6 +98,8 @@ def main():
             fields[name] = value.hex() if isinstance(value, (bytes, bytearray)) else value
         identity = message.identity
         report(event="ubx", identity=identity, cls=frame[2], id=frame[3], fields=fields)
+        if identity == "RXM-PMREQ" and args.quiet_asleep:
+            state["asleep"] = True
         if identity == "RXM-PMREQ" or identity in args.silent or frame[2] != 0x06:
             return
         kind = "ACK-NAK" if identity in args.nak else "ACK-ACK"
@@ -140,6 +145,9 @@ def main():
                 while count < len(pending) and pending[count] == 0xFF:
                     count += 1
                 report(event="wake", bytes=count)
+                if state["asleep"]:
+                    state["asleep"] = False
+                    state["resumed"] = True
                 del pending[:count]
             elif args.family == "ublox":
                 start = skip_to(b"\xb5\x62")
@@ -190,7 +198,10 @@ def main():
             pending.extend(data)
             decode()
         now = time.monotonic()
-        if nmea and now >= next_nmea:
+        if nmea and now >= next_nmea and not state["asleep"]:
+            if state["resumed"]:
+                state["resumed"] = False
+                report(event="resumed")
             outgoing.extend(nmea[nmea_index % len(nmea)])
             nmea_index += 1
             next_nmea = now + args.line_interval

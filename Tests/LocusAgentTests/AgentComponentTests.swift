@@ -452,6 +452,8 @@ enum ComponentHarness {
             case .stream(_, let line):
                 guard let line else { continue }
                 lines += String(decoding: line, as: UTF8.self).split(separator: "\n").compactMap(H.json)
+            case .reply(_, let line):
+                lines += String(decoding: line, as: UTF8.self).split(separator: "\n").compactMap(H.json)
             }
         }
         var orders: [ReceiverOrder] = []

@@ -32,15 +32,24 @@ import Testing
         // 20 s north at 10 m/s, 30 s standing, 20 s north again (fix times; played at 10x).
         let track = segmentedTrack([(20, 10), (30, 0), (20, 10)], startLatitude: 45.0, longitude: 7.0)
         let feeder = try E2E.feed(site, nmea: track, hci: nil)
-        // Until the first update after the visit (the visit is reported as movement resumes).
+        // Until the first update after the visit's departure (reported as movement resumes).
         var visited = false
         let lines = Self.collect(connection) { line in
-            if line["visit"] != nil { visited = true }
+            if let visit = line["visit"] as? [String: Any], !(visit["departure"] is NSNull) { visited = true }
             return visited && line["update"] != nil
         }
         feeder.waitUntilExit()
         let updates = lines.compactMap { $0["update"] as? [String: Any] }
-        let visit = try #require(lines.compactMap { $0["visit"] as? [String: Any] }.first, "a visit after the stop: \(lines.suffix(3))")
+        let visits = lines.compactMap { $0["visit"] as? [String: Any] }
+        // Twice, as CLVisit: at arrival once the stay lasted visit_minimum (5 s), departure null...
+        let arrival = try #require(visits.first, "an arrival during the stop: \(lines.suffix(3))")
+        #expect(arrival["departure"] is NSNull && visits.count == 2, "\(visits)")
+        let arrivalIndex = try #require(lines.firstIndex { $0["visit"] != nil })
+        let reportedAt = try #require(lines[..<arrivalIndex].compactMap { $0["update"] as? [String: Any] }.last.flatMap(second))
+        #expect((24...34).contains(reportedAt), "the arrival comes during the stop, not after it: after second \(reportedAt)")
+        // ...and at departure, with both times.
+        let visit = try #require(visits.last)
+        #expect(visit["arrival"] as? String == arrival["arrival"] as? String)
 
         // Every position is the one sent: second n of the track, to the NMEA's 1e-7 minute.
         func second(_ update: [String: Any]) -> Int? {
@@ -78,7 +87,22 @@ import Testing
         // The log has the same visit, and the agent has gone back to the site's tier once the
         // stream closed.
         connection.hangUp()
-        try E2E.waitFor("a visit record", seconds: 10) { try E2E.records(site.state).contains { $0["type"] as? String == "visit" } }
+        try E2E.waitFor("two visit records", seconds: 10) { try E2E.records(site.state).filter { $0["type"] as? String == "visit" }.count == 2 }
+        let logged = try E2E.records(site.state).filter { $0["type"] as? String == "visit" }
+        // The log's are the site updater's (default preset: its own stationary radius), so only
+        // the arrival is the stream's to the second.
+        #expect(logged[0]["departure"] is NSNull && logged[1]["departure"] is String, "\(logged)")
+        #expect(logged[0]["arrival"] as? String == visit["arrival"] as? String && logged[1]["arrival"] as? String == visit["arrival"] as? String)
+        // The `visits` operation reads them back (what a program does after a restart).
+        let reader = try E2E.Connection(site.state + "/read.sock")
+        let read = try #require(reader.request("{\"id\":9,\"op\":\"visits\"}"))
+        let readVisits = try #require(read["visits"] as? [[String: Any]], "\(read)")
+        #expect(readVisits.count == 2 && readVisits[0]["departure"] is NSNull && readVisits[1]["departure"] as? String == logged[1]["departure"] as? String, "\(readVisits)")
+        #expect((readVisits[0]["seq"] as? Int ?? 0) < (readVisits[1]["seq"] as? Int ?? 0))
+        let newest = try #require(reader.request("{\"id\":10,\"op\":\"visits\",\"limit\":1}")?["visits"] as? [[String: Any]])
+        #expect(newest.count == 1 && newest[0]["seq"] as? Int == readVisits[1]["seq"] as? Int)
+        let cli = try locus(["visits", "--state", site.state])
+        #expect(cli.status == 0 && cli.output.split(separator: "\n").count == 2, "\(cli.output)\(cli.error)")
         let status = try locus(["status", "--state", site.state])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(status.output.utf8)) as? [String: Any])
         let updatesStatus = try #require(object["updates"] as? [String: Any])
@@ -144,5 +168,36 @@ import Testing
         let latitude = try #require(update["lat"] as? Double)
         #expect(abs(latitude * 100 - (latitude * 100).rounded()) < 1e-6, "coarse: on the 0.01° grid: \(latitude)")
         #expect((update["eph"] as? Double ?? 0) >= 1000 && update["speed"] == nil, "\(update)")
+    }
+
+    // MARK: significant change
+
+    /// A stream with `significant_change`: an update only after a move of the distance asked,
+    /// whatever the site says, and the radios stay at the coarse tier it implies.
+    @Test func aSignificantChangeStreamDeliversOnlyAfterTheDistanceAndKeepsTheRadiosCoarse() throws {
+        let site = try E2E.site("updates-significant", extra: "[updates]\naccuracy = \"threeKilometers\"\n")
+        let agent = try E2E.start(site)
+        defer { _ = agent.stop(signal: SIGKILL) }
+        let connection = try E2E.Connection(site.state + "/control.sock")
+        let reply = try #require(connection.request("{\"id\":1,\"op\":\"updates\",\"significant_change_m\":200,\"accuracy\":\"best\"}"))
+        #expect(reply["ok"] as? Bool == true && reply["significant_change_m"] as? Double == 200, "\(reply)")
+        #expect(reply["accuracy"] as? String == "hundredMeters" && reply["radios"] as? String == "hundredMeters",
+                "a finer tier than the distance implies is not taken: \(reply)")
+        // 120 s north at 10 m/s: 1,200 m, so updates at about 0, 200, 400 ... m.
+        let feeder = try E2E.feed(site, nmea: syntheticTrack(seconds: 120, startLatitude: 45.0, longitude: 7.0, speedMps: 10), hci: nil)
+        var located: [Double] = []
+        _ = Self.collect(connection) { line in
+            if let latitude = (line["update"] as? [String: Any])?["lat"] as? Double { located.append(latitude) }
+            return located.count == 5
+        }
+        feeder.waitUntilExit()
+        #expect(located.count == 5)
+        for (a, b) in zip(located, located.dropFirst()) {
+            let metres = (b - a) * 111_132
+            #expect(metres >= 199 && metres <= 215, "one update per 200 m: \(metres)")
+        }
+        #expect(!agent.log.contains("radios from threeKilometers to best"), "\(agent.log.suffix(400))")
+        let bad = try E2E.Connection(site.state + "/read.sock").request("{\"id\":2,\"op\":\"updates\",\"significant_change_m\":5}")
+        #expect((bad?["error"] as? [String: Any])?["code"] as? String == "bad_argument")
     }
 }

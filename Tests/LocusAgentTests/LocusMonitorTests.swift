@@ -238,4 +238,72 @@ import Testing
         #expect(lines.last == "stationary: stopping", "\(lines.suffix(3))")
         #expect(lines.filter { $0.hasPrefix("45.0") }.count >= 10, "\(lines.count) lines")
     }
+
+    // MARK: single location request, visits, significant change
+
+    /// The library's calls against a real agent: visits as they happen (arrival, then departure),
+    /// the same visits read back from the log, requestLocation answered from the last fix.
+    @Test func visitsArriveTwiceReadBackFromTheLogAndRequestLocationAnswers() async throws {
+        let site = try AgentEndToEndTests.site("library-visits", extra: LiveUpdateAgentTests.updates)
+        let agent = try AgentEndToEndTests.start(site)
+        defer { _ = agent.stop(signal: SIGKILL) }
+        // 15 s north, 30 s standing, 15 s north again: one visit (visit_minimum 5 s).
+        let track = segmentedTrack([(15, 10), (30, 0), (15, 10)], startLatitude: 45.0, longitude: 7.0)
+        let visits = try await withThrowingTaskGroup(of: [LocationUpdate.Visit]?.self) { group in
+            group.addTask {
+                var visits: [LocationUpdate.Visit] = []
+                for try await visit in LocationUpdate.visits(stateDirectory: site.state) {
+                    visits.append(visit)
+                    if !visit.isArrival { break }
+                }
+                return visits
+            }
+            group.addTask {
+                try AgentEndToEndTests.waitFor("the stream", seconds: 20) { Self.updatesStatus(site.state)["streams"] as? Int == 1 }
+                let feeder = try AgentEndToEndTests.feed(site, nmea: track, hci: nil)
+                feeder.waitUntilExit()
+                return nil
+            }
+            group.addTask {
+                try await Task.sleep(for: .seconds(60))
+                throw AgentEndToEndTests.WaitTimedOut(what: "visits")
+            }
+            var result: [LocationUpdate.Visit] = []
+            var finished = 0
+            for try await value in group {
+                if let value { result = value }
+                finished += 1
+                if finished == 2 { group.cancelAll(); break }
+            }
+            return result
+        }
+        #expect(visits.count == 2, "\(visits)")
+        let start = Date(timeIntervalSince1970: 1_710_496_800)
+        if visits.count == 2 {
+            #expect(visits[0].isArrival && visits[0].departureDate == .distantFuture && !visits[1].isArrival)
+            #expect(visits[0].arrivalDate == visits[1].arrivalDate && abs(visits[0].arrivalDate.timeIntervalSince(start) - 15) <= 2)
+            #expect(abs(visits[1].departureDate.timeIntervalSince(start) - 44) <= 2, "\(visits[1].departureDate)")
+            #expect(abs(visits[1].coordinate.latitude - (45.0 + 150 / 111_132.0)) < 1e-4)
+        }
+        // After a restart a program reads them from the log (the site updater's, the same stop).
+        try AgentEndToEndTests.waitFor("two visit records", seconds: 10) {
+            try AgentEndToEndTests.records(site.state).filter { $0["type"] as? String == "visit" }.count == 2
+        }
+        let recent = try await LocationUpdate.recentVisits(stateDirectory: site.state)
+        #expect(recent.count == 2 && recent[0].isArrival && !recent[1].isArrival && (recent[0].sequence ?? 0) < (recent[1].sequence ?? 0), "\(recent)")
+        let later = try await LocationUpdate.recentVisits(since: recent[1].departureDate, stateDirectory: site.state)
+        #expect(later.count == 1 && later.first?.sequence == recent[1].sequence, "only the departure is at or after its own time")
+
+        // The last fix is recent and within 100 m: answered at once.
+        let located = try await LocationUpdate.requestLocation(accuracy: .hundredMeters, maxAge: 3_600, stateDirectory: site.state)
+        #expect(!located.accuracyLimited && (located.location.horizontalAccuracy ?? 99) <= 100)
+        #expect(abs(located.location.coordinate.latitude - (45.0 + 300 / 111_132.0)) < 2e-4, "\(located.location.coordinate)")
+        // Nothing new comes (the recording ended): a fresh fix asked for times out without one.
+        do {
+            _ = try await LocationUpdate.requestLocation(maxAge: 0, timeout: 1, stateDirectory: site.state)
+            Issue.record("no fix can answer a request for a fresh one")
+        } catch let error as MonitorError {
+            #expect(error.code == "location_unavailable", "\(error)")
+        }
+    }
 }

@@ -522,4 +522,117 @@ enum ReceiverBytes {
         let asleepS = (wake["t"] as? Double ?? 0) - sleptAt
         #expect(abs(asleepS - Double(duration) / 1_000) < 1.5, "woken after \(asleepS) s for a \(duration) ms sleep")
     }
+
+    // MARK: single location request
+
+    /// CLOCK_MONOTONIC in seconds: the fake receiver's report times (Python's time.monotonic).
+    static func monotonicS() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+    }
+
+    /// A u-blox receiver paused for standing still, quiet in backup as a real one is: two
+    /// location requests at once wake it once (wake-up bytes, then the plan at the requests'
+    /// finer tier, as pyubx2 decodes them), both are answered within a second of the first fix
+    /// after the wake, and the receiver goes back to the site's plan and to sleep.
+    @Test func aLocationRequestWakesThePausedReceiverOnceAndIsAnsweredByTheFirstFix() throws {
+        let updates = Self.updates + "stationary_window = \"10s\"\n"
+        let site = try AgentEndToEndTests.site("receiver-locate", extra: updates, board: Self.board("ublox"))
+        let agent = try AgentEndToEndTests.start(site)
+        defer { _ = agent.stop(signal: SIGKILL) }
+        let fake = try Self.startFake(site, ["--family", "ublox", "--quiet-asleep"],
+                                      nmea: segmentedTrack([(20, 5), (300, 0)], startLatitude: 45.0, longitude: 7.0))
+        defer { fake.stop() }
+        try AgentEndToEndTests.waitFor("the stationary pause", seconds: 60) { !fake.messages("RXM-PMREQ").isEmpty }
+        try AgentEndToEndTests.waitFor("the receiver asleep", seconds: 5) { try Self.status(site).receiver["asleep"] as? Bool == true }
+        let plans = fake.messages("CFG-NAV5").count
+
+        // Two clients ask at once, for `best` (5 m; the track's fixes are HDOP 0.8: 4 m).
+        let first = try AgentEndToEndTests.Connection(site.state + "/control.sock")
+        let second = try AgentEndToEndTests.Connection(site.state + "/read.sock")
+        first.send("{\"id\":5,\"op\":\"locate\",\"accuracy\":\"best\",\"timeout_s\":20,\"max_age_s\":0}")
+        second.send("{\"id\":6,\"op\":\"locate\",\"accuracy\":\"best\",\"timeout_s\":20,\"max_age_s\":0}")
+        let replies = [try #require(first.next()), try #require(second.next())]
+        let answeredAt = Self.monotonicS()
+        for (reply, id) in zip(replies, [5, 6]) {
+            #expect(reply["id"] as? Int == id && reply["ok"] as? Bool == true, "\(reply)")
+            let result = try #require(reply["result"] as? [String: Any])
+            #expect(result["accuracy_limited"] as? Bool == false && (result["age_s"] as? Double ?? 9) < 1.5, "\(result)")
+            let fix = try #require(result["fix"] as? [String: Any])
+            #expect(abs((fix["lat"] as? Double ?? 0) - (45.0 + 20 * 5 / 111_132.0)) < 1e-6 && (fix["eph"] as? Double ?? 99) <= 5, "\(fix)")
+        }
+
+        // One wake, then the whole plan at `best` (continuous: CFG-RXM lpMode 0, no CFG-PM2).
+        let reports = fake.reports
+        let sleptAt = try #require(reports.firstIndex { $0["identity"] as? String == "RXM-PMREQ" })
+        let afterSleep = reports[(sleptAt + 1)...]
+        #expect(afterSleep.filter { $0["event"] as? String == "wake" }.count == 1, "one wake for both requests")
+        let sequence = afterSleep.compactMap { ($0["event"] as? String == "wake" ? "wake" : $0["identity"] as? String) }
+        #expect(Array(sequence.prefix(4)) == ["wake", "CFG-NAV5", "CFG-RATE", "CFG-RXM"], "wake-up bytes, then the best plan: \(sequence)")
+        let woken = try #require(afterSleep.first { $0["identity"] as? String == "CFG-RXM" }?["fields"] as? [String: Any])
+        #expect(woken["lpMode"] as? Int == 0, "continuous for the request: \(woken)")
+        #expect(!afterSleep.contains { $0["event"] as? String == "ubx-error" })
+        // Answered within a second of the first fix after the wake (NMEA resumes with the wake;
+        // an epoch is three lines, 0.3 s).
+        let resumed = try #require(afterSleep.first { $0["event"] as? String == "resumed" }?["t"] as? Double)
+        #expect(answeredAt - resumed > 0 && answeredAt - resumed < 1.3, "answered \(answeredAt - resumed) s after the NMEA resumed")
+
+        // Back to the plan it was on: asleep again at once (still standing), with the site's
+        // hundredMeters plan, which it gets when next woken (a sleeping receiver gets its plan then).
+        try AgentEndToEndTests.waitFor("asleep again", seconds: 15) { fake.messages("RXM-PMREQ").count == 2 }
+        #expect(fake.messages("CFG-NAV5").count == plans + 1)
+        try AgentEndToEndTests.waitFor("the receiver asleep", seconds: 5) { try Self.status(site).receiver["asleep"] as? Bool == true }
+        #expect(try Self.status(site).receiver["plan"] as? String == "fitness/hundredMeters")
+        let status = try locus(["status", "--state", site.state])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(status.output.utf8)) as? [String: Any])
+        let locate = try #require((object["updates"] as? [String: Any])?["locate"] as? [String: Any])
+        #expect(locate["located"] as? Int == 2 && locate["wakes"] as? Int == 1 && locate["waiting"] as? Int == 0, "\(locate)")
+        #expect((locate["waiting_s"] as? Double ?? 99) < 3, "the on-time the requests cost: \(locate)")
+
+        // The last fix is recent now: a request with a generous max age is answered at once, from
+        // the command line too.
+        let cli = try locus(["locate", "--state", site.state, "--accuracy", "hundredMeters", "--max-age", "600"])
+        #expect(cli.status == 0, "\(cli.error)")
+        let printed = try #require(try JSONSerialization.jsonObject(with: Data(cli.output.utf8)) as? [String: Any])
+        #expect((printed["fix"] as? [String: Any])?["class"] as? String == "TPV" && printed["accuracy_limited"] as? Bool == false, "\(cli.output)")
+    }
+
+    /// Fixes that never reach the tier's accuracy (HDOP 3: 15 m, for `best`'s 5 m): at the timeout
+    /// the most accurate one seen, with accuracy_limited; with no fix at all, location_unavailable.
+    @Test func aLocationRequestTimesOutWithTheBestFixOrUnavailable() throws {
+        let site = try AgentEndToEndTests.site("receiver-locate-timeout", extra: Self.updates, board: Self.board("ublox"))
+        let agent = try AgentEndToEndTests.start(site)
+        defer { _ = agent.stop(signal: SIGKILL) }
+        // No receiver yet: nothing to answer with.
+        let connection = try AgentEndToEndTests.Connection(site.state + "/control.sock")
+        let started = Self.monotonicS()
+        let unavailable = try #require(connection.request("{\"id\":1,\"op\":\"locate\",\"timeout_s\":2}"))
+        #expect((unavailable["error"] as? [String: Any])?["code"] as? String == "location_unavailable", "\(unavailable)")
+        #expect(Self.monotonicS() - started > 1.8, "it waited for the timeout")
+        let cli = try locus(["locate", "--state", site.state, "--timeout", "1"])
+        #expect(cli.status == 1 && cli.error.contains("no fix with a position within the timeout"), "\(cli.error)")
+
+        // The track's HDOP raised to 3 in GGA and GSA, each sentence's checksum computed again.
+        let poor = segmentedTrack([(300, 0)], startLatitude: 45.0, longitude: 7.0).split(separator: "\r\n").map { sentence in
+            let body = String(sentence.dropFirst().prefix { $0 != "*" })
+                .replacingOccurrences(of: ",1,09,0.8,", with: ",1,09,3.0,").replacingOccurrences(of: "1.5,0.8,1.2", with: "3.2,3.0,1.2")
+            return String(decoding: ReceiverBytes.nmea(body), as: UTF8.self)
+        }.joined()
+        let fake = try Self.startFake(site, ["--family", "ublox"], nmea: poor)
+        defer { fake.stop() }
+        try AgentEndToEndTests.waitFor("fixes", seconds: 20) { (try Self.status(site).gnss["fixes"] as? Int ?? 0) > 3 }
+        let before = Self.monotonicS()
+        let limited = try #require(connection.request("{\"id\":2,\"op\":\"locate\",\"accuracy\":\"best\",\"timeout_s\":3}"))
+        let waited = Self.monotonicS() - before
+        let result = try #require(limited["result"] as? [String: Any], "\(limited)")
+        #expect(result["accuracy_limited"] as? Bool == true && waited > 2.8 && waited < 5, "\(result) after \(waited) s; \(agent.log.suffix(800))")
+        let fix = try #require(result["fix"] as? [String: Any])
+        #expect(abs((fix["eph"] as? Double ?? 0) - 15) < 0.01 && abs((fix["lat"] as? Double ?? 0) - 45.0) < 1e-7, "\(fix)")
+        // While it waited the radios ran at the request's tier, and went back after.
+        #expect(agent.log.contains("radios from hundredMeters to best") && agent.log.contains("radios from best to hundredMeters"), "\(agent.log.suffix(600))")
+        // Bad arguments are told.
+        let bad = try #require(connection.request("{\"id\":3,\"op\":\"locate\",\"timeout_s\":0}"))
+        #expect((bad["error"] as? [String: Any])?["code"] as? String == "bad_argument")
+    }
 }

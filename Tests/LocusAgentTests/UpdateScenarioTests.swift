@@ -147,7 +147,7 @@ struct UpdateScenario {
     }
 
     /// Writes the site and recording to a temporary directory and runs `locus replay` with `flag`.
-    func run(_ flag: String) throws -> [[String: Any]] {
+    func run(_ flag: String, _ extra: [String] = []) throws -> [[String: Any]] {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("locus-scenario-\(name)-\(getpid())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -161,9 +161,10 @@ struct UpdateScenario {
             try site().write(toFile: "\(keep)/\(name).toml", atomically: true, encoding: .utf8)
             try track.nmea().write(toFile: "\(keep)/\(name).nmea", atomically: true, encoding: .utf8)
         }
-        let result = try locus(["replay", "--config", sitePath, "--nmea", nmeaPath, flag])
+        let result = try locus(["replay", "--config", sitePath, "--nmea", nmeaPath, flag] + extra)
         #expect(result.status == 0, "\(result.error)")
-        try checkGolden(result.output, file: "\(name)\(flag == "--updates" ? ".updates" : ".power").jsonl")
+        // The golden outputs are the plain runs'.
+        if extra.isEmpty { try checkGolden(result.output, file: "\(name)\(flag == "--updates" ? ".updates" : ".power").jsonl") }
         return try result.output.split(separator: "\n").map {
             try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any]
         }
@@ -256,8 +257,13 @@ private func distanceM(_ a: [String: Any], _ b: [String: Any]) -> Double {
     @Test func commuteWithTwoStopsGivesTwoVisits() throws {
         let lines = try Self.commute.run("--updates")
         let truth = Self.commute.track.epochs().stops.suffix(2)
-        let visits = lines.filter { $0["class"] as? String == "VISIT" }
-        #expect(visits.count == 2)
+        // Each visit twice, as CLVisit: at arrival (departure null), then at departure.
+        let allVisits = lines.filter { $0["class"] as? String == "VISIT" }
+        let arrivals = allVisits.filter { $0["departure"] is NSNull }
+        let visits = allVisits.filter { !($0["departure"] is NSNull) }
+        #expect(visits.count == 2 && arrivals.count == 2)
+        for (arrival, departure) in zip(arrivals, visits) { #expect(arrival["arrival"] as? String == departure["arrival"] as? String) }
+        if let first = allVisits.first { #expect(first["departure"] is NSNull, "the arrival comes first") }
         for (visit, stop) in zip(visits, truth) {
             #expect(abs(secondOfDay(visit["arrival"]) - Double(stop.start)) <= 5, "arrival \(visit["arrival"] ?? "")")
             #expect(abs(secondOfDay(visit["departure"]) - Double(stop.end)) <= 5, "departure \(visit["departure"] ?? "")")
@@ -284,10 +290,11 @@ private func distanceM(_ a: [String: Any], _ b: [String: Any]) -> Double {
         // No movement updates: nothing after the stationary one, nothing before beyond the first window.
         #expect(updates.last?["isStationary"] as? Bool == true)
         #expect(updates.count <= 30)
-        // The whole day is one visit, still going on when the recording ends.
+        // The whole day is one visit, still going on when the recording ends: its arrival only.
         let visits = lines.filter { $0["class"] as? String == "VISIT" }
         #expect(visits.count == 1)
         #expect(secondOfDay(visits.first?["arrival"]) <= 60)
+        #expect(visits.first?["departure"] is NSNull)
     }
 
     @Test func walkingLoopsAreNeverStationaryAndEventsFlushBatches() throws {
@@ -352,6 +359,42 @@ private func distanceM(_ a: [String: Any], _ b: [String: Any]) -> Double {
         #expect(onPercent <= 20, "receiver on \(onPercent) % of the time")
         #expect((hundred["pausedPercent"] as? Double ?? 0) >= 70)
         print("parked shift, hundredMeters: receiver on \(onPercent) % (continuous: 100 %), paused \(hundred["pausedPercent"] ?? "") %, \(hundred["mAhPerDay"] ?? "") mAh/day against \(reports["best"]?["mAhPerDay"] ?? ""), transitions at most \(hundred["lateMaxS"] ?? "") s late, departure seen \(hundred["resumeLateMaxS"] ?? "") s late")
+    }
+
+    // MARK: single location request
+
+    /// A program asks for a location every 10 minutes of the parked shift, no older than 2 s
+    /// (so a paused receiver has to be woken): the power report
+    /// counts the requests and the on-time they cost (the same run with them less without them).
+    /// A paused receiver is woken for each and answers within seconds; the requests cost a small
+    /// part of what continuous tracking would.
+    @Test func parkedShiftWithLocationRequestsCountsTheirOnTime() throws {
+        let plain = try Self.parkedShift.run("--power-report")
+        let lines = try Self.parkedShift.run("--power-report", ["--locate-every", "600", "--locate-accuracy", "hundredMeters", "--locate-max-age", "2"])
+        var reports: [String: [String: Any]] = [:]
+        var without: [String: [String: Any]] = [:]
+        for line in lines where line["class"] as? String == "POWER" { reports[line["tier"] as! String] = line }
+        for line in plain where line["class"] as? String == "POWER" { without[line["tier"] as! String] = line }
+        let hours = try #require(reports["hundredMeters"]?["hours"] as? Double)
+        let expected = Int(hours * 3600 / 600)
+        for tier in ["best", "nearestTenMeters", "hundredMeters", "kilometer", "threeKilometers"] {
+            let report = try #require(reports[tier]), base = try #require(without[tier])
+            let requests = report["locates"] as? Int ?? 0
+            #expect(abs(requests - expected) <= 1, "\(tier): \(requests) requests in \(hours) h")
+            let answered = (report["locatesAtOnce"] as? Int ?? 0) + (report["locatesLocated"] as? Int ?? 0)
+            #expect(answered == requests && report["locatesUnavailable"] as? Int == 0, "\(tier): \(report)")
+            let onTime = try #require(report["locateOnTimeS"] as? Double)
+            let difference = (report["gnssOnTimeS"] as? Double ?? 0) - (base["gnssOnTimeS"] as? Double ?? 0)
+            #expect(abs(onTime - difference) < 0.2, "\(tier): the requests' on-time is the difference: \(onTime) vs \(difference)")
+            #expect(onTime >= 0 && onTime <= Double(requests) * 10, "\(tier): at most 10 s of receiver a request: \(onTime) s")
+            #expect((report["locateAnswerMaxS"] as? Double ?? 99) <= 5, "\(tier): \(report)")
+        }
+        // A paused receiver is woken for the requests: they cost it on-time.
+        let hundred = try #require(reports["hundredMeters"])
+        #expect((hundred["locateOnTimeS"] as? Double ?? 0) > 0 && (hundred["locatesLocated"] as? Int ?? 0) > 0, "\(hundred)")
+        print("parked shift, hundredMeters, a request every 10 min: \(hundred["locates"] ?? "") requests cost \(hundred["locateOnTimeS"] ?? "") s of receiver on-time, answered within \(hundred["locateAnswerMaxS"] ?? "") s")
+        let refused = try locus(["replay", "--config", "x.toml", "--nmea", "x.nmea", "--locate-every", "600"])
+        #expect(refused.status != 0 && refused.error.contains("go with --power-report"), "\(refused.error)")
     }
 
     @Test func powerReportCheaperTiersCostLessAndMissNoTransition() throws {

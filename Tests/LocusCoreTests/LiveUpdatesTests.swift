@@ -199,7 +199,7 @@ func updates(_ outputs: [LiveOutput]) -> [LocationUpdate] {
         #expect(detector.visit(for: .none) == nil)
     }
 
-    @Test func aStopIsOneVisitWithItsTimes() {
+    @Test func aStopIsOneVisitReportedAtArrivalAndAtDeparture() throws {
         // Drive 60 s north at 10 m/s, stop 10 min with 3 m wander, drive on.
         let updater = LiveUpdater(settings: LiveUpdateSettings(preset: .automotiveNavigation, tier: .best, visitMinimumMs: 300_000))
         var drift = Drift(state: 99)
@@ -211,12 +211,53 @@ func updates(_ outputs: [LiveOutput]) -> [LocationUpdate] {
             fixes.append(liveFix(second, latitude, longitude))
         }
         for second in 660..<720 { fixes.append(liveFix(second, stopLatitude + Double(second - 659) * 10 / 111_132, 7.0, speed: 10)) }
-        let visits = collect(updater, fixes).compactMap { if case .visit(let visit) = $0 { return visit } else { return nil } }
-        #expect(visits.count == 1)
+        let outputs = collect(updater, fixes)
+        let visits = outputs.compactMap { if case .visit(let visit) = $0 { return visit } else { return nil } }
+        // Reported twice, as CLVisit is: at arrival (no departure) once the stay has lasted the
+        // minimum, then at departure with both times.
+        #expect(visits.count == 2)
+        guard visits.count == 2 else { return }
         let start = Int64(1_710_496_800)
-        #expect(abs(visits[0].arrival.seconds - (start + 60)) <= 3)
-        #expect(abs(visits[0].departure.seconds - (start + 659)) <= 3)
-        #expect(Geodesy.distanceM(visits[0].latitude, visits[0].longitude, stopLatitude, 7.0) < 3)
+        #expect(visits[0].departure == nil && visits[1].departure != nil)
+        for visit in visits {
+            #expect(abs(visit.arrival.seconds - (start + 60)) <= 3)
+            #expect(Geodesy.distanceM(visit.latitude, visit.longitude, stopLatitude, 7.0) < 3)
+        }
+        #expect(abs((visits[1].departure?.seconds ?? 0) - (start + 659)) <= 3)
+        // The arrival is reported with the first fix at which the stay has lasted 5 minutes:
+        // the outputs before it are the updates up to about 60 + 300 s.
+        let arrivalIndex = try #require(outputs.firstIndex { if case .visit = $0 { return true } else { return false } })
+        let before = outputs[..<arrivalIndex].compactMap { if case .update(let update) = $0 { return update.time.seconds } else { return nil } }
+        #expect(before.allSatisfy { $0 <= start + 362 }, "updates before the arrival: \(before.suffix(3))")
+    }
+
+    @Test func anArrivalFallsDueWithoutAFixAndIsReportedOncePerStay() {
+        var detector = VisitDetector(minimumMs: 300_000)
+        let stay = StationaryDetector.Stay(arrivalNs: 100_000_000_000, lastNearNs: 200_000_000_000, latitude: 45, longitude: 7, radiusM: 12)
+        #expect(detector.arrivalDueNs(stay) == 400_000_000_000)
+        #expect(detector.arrival(stay, nowNs: 399_999_999_999) == nil)
+        let arrival = detector.arrival(stay, nowNs: 400_000_000_000)
+        #expect(arrival == Visit(arrival: UTCTime(seconds: 100), departure: nil, latitude: 45, longitude: 7, radiusM: 12))
+        #expect(detector.arrival(stay, nowNs: 500_000_000_000) == nil && detector.arrivalDueNs(stay) == nil)
+        #expect(detector.arrival(nil, nowNs: 500_000_000_000) == nil)
+    }
+
+    /// While paused there may be no fix for a while: the updater's deadline is the arrival, and a
+    /// tick at it reports the arrival.
+    @Test func theUpdaterReportsAnArrivalOnATick() throws {
+        let updater = LiveUpdater(settings: LiveUpdateSettings(preset: .automotiveNavigation, tier: .best, visitMinimumMs: 300_000))
+        var fixes: [Fix] = []
+        for second in 0..<200 { fixes.append(liveFix(second, 45.0, 7.0)) }
+        let outputs = collect(updater, fixes)
+        #expect(!outputs.contains { if case .visit = $0 { return true } else { return false } })
+        #expect(updater.isStationary)
+        let due = try #require(updater.nextDeadlineNs)
+        let start = Int64(1_710_496_800)
+        #expect(due == (start + 300) * 1_000_000_000, "arrival at the first fix, due 5 minutes later")
+        updater.tick(now: UTCTime(nanoseconds: due))
+        var visits: [Visit] = []
+        while let output = updater.nextOutput() { if case .visit(let visit) = output { visits.append(visit) } }
+        #expect(visits.count == 1 && visits.first?.departure == nil && visits.first?.arrival == UTCTime(seconds: start))
     }
 }
 

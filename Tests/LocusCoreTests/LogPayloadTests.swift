@@ -37,6 +37,39 @@ import Testing
         for entry in entries { #expect(roundTrip(entry) == entry) }
     }
 
+    /// Visits are reported at arrival and at departure; the record says which. A record written
+    /// before that (40 bytes: the five fields, built here by hand in little-endian) still reads,
+    /// as the departure it was; an unknown kind is refused.
+    @Test func visitsRoundTripAndOldRecordsStillRead() {
+        func decode(_ bytes: [UInt8]) -> Visit? {
+            bytes.withUnsafeBytes { raw in
+                var reader = ByteReader(raw)
+                return LogPayload.readVisit(&reader)
+            }
+        }
+        func encode(_ visit: Visit) -> [UInt8] {
+            var bytes = [UInt8](repeating: 0, count: 64)
+            let count = bytes.withUnsafeMutableBytes { raw in
+                var writer = ByteWriter(raw)
+                LogPayload.write(visit, &writer)
+                return writer.written.count
+            }
+            return Array(bytes[..<count])
+        }
+        let departure = Visit(arrival: UTCTime(seconds: 1_710_496_800), departure: UTCTime(seconds: 1_710_497_400),
+                              latitude: 45.0324, longitude: 7.0001, radiusM: 28)
+        var arrival = departure
+        arrival.departure = nil
+        #expect(encode(departure).count == 41 && decode(encode(departure)) == departure)
+        #expect(decode(encode(arrival)) == arrival && decode(encode(arrival))?.isArrival == true)
+
+        func little<T: FixedWidthInteger>(_ value: T) -> [UInt8] { (0..<(T.bitWidth / 8)).map { UInt8(truncatingIfNeeded: value >> ($0 * 8)) } }
+        let old = little(Int64(1_710_496_800) * 1_000_000_000) + little(Int64(1_710_497_400) * 1_000_000_000)
+            + little(45.0324.bitPattern) + little(7.0001.bitPattern) + little(28.0.bitPattern)
+        #expect(old.count == 40 && decode(old) == departure)
+        #expect(decode(old + [2]) == nil && decode(Array(old.prefix(39))) == nil)
+    }
+
     @Test func eventsRoundTrip() {
         var explanation = Explanation(source: .sighting)
         explanation.rssiFiltered = -61.5

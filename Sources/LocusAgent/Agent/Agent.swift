@@ -219,6 +219,7 @@ final class Agent {
             case .fix(let fix): log.appendFix(fix)
             case .visit(let visit): log.appendVisit(visit, now)
             case .stream(let slot, let line): if !sessions.sendStream(slot, line) { updates.endStream(slot) }
+            case .reply(let slot, let line): sessions.sendReply(slot, line)
             }
         }
         while let order = updates.nextReceiverOrder() { gnss.apply(order, now) }
@@ -250,7 +251,7 @@ final class Agent {
             sessions.flush(slot)
         }
         while let slot = sessions.nextEndedStream() {
-            updates.endStream(slot)
+            updates.connectionEnded(slot, now)
             ranging.end(slot)
             takeUpdates(now)
         }
@@ -273,7 +274,8 @@ final class Agent {
         case .subscribe(let monitor, let after, let consumer): sessions.subscribe(request, monitor, after, consumer: consumer, log)
         case .open(let monitor): sessions.open(request, monitor, engine, log)
         case .ack(let monitor, let sequence): sessions.acknowledge(request, monitor, sequence, log, now)
-        case .updates(let preset, let accuracy): sessions.updates(request, preset, accuracy, updates)
+        case .updates(let preset, let accuracy, let significantChangeM):
+            sessions.updates(request, preset, accuracy, significantChangeM: significantChangeM, updates)
         case .updatesStop: sessions.updatesStop(request, updates)
         case .gpioClear(let name):
             changed = sessions.gpioClear(request, name, outputs, log, now)
@@ -281,6 +283,10 @@ final class Agent {
         // MARK: beacon ranging
         case .range(let constraint): sessions.range(request, constraint, ranging, now)
         case .rangeStop: sessions.rangeStop(request, ranging)
+        // MARK: single location request and visits
+        case .locate(let accuracy, let maxAgeMs, let timeoutMs):
+            sessions.locate(request, accuracy, maxAgeMs: maxAgeMs, timeoutMs: timeoutMs, updates, now, receiver: gnss.receiverState)
+        case .visits(let sinceNs, let limit): sessions.visits(request, sinceNs: sinceNs, limit: limit, log)
         }
         if changed { outputs.refresh(engine, now, cause: cause) { log.appendGPIO($0, now) } }
         takeUpdates(now)

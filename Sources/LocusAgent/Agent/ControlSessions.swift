@@ -33,14 +33,17 @@ final class ControlSessions: LoopComponent {
         var streamEnded = false
         /// It asked for beacon ranging: its ranging ends with it (through `streamEnded`).
         var ranging = false
+        /// A location request of this connection is waiting (its reply comes later).
+        var locating = false
 
         /// The connection ended (or a new one takes the slot): it starts over.
         mutating func reset() {
             subscription = nil
             claim = nil
-            if streaming || ranging { streamEnded = true }
+            if streaming || ranging || locating { streamEnded = true }
             streaming = false
             ranging = false
+            locating = false
         }
     }
 
@@ -180,6 +183,10 @@ final class ControlSessions: LoopComponent {
                 return nil
             case .line(let bytes):
                 guard !bytes.isEmpty else { continue }
+                // The simplest requests (a flat `locate`) are read without a parse's allocations.
+                if let flat = FlatRequest.decode(bytes), !(server.isReadOnly(slot) && ControlReply.changesState(flat.request)) {
+                    return Request(slot: slot, id: flat.id, operation: flat.request)
+                }
                 let (id, decoded) = ControlProtocol.decode(Array(bytes))
                 switch decoded {
                 case .failure(let error):
@@ -534,17 +541,19 @@ final class ControlSessions: LoopComponent {
 
     // MARK: live updates
 
-    func updates(_ request: Request, _ preset: LivePreset?, _ accuracy: AccuracyTier?, _ updates: LiveUpdates) {
+    func updates(_ request: Request, _ preset: LivePreset?, _ accuracy: AccuracyTier?, significantChangeM: Double?, _ updates: LiveUpdates) {
         guard privacy != .none else {
             return refuse(request, .permissionDenied, "this site does not give out positions ([privacy] fixes = \"none\")")
         }
-        let (chosenPreset, chosenTier, radios) = updates.startStream(request.slot, preset: preset, accuracy: accuracy)
+        let (chosenPreset, chosenTier, radios) = updates.startStream(request.slot, preset: preset, accuracy: accuracy,
+                                                                     significantChangeM: significantChangeM)
         slots[request.slot].streaming = true
         begin(request)
         line.string("preset", chosenPreset.description)
         line.string("accuracy", chosenTier.description)
         line.string("radios", radios.description)
         line.boolean("coarse", privacy == .coarse)
+        if let significantChangeM { line.number("significant_change_m", significantChangeM, decimals: 1) }
         finish(request)
     }
 
@@ -600,5 +609,58 @@ final class ControlSessions: LoopComponent {
         dismiss(slot, "ranging lines came faster than this client read them; range again")
         slots[slot].ranging = false
         return false
+    }
+    // MARK: single location request
+
+    /// `locate`: answered now (the last fix is recent and accurate enough) or when the live
+    /// updates have a fix or reach the timeout (`sendReply`). Positions follow `[privacy]`.
+    func locate(_ request: Request, _ accuracy: AccuracyTier?, maxAgeMs: Int64, timeoutMs: Int64, _ updates: LiveUpdates,
+                _ now: AgentTime, receiver: ReceiverState) {
+        guard privacy != .none else {
+            return refuse(request, .permissionDenied, "this site does not give out positions ([privacy] fixes = \"none\")")
+        }
+        switch updates.locate(request.slot, id: request.id, accuracy: accuracy, maxAgeMs: maxAgeMs, timeoutMs: timeoutMs, now, receiver: receiver) {
+        case .answered(let fix, let ageMs):
+            line.reset()
+            ControlReply.located(request.id, PrivacyFilter.shownFix(fix, privacy), ageMs: ageMs, accuracyLimited: false, into: &line)
+            send(request.slot)
+        case .waiting:
+            slots[request.slot].locating = true
+        case .busy:
+            refuse(request, .busy, "this connection has a location request waiting already; wait for its reply (or use another connection)")
+        }
+    }
+
+    /// The reply to a location request that waited; a connection that cannot take it is hung up.
+    func sendReply(_ slot: Int, _ bytes: UnsafeRawBufferPointer) {
+        guard let server, slots[slot].locating else { return }
+        slots[slot].locating = false
+        if server.send(slot, bytes) { server.flush(slot) } else { hangUp(slot) }
+    }
+
+    // MARK: visits
+
+    /// `visits`: the log's visit records (arrivals and departures) from `sinceNs` on, the newest
+    /// `limit`, oldest first, each with its log sequence number.
+    func visits(_ request: Request, sinceNs: Int64?, limit: Int, _ log: EventLog) {
+        guard privacy != .none else {
+            return refuse(request, .permissionDenied, "this site does not give out positions ([privacy] fixes = \"none\")")
+        }
+        var found: [(UInt64, Visit)] = []
+        found.reserveCapacity(limit)
+        do {
+            try log.forEachVisit { sequence, visit in
+                if let sinceNs, (visit.departure ?? visit.arrival).totalNanoseconds < sinceNs { return }
+                if found.count == limit { found.removeFirst() }
+                found.append((sequence, visit))
+            }
+        } catch {
+            return refuse(request, .unavailable, "the log could not be read: \(error)")
+        }
+        begin(request)
+        line.beginArray("visits")
+        for (sequence, visit) in found { ControlReply.visitRecord(visit, sequence: sequence, into: &line) }
+        line.endArray()
+        finish(request)
     }
 }

@@ -211,6 +211,11 @@ final class EventLog: LoopComponent {
     }
 
     /// The latched outputs every checkpoint states.
+    /// Every visit record the log holds (none without a log), for `visits`.
+    func forEachVisit(_ body: (UInt64, Visit) -> Void) throws(LogStoreError) {
+        try session?.persistence.forEachVisit(body)
+    }
+
     func setLatched(_ names: [FixedName]) { session?.persistence.latched = names }
 
     // Changes made over the control socket, logged before they are answered (the caller

@@ -33,6 +33,18 @@ final class LiveUpdates: LoopComponent {
         case visit(Visit)
         /// A stream's lines for control slot `slot`; nil when they did not fit `streamBytes`.
         case stream(slot: Int, line: UnsafeRawBufferPointer?)
+        /// The reply to a location request that waited, for control slot `slot`.
+        case reply(slot: Int, line: UnsafeRawBufferPointer)
+    }
+
+    /// How a location request started (`locate`).
+    enum LocateStart {
+        /// The last fix answers it: this fix, this old.
+        case answered(Fix, ageMs: Int64)
+        /// It waits; its reply comes as an `Item.reply`.
+        case waiting
+        /// The connection has a request waiting already.
+        case busy
     }
 
     /// One control connection's stream.
@@ -67,6 +79,18 @@ final class LiveUpdates: LoopComponent {
     private let batch: UnsafeMutableBufferPointer<LocationUpdate>
     private var line = JSONWriter(capacity: LiveUpdates.streamBytes)
     private var scratch = JSONWriter(capacity: 2048)
+    // MARK: single location request (state)
+    /// Location requests waiting for a fix, one per control slot.
+    private let locates: LocateRequests
+    /// The last fix with a position (any filter's verdict aside), for requests answered at once.
+    private var lastFix: Fix? = nil
+    /// Since when requests have been waiting (the receiver kept awake for them), and the total.
+    private var locateWaitingSinceNs: Int64? = nil
+    private var locateWaitingNs: Int64 = 0
+    private var locatesAtOnce = 0
+    private var locatesLocated = 0
+    private var locatesLimited = 0
+    private var locatesUnavailable = 0
 
     /// Opens the motion input, if the site names one (the board's input of that name).
     init(loaded: LoadedConfig, slots: Int, stateDirectory: String) throws(GPIOError) {
@@ -76,6 +100,7 @@ final class LiveUpdates: LoopComponent {
         radioTier = site.accuracy
         privacy = loaded.site.fixPrivacy
         streams = Array(repeating: nil, count: slots)
+        locates = LocateRequests(capacity: slots)
         orders.reserveCapacity(LiveUpdates.orderCapacity)
         batch = .allocate(capacity: max(1, site.batchCount))
         if let name = site.motionInput, let gpio = loaded.board.gpio, let input = gpio.inputs.first(where: { $0.name == name }) {
@@ -100,6 +125,7 @@ final class LiveUpdates: LoopComponent {
         next.consider(siteUpdater.nextDeadlineNs.map { UTCTime(nanoseconds: $0) })
         next.consider(pause.nextDeadlineNs.map { UTCTime(nanoseconds: $0) })
         next.consider(sampleWakeAt)
+        next.consider(locates.earliestDeadlineNs.map { MonotonicInstant(nanoseconds: $0) })
         guard streamCount > 0 else { return }
         for slot in streams.indices { next.consider(streams[slot]?.updater.nextDeadlineNs.map { UTCTime(nanoseconds: $0) }) }
     }
@@ -115,6 +141,15 @@ final class LiveUpdates: LoopComponent {
         line.integer("motion_wakes", pause.motionWakes)
         line.integer("filtered", siteUpdater.filteredCount)
         line.integer("streams", streamCount)
+        line.beginObject("locate")
+        line.integer("waiting", locates.waitingCount)
+        line.integer("at_once", locatesAtOnce)
+        line.integer("located", locatesLocated)
+        line.integer("accuracy_limited", locatesLimited)
+        line.integer("unavailable", locatesUnavailable)
+        line.integer("wakes", pause.requestWakes)
+        line.number("waiting_s", Double(locateWaitingNs) / 1e9, decimals: 1)
+        line.endObject()
         line.endObject()
     }
 
@@ -138,6 +173,13 @@ final class LiveUpdates: LoopComponent {
         carryOut(pause.observed(wasStationary: wasStationary, isStationary: isStationary, accepted: accepted,
                                 nowNs: time.totalNanoseconds), receiver, why: why)
         if streamCount > 0 { for slot in streams.indices { streams[slot]?.updater.observe(fix, now: time) } }
+        if fix.hasPosition {
+            lastFix = fix
+            if locates.waitingCount > 0 {
+                locates.observe(fix, nowNs: time.totalNanoseconds)
+                if locates.waitingCount == 0 { locatesReleased(time.totalNanoseconds) }
+            }
+        }
         if accepted { scheduleNextFix(fix, time, receiver, engine) }
     }
 
@@ -147,6 +189,10 @@ final class LiveUpdates: LoopComponent {
         if let wakeAt = sampleWakeAt, now.utc >= wakeAt {
             sampleWakeAt = nil
             if !pause.isPaused { queue(.wake) }
+        }
+        if locates.waitingCount > 0 {
+            locates.tick(monotonicNs: now.monotonic.nanoseconds, nowNs: now.utc.totalNanoseconds)
+            if locates.waitingCount == 0 { locatesReleased(now.utc.totalNanoseconds) }
         }
         carryOut(pause.tick(isStationary: siteUpdater.isStationary, nowNs: now.utc.totalNanoseconds), receiver, why: "probe")
         if streamCount > 0 { for slot in streams.indices { streams[slot]?.updater.tick(now: now.utc) } }
@@ -179,10 +225,22 @@ final class LiveUpdates: LoopComponent {
 
     /// A control slot asks for updates: its stream, and the radios at the finest tier wanted.
     /// Returns the preset and tier it got and the radios' tier.
-    func startStream(_ slot: Int, preset: LivePreset?, accuracy: AccuracyTier?) -> (LivePreset, AccuracyTier, AccuracyTier) {
+    /// With `significantChangeM`, the stream delivers an update only after a move of that many
+    /// metres, whatever the site's `significant_change`, and its tier is never finer than the
+    /// coarse one the distance implies (`significantChangeTier`): it does not raise the radios.
+    func startStream(_ slot: Int, preset: LivePreset?, accuracy: AccuracyTier?, significantChangeM: Double? = nil)
+        -> (LivePreset, AccuracyTier, AccuracyTier) {
         let chosenPreset = preset ?? site.preset
-        let chosenTier = accuracy ?? site.accuracy
-        let settings = LiveUpdateSettings(site, preset: chosenPreset, tier: chosenTier)
+        var chosenTier = accuracy ?? site.accuracy
+        if let significantChangeM {
+            let coarse = LiveUpdates.significantChangeTier(significantChangeM)
+            if accuracy == nil || chosenTier < coarse { chosenTier = coarse }
+        }
+        var settings = LiveUpdateSettings(site, preset: chosenPreset, tier: chosenTier)
+        if let significantChangeM {
+            settings.significantChange = true
+            settings.significantChangeM = significantChangeM
+        }
         if streams[slot] == nil { streamCount += 1 }
         streams[slot] = Stream(updater: LiveUpdater(settings: settings), preset: chosenPreset, tier: chosenTier)
         AgentLog.info("locus: updates: stream \(slot) opened (\(chosenPreset), \(chosenTier))")
@@ -199,6 +257,84 @@ final class LiveUpdates: LoopComponent {
         applyRadioTier()
     }
 
+    /// A control connection ended: its stream and its waiting location request end with it.
+    func connectionEnded(_ slot: Int, _ now: AgentTime) {
+        endStream(slot)
+        guard slot < locates.capacity, locates.isBusy(slot) else { return }
+        let waiting = locates.waitingCount
+        locates.cancel(slot: slot)
+        if waiting > 0 && locates.waitingCount == 0 { locatesReleased(now.utc.totalNanoseconds) }
+    }
+
+    // MARK: significant change
+
+    /// The coarsest tier whose accuracy is within a significant-change distance: 1 km and more is
+    /// `kilometer` (3 km and more `threeKilometers`), less is `hundredMeters`; never finer.
+    static func significantChangeTier(_ distanceM: Double) -> AccuracyTier {
+        var tier = AccuracyTier.hundredMeters
+        for candidate in [AccuracyTier.kilometer, .threeKilometers] where TierPolicy(tier: candidate).desiredAccuracyM <= distanceM {
+            tier = candidate
+        }
+        return tier
+    }
+
+    // MARK: single location request
+
+    /// `locate` from control slot `slot`: answered at once by the last fix when it is recent and
+    /// accurate enough; otherwise it waits, and the receiver is woken through its plan: the
+    /// radios go to the request's tier if it is finer, a paused receiver (stationary, or off
+    /// between boundary-aware samples) is woken and kept awake until the request is answered.
+    /// Requests waiting together share the wake.
+    func locate(_ slot: Int, id: Int64?, accuracy: AccuracyTier?, maxAgeMs: Int64, timeoutMs: Int64, _ now: AgentTime,
+                receiver: ReceiverState) -> LocateStart {
+        let tier = accuracy ?? site.accuracy
+        let nowNs = now.utc.totalNanoseconds
+        if LocateRequests.answersAtOnce(lastFix, tier: tier, maxAgeMs: maxAgeMs, nowNs: nowNs), let fix = lastFix, let time = fix.time {
+            locatesAtOnce += 1
+            return .answered(fix, ageMs: (nowNs - time.totalNanoseconds) / 1_000_000)
+        }
+        guard !locates.isBusy(slot) else { return .busy }
+        if locates.waitingCount == 0 { locateWaitingSinceNs = nowNs }
+        locates.start(slot: slot, id: id, tier: tier, timeoutMs: timeoutMs, monotonicNs: now.monotonic.nanoseconds)
+        applyRadioTier()
+        if let deadlineNs = locates.latestDeadlineNs {
+            // The pause keeps the UTC clock: the latest deadline as a UTC time from this turn's.
+            let untilNs = nowNs + (deadlineNs - now.monotonic.nanoseconds)
+            carryOut(pause.requested(untilNs: untilNs, nowNs: nowNs), receiver, why: "location request")
+        }
+        if sampleWakeAt != nil {
+            // Off between boundary-aware samples: woken now rather than at the next sample.
+            sampleWakeAt = nil
+            AgentLog.info("locus: updates: waking the receiver (location request)")
+            queue(.wake)
+        }
+        AgentLog.info("locus: updates: location request \(slot) waiting (\(tier), up to \(timeoutMs / 1000) s)")
+        return .waiting
+    }
+
+    /// The last waiting request was answered or went away: the receiver goes back to the plan it
+    /// was on (the radios' tier without the requests; asleep again at the next tick if stationary).
+    private func locatesReleased(_ nowNs: Int64) {
+        if let since = locateWaitingSinceNs { locateWaitingNs += max(0, nowNs - since) }
+        locateWaitingSinceNs = nil
+        pause.requestsAnswered(nowNs: nowNs)
+        applyRadioTier()
+    }
+
+    /// An answered request's reply into `line`, its fix filtered per `[privacy]`.
+    private func renderLocated(_ request: LocateRequests.Request) {
+        line.reset()
+        guard let best = request.best, request.outcome != .unavailable else {
+            locatesUnavailable += 1
+            ControlReply.locationUnavailable(request.id, timeoutMs: request.timeoutMs, into: &line)
+            return
+        }
+        if request.outcome == .located { locatesLocated += 1 } else { locatesLimited += 1 }
+        let fix = PrivacyFilter.shownFix(best, privacy)
+        let ageMs = (request.answeredNs - (best.time?.totalNanoseconds ?? request.answeredNs)) / 1_000_000
+        ControlReply.located(request.id, fix, ageMs: ageMs, accuracyLimited: request.outcome == .accuracyLimited, into: &line)
+    }
+
     // MARK: what the loop takes
 
     /// The next item for the loop: the site updater's fixes and visits first, then each stream's
@@ -211,11 +347,19 @@ final class LiveUpdates: LoopComponent {
                 guard update.fix.hasPosition else { continue }
                 return .fix(update.fix)
             case .visit(let visit):
-                AgentLog.info("locus: updates: visit from \(visit.arrival.iso8601) to \(visit.departure.iso8601), radius \(Int(visit.radiusM)) m")
+                if let departure = visit.departure {
+                    AgentLog.info("locus: updates: visit from \(visit.arrival.iso8601) to \(departure.iso8601), radius \(Int(visit.radiusM)) m")
+                } else {
+                    AgentLog.info("locus: updates: arrived at a visit since \(visit.arrival.iso8601), radius \(Int(visit.radiusM)) m")
+                }
                 return .visit(visit)
             case .batchEnd:
                 continue
             }
+        }
+        if let answered = locates.nextAnswered() {
+            renderLocated(answered.request)
+            return .reply(slot: answered.slot, line: line.bytes)
         }
         while streamCount > 0 && nextSlot < streams.count {
             let slot = nextSlot
@@ -312,6 +456,7 @@ final class LiveUpdates: LoopComponent {
     private func applyRadioTier() {
         var wanted = site.accuracy
         for stream in streams { if let stream, stream.tier < wanted { wanted = stream.tier } }
+        if let requested = locates.finestTier, requested < wanted { wanted = requested }
         guard wanted != radioTier else { return }
         AgentLog.info("locus: updates: radios from \(radioTier) to \(wanted)")
         radioTier = wanted

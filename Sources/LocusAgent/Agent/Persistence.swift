@@ -195,7 +195,17 @@ final class Persistence {
     }
 
     func visit(_ visit: Visit) throws(LogStoreError) {
-        _ = try append(.visit, time: visit.departure.totalNanoseconds) { LogPayload.write(visit, &$0) }
+        _ = try append(.visit, time: (visit.departure ?? visit.arrival).totalNanoseconds) { LogPayload.write(visit, &$0) }
+    }
+
+    /// Every visit record (arrivals and departures), in order.
+    func forEachVisit(_ body: (UInt64, Visit) -> Void) throws(LogStoreError) {
+        try store.forEachRecord(afterSequence: 0) { header, payload in
+            guard header.typeCode == LogRecordType.visit.rawValue else { return }
+            var reader = ByteReader(payload)
+            guard let visit = LogPayload.readVisit(&reader) else { return }
+            body(header.sequence, visit)
+        }
     }
 
     func fix(_ fix: LogPayload.LoggedFix) throws(LogStoreError) {

@@ -12,9 +12,11 @@ import LocusDevices
 public final class AgentBenchmark {
     let agent: Agent
     let master: Int32
+    let directory: String
 
     /// nil (with the reason on standard error) when the site cannot be set up.
     public init?(directory: String) {
+        self.directory = directory
         let state = Paths.join(directory, "state")
         _ = Files.makeDirectory(directory, mode: 0o750)
         _ = Files.makeDirectory(state, mode: 0o750)
@@ -56,5 +58,22 @@ public final class AgentBenchmark {
     }
 
     public var fixes: Int { agent.gnss.fixesDecoded }
+
+    // MARK: single location request
+
+    /// A control connection for `locate` requests (false: the socket is not there).
+    private var client: ControlConnection? = nil
+
+    public func connect() -> Bool {
+        client = ControlConnection(path: Paths.join(Paths.join(directory, "state"), "control.sock"))
+        return client != nil
+    }
+
+    /// Sends a request line (a Unix socket: the agent's end has it when this returns).
+    public func send(_ line: String) {
+        _ = client?.send(line)
+    }
+
+    public func reply() -> [UInt8]? { client?.readLine(timeoutMs: 1_000) }
     public var events: Int { agent.log.events }
 }

@@ -26,7 +26,7 @@ struct AgentClient: ~Copyable {
 
     /// Sends a request, {"id":N,<members>} (`members` writes the members after the id), and
     /// returns the reply's bytes, or an error message for the user.
-    mutating func request(_ members: (inout JSONWriter) -> Void) -> Result<[UInt8], ExitStatus> {
+    mutating func request(timeoutMs: Int32 = AgentClient.replyTimeoutMs, _ members: (inout JSONWriter) -> Void) -> Result<[UInt8], ExitStatus> {
         line.reset()
         line.beginObject()
         line.integer("id", nextID)
@@ -39,8 +39,8 @@ struct AgentClient: ~Copyable {
         if let error = connection.send(line.string) {
             return .failure(ExitStatus(code: CommandLineInterface.failure("control", "cannot send to the agent: \(error)")))
         }
-        guard let reply = connection.readLine(timeoutMs: AgentClient.replyTimeoutMs) else {
-            return .failure(ExitStatus(code: CommandLineInterface.failure("control", "the agent did not answer within \(AgentClient.replyTimeoutMs / 1000) s")))
+        guard let reply = connection.readLine(timeoutMs: timeoutMs) else {
+            return .failure(ExitStatus(code: CommandLineInterface.failure("control", "the agent did not answer within \(timeoutMs / 1000) s")))
         }
         return .success(reply)
     }
@@ -167,7 +167,7 @@ enum AgentCommands {
         return CommandLineInterface.failure("events", "the agent closed the connection (stopped?)")
     }
 
-    static let updatesUsage = "usage: locus updates [--state DIR] [--config PRESET] [--accuracy TIER] [--follow]"
+    static let updatesUsage = "usage: locus updates [--state DIR] [--config PRESET] [--accuracy TIER] [--significant-change[=M]] [--follow]"
 
     /// `locus updates`: ask the agent for a live-update stream and print it.
     static func updates(_ arguments: [String]) -> Int32 {
@@ -180,12 +180,23 @@ enum AgentCommands {
         // The stream's settings, in the order given.
         var settings: [(key: StaticString, value: String)] = []
         var follow = false
+        var significantChangeM: Double? = nil
         var index = 0
         while index < rest.count {
             let argument = rest[index]
             switch argument {
             case "--follow":
                 follow = true
+                index += 1
+            case _ where argument == "--significant-change" || argument.hasPrefix("--significant-change="):
+                significantChangeM = ControlProtocol.defaultSignificantChangeM
+                if let equals = argument.utf8.firstIndex(of: UInt8(ascii: "=")) {
+                    let text = String(argument[argument.index(after: equals)...])
+                    guard let metres = Double(text), metres >= 50, metres <= 100_000 else {
+                        return CommandLineInterface.usageError("updates: --significant-change=M takes metres, 50...100000 (not '\(text)')", hint: updatesUsage)
+                    }
+                    significantChangeM = metres
+                }
                 index += 1
             case "--config", "--accuracy":
                 guard index + 1 < rest.count else { return CommandLineInterface.usageError("updates: \(argument) needs a value", hint: updatesUsage) }
@@ -214,6 +225,7 @@ enum AgentCommands {
         switch client.request({ line in
             line.string("op", "updates")
             for setting in settings { line.string(setting.key, setting.value) }
+            if let significantChangeM { line.number("significant_change_m", significantChangeM, decimals: 1) }
         }) {
         case .success(let reply):
             if let message = AgentClient.errorMessage(reply) { return CommandLineInterface.failure("updates", message) }
@@ -229,5 +241,112 @@ enum AgentCommands {
             }
         }
         return CommandLineInterface.failure("updates", "the agent closed the connection (stopped?)")
+    }
+
+    // MARK: single location request and visits
+
+    static let locateUsage = "usage: locus locate [--state DIR] [--accuracy TIER] [--max-age S] [--timeout S]"
+
+    /// `locus locate`: one location from the agent (CLLocationManager.requestLocation).
+    static func locate(_ arguments: [String]) -> Int32 {
+        var rest = arguments
+        let directory: String
+        switch stateDirectory(&rest, usage: locateUsage) {
+        case .success(let value): directory = value
+        case .failure(let status): return status.code
+        }
+        var accuracy: String? = nil
+        var maxAgeS: Double? = nil
+        var timeoutS = Double(LocateRequests.defaultTimeoutMs / 1000)
+        var index = 0
+        while index < rest.count {
+            let argument = rest[index]
+            guard argument == "--accuracy" || argument == "--max-age" || argument == "--timeout" else {
+                return CommandLineInterface.usageError("locate: unexpected argument '\(argument)'", hint: locateUsage)
+            }
+            guard index + 1 < rest.count else { return CommandLineInterface.usageError("locate: \(argument) needs a value", hint: locateUsage) }
+            let value = rest[index + 1]
+            index += 2
+            if argument == "--accuracy" {
+                guard AccuracyTier.named(value) != nil else {
+                    return CommandLineInterface.usageError("locate: no accuracy tier '\(value)' (tiers: \(AccuracyTier.names.map { $0.0 }.joined(separator: ", ")))", hint: locateUsage)
+                }
+                accuracy = value
+                continue
+            }
+            let limit = argument == "--timeout" ? Double(LocateRequests.maximumTimeoutMs / 1000) : Double(LocateRequests.maximumMaxAgeMs / 1000)
+            guard let seconds = Double(value), seconds >= (argument == "--timeout" ? 1 : 0), seconds <= limit else {
+                return CommandLineInterface.usageError("locate: \(argument) takes seconds, \(argument == "--timeout" ? 1 : 0)...\(Int(limit)) (not '\(value)')", hint: locateUsage)
+            }
+            if argument == "--timeout" { timeoutS = seconds } else { maxAgeS = seconds }
+        }
+        var client: AgentClient
+        switch connect(directory, "locate") {
+        case .success(let value): client = value
+        case .failure(let status): return status.code
+        }
+        // The agent answers by the timeout; a little more for the reply to arrive.
+        switch client.request(timeoutMs: Int32(timeoutS * 1000) + 5_000, { line in
+            line.string("op", "locate")
+            if let accuracy { line.string("accuracy", accuracy) }
+            if let maxAgeS { line.number("max_age_s", maxAgeS, decimals: 3) }
+            line.number("timeout_s", timeoutS, decimals: 3)
+        }) {
+        case .success(let reply):
+            if let message = AgentClient.errorMessage(reply) { return CommandLineInterface.failure("locate", message) }
+            Console.out((AgentClient.member("result", of: reply) ?? "") + "\n")
+            return 0
+        case .failure(let status):
+            return status.code
+        }
+    }
+
+    static let visitsUsage = "usage: locus visits [--state DIR] [--since UNIX_SECONDS] [--limit N]"
+
+    /// `locus visits`: the visits in the agent's log (arrivals and departures), one JSON line each.
+    static func visits(_ arguments: [String]) -> Int32 {
+        var rest = arguments
+        let directory: String
+        switch stateDirectory(&rest, usage: visitsUsage) {
+        case .success(let value): directory = value
+        case .failure(let status): return status.code
+        }
+        var since: Double? = nil
+        var limit: Int? = nil
+        var index = 0
+        while index < rest.count {
+            let argument = rest[index]
+            guard argument == "--since" || argument == "--limit", index + 1 < rest.count else {
+                return CommandLineInterface.usageError("visits: unexpected argument '\(argument)'", hint: visitsUsage)
+            }
+            let value = rest[index + 1]
+            index += 2
+            if argument == "--since" {
+                guard let seconds = Double(value), seconds >= 0 else { return CommandLineInterface.usageError("visits: --since takes seconds since 1970", hint: visitsUsage) }
+                since = seconds
+            } else {
+                guard let count = Int(value), count >= 1, count <= ControlProtocol.visitLimit else {
+                    return CommandLineInterface.usageError("visits: --limit takes 1...\(ControlProtocol.visitLimit)", hint: visitsUsage)
+                }
+                limit = count
+            }
+        }
+        var client: AgentClient
+        switch connect(directory, "visits") {
+        case .success(let value): client = value
+        case .failure(let status): return status.code
+        }
+        switch client.request({ line in
+            line.string("op", "visits")
+            if let since { line.number("since", since, decimals: 3) }
+            if let limit { line.integer("limit", limit) }
+        }) {
+        case .success(let reply):
+            if let message = AgentClient.errorMessage(reply) { return CommandLineInterface.failure("visits", message) }
+            for visit in AgentClient.elements("visits", of: reply) { Console.out(visit + "\n") }
+            return 0
+        case .failure(let status):
+            return status.code
+        }
     }
 }

@@ -90,7 +90,7 @@ public enum CommandLineInterface {
             run: GeoCommand.run),
         Command(
             name: "replay", summary: "run the monitor engine on NMEA and BLE recordings",
-            usage: "locus replay --config SITE.toml [--nmea FILE] [--hci FILE] [--state DIR] [--speed max|N] [--format jsonl|text] [--updates | --power-report]",
+            usage: "locus replay --config SITE.toml [--nmea FILE] [--hci FILE] [--state DIR] [--speed max|N] [--format jsonl|text] [--updates | --power-report [--locate-every S [--locate-accuracy TIER] [--locate-max-age S]]]",
             details: """
             Runs the site's monitors on recordings with a virtual clock: fixes take their time from
             the NMEA (RMC/ZDA dates), sightings from the capture (btsnoop timestamps, or lines of
@@ -104,7 +104,11 @@ public enum CommandLineInterface {
             --power-report prints, per accuracy tier, the fixes boundary-aware sampling would
             take, GNSS on-time, estimated mAh per day (typical currents of the board's receiver
             family), BLE scan duty, wake-ups per hour, and TRANSITION lines saying how late each
-            geofence transition is seen compared with using every recorded fix.
+            geofence transition is seen compared with using every recorded fix. With
+            --locate-every S it adds a program's location request every S seconds (at
+            --locate-accuracy TIER, default the site's; answered at once from a fix at most
+            --locate-max-age seconds old, default 30) and counts them and the receiver on-time they
+            cost (locateOnTimeS).
             """,
             run: ReplayCommand.run),
         Command(
@@ -142,7 +146,7 @@ public enum CommandLineInterface {
             run: AgentCommands.status),
         Command(
             name: "updates", summary: "live location updates from a running agent, as JSON lines",
-            usage: "locus updates [--state DIR] [--config PRESET] [--accuracy TIER] [--follow]",
+            usage: "locus updates [--state DIR] [--config PRESET] [--accuracy TIER] [--significant-change[=M]] [--follow]",
             details: """
             CLLocationUpdate.liveUpdates through the agent's control socket: one JSON line per
             update, gpsd's TPV fields plus isStationary, diagnostics (stationary,
@@ -152,7 +156,10 @@ public enum CommandLineInterface {
             airborne; TIER is best, nearestTenMeters, hundredMeters, kilometer or threeKilometers
             (both default to the site's [updates]). A finer tier than the site's raises the
             radios' duty cycle while this runs. Without --follow it prints the first update and
-            exits; with it, every update until interrupted.
+            exits; with it, every update until interrupted. --significant-change delivers an
+            update only after a move of 1,000 m (=M: M metres, 50...100000), whatever the site's
+            significant_change, and runs the radios no finer than the coarse tier that distance
+            implies (kilometer from 1 km, threeKilometers from 3 km, else hundredMeters).
             """,
             run: AgentCommands.updates),
         Command(
@@ -189,6 +196,32 @@ public enum CommandLineInterface {
             come. --count N stops after N seconds (default: until interrupted).
             """,
             run: RangeCommand.run),
+        // MARK: single location request and visits
+        Command(
+            name: "locate", summary: "one location from a running agent (requestLocation)",
+            usage: "locus locate [--state DIR] [--accuracy TIER] [--max-age S] [--timeout S]",
+            details: """
+            Prints {"fix":{TPV},"age_s":A,"accuracy_limited":B}. The agent answers at once with its
+            last fix when that fix is at most --max-age seconds old (default 30) and within the
+            tier's accuracy (TIER: best 5 m, nearestTenMeters 10 m, hundredMeters 100 m, kilometer
+            1 km, threeKilometers 3 km; default the site's [updates] accuracy). Otherwise it wakes
+            the receiver (out of the stationary pause or a coarse tier, through the receiver's
+            plan), prints the first fix within the accuracy, or at --timeout (default 30 s) the most
+            accurate fix it saw with accuracy_limited true; with no fix at all it exits 1
+            (location_unavailable). The receiver then goes back to the plan it was on.
+            """,
+            run: AgentCommands.locate),
+        Command(
+            name: "visits", summary: "the visits in a running agent's log, as JSON lines",
+            usage: "locus visits [--state DIR] [--since UNIX_SECONDS] [--limit N]",
+            details: """
+            Each visit is reported twice, as Core Location's CLVisit: at arrival (departure null),
+            once the stay has lasted [updates] visit_minimum, and at departure. Prints the log's
+            visit records oldest first with their log sequence number (seq): those at or after
+            --since (arrival reports by their arrival, departures by their departure), the newest
+            --limit (default and at most 200).
+            """,
+            run: AgentCommands.visits),
         Command(
             name: "help", summary: "show the commands, or the details of one",
             usage: "locus help [COMMAND]", details: "", run: { arguments in help(arguments) }),

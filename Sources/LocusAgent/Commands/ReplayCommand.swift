@@ -5,7 +5,7 @@ import LocusDevices
 /// recordings with a virtual clock. Fixes take their time from NMEA, sightings from the capture's
 /// timestamps; both are merged by time. Events are written as JSON lines.
 enum ReplayCommand {
-    static let usage = "usage: locus replay --config SITE.toml [--nmea FILE] [--hci FILE] [--state DIR] [--speed max|N] [--format jsonl|text] [--updates | --power-report]"
+    static let usage = "usage: locus replay --config SITE.toml [--nmea FILE] [--hci FILE] [--state DIR] [--speed max|N] [--format jsonl|text] [--updates | --power-report [--locate-every S [--locate-accuracy TIER] [--locate-max-age S]]]"
 
     struct Options {
         var config: String? = nil
@@ -16,6 +16,9 @@ enum ReplayCommand {
         var text = false
         var updates = false
         var powerReport = false
+        // MARK: single location request
+        /// `--locate-every S`: the power report adds a location request every S seconds.
+        var locate: ReplayUpdates.LocateSchedule? = nil
     }
 
     /// One observation in time order.
@@ -44,7 +47,7 @@ enum ReplayCommand {
         }
         guard let observations = observations(options, loaded) else { return 1 }
         if options.updates { return ReplayUpdates.updates(observations, loaded: loaded) }
-        if options.powerReport { return ReplayUpdates.powerReport(observations, loaded: loaded) }
+        if options.powerReport { return ReplayUpdates.powerReport(observations, loaded: loaded, locate: options.locate) }
         return play(observations, loaded, options)
     }
 
@@ -80,12 +83,29 @@ enum ReplayCommand {
             case "--power-report":
                 options.powerReport = true
                 index += 1
+            // MARK: single location request
+            case "--locate-every", "--locate-accuracy", "--locate-max-age":
+                guard let value else { return usageError("replay: \(argument) needs a value") }
+                var schedule = options.locate ?? ReplayUpdates.LocateSchedule(everyS: 600, tier: nil)
+                if argument == "--locate-max-age" {
+                    guard let seconds = Double(value), seconds >= 0 else { return usageError("replay: --locate-max-age takes seconds, not '\(value)'") }
+                    schedule.maxAgeMs = Int64(seconds * 1000)
+                } else if argument == "--locate-every" {
+                    guard let seconds = Double(value), seconds >= 1 else { return usageError("replay: --locate-every takes seconds (at least 1), not '\(value)'") }
+                    schedule.everyS = seconds
+                } else {
+                    guard let tier = AccuracyTier.named(value) else { return usageError("replay: --locate-accuracy takes a tier, not '\(value)'") }
+                    schedule.tier = tier
+                }
+                options.locate = schedule
+                index += 2
             default:
                 return usageError("replay: unknown argument '\(argument)'")
             }
         }
         guard options.config != nil else { return usageError("replay needs --config SITE.toml") }
         guard options.nmea != nil || options.hci != nil else { return usageError("replay needs --nmea FILE, --hci FILE or both") }
+        if options.locate != nil && !options.powerReport { return usageError("replay: --locate-every, --locate-accuracy and --locate-max-age go with --power-report") }
         if options.updates || options.powerReport {
             guard !(options.updates && options.powerReport) else { return usageError("replay: --updates and --power-report are separate runs") }
             guard options.state == nil, !options.text else { return usageError("replay: --updates and --power-report take neither --state nor --format text") }

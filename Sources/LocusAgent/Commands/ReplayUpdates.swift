@@ -101,7 +101,28 @@ enum ReplayUpdates {
     /// For every tier: which fixes boundary-aware sampling would take, what the receiver would
     /// spend on them, and how late each geofence transition is seen compared with every fix
     /// (the recording's own rate, 1 Hz for the scenarios).
-    static func powerReport(_ observations: [ReplayCommand.Observation], loaded: LoadedConfig) -> Int32 {
+    // MARK: single location request
+
+    /// `--locate-every S [--locate-accuracy TIER] [--locate-max-age S]`: a program's location
+    /// request every S seconds of the recording (the default timeout), at TIER (default the
+    /// site's), with a max age (default 30 s).
+    struct LocateSchedule {
+        var everyS: Double
+        var tier: AccuracyTier?
+        var maxAgeMs = LocateRequests.defaultMaxAgeMs
+    }
+
+    /// What the requests did in one tier's run.
+    struct LocateTally {
+        var requests = 0
+        var atOnce = 0
+        var located = 0
+        var limited = 0
+        var unavailable = 0
+        var answerMaxS = 0.0
+    }
+
+    static func powerReport(_ observations: [ReplayCommand.Observation], loaded: LoadedConfig, locate: LocateSchedule? = nil) -> Int32 {
         let fixes: [Fix] = observations.compactMap { if case .fix(let fix) = $0 { return fix } else { return nil } }
         guard let first = fixes.first, let last = fixes.last else {
             Console.error("locus: replay: --power-report needs an NMEA recording with timed fixes\n")
@@ -119,14 +140,21 @@ enum ReplayUpdates {
         var line = JSONWriter(capacity: 4096)
         for tier in [AccuracyTier.best, .nearestTenMeters, .hundredMeters, .kilometer, .threeKilometers] {
             let policy = TierPolicy(tier: tier)
-            let run = simulate(fixes, policy, settings, edges, currents)
+            var run = simulate(fixes, policy, settings, edges, currents)
+            // With requests: the same run plus them; what they cost is the difference.
+            var requestsOnTimeS: Double? = nil
+            if let locate {
+                let without = run.account.onTimeS
+                run = simulate(fixes, policy, settings, edges, currents, locate: locate, requestTier: locate.tier ?? loaded.site.updates.accuracy)
+                requestsOnTimeS = run.account.onTimeS - without
+            }
             let sampledNs = matchTransitions(reference, detections(run.sampled, loaded: loaded))
             var lateness: [Double] = []
             for (detection, seenNs) in zip(reference, sampledNs) {
                 if let seenNs { lateness.append(Double(seenNs - detection.timeNs) / 1e9) }
             }
             line.reset()
-            writePower(tier, policy, run, lateness, context, into: &line)
+            writePower(tier, policy, run, lateness, context, requestsOnTimeS: requestsOnTimeS, into: &line)
             line.newline()
             Console.out(line.bytes)
             for (detection, seenNs) in zip(reference, sampledNs) {
@@ -151,7 +179,7 @@ enum ReplayUpdates {
     }
 
     static func writePower(_ tier: AccuracyTier, _ policy: TierPolicy, _ run: TierRun, _ lateness: [Double], _ context: PowerContext,
-                           into line: inout JSONWriter) {
+                           requestsOnTimeS: Double? = nil, into line: inout JSONWriter) {
         let account = run.account
         line.beginObject()
         line.string("class", "POWER")
@@ -179,7 +207,20 @@ enum ReplayUpdates {
         let resumeLateness = zip(context.resumes, run.resumes).map { Double($1 - $0) / 1e9 }
         line.integer("missedResumes", max(0, context.resumes.count - run.resumes.count))
         line.number("resumeLateMaxS", resumeLateness.max() ?? 0, decimals: 1)
+        if let requestsOnTimeS { writeLocate(run.locate, onTimeS: requestsOnTimeS, into: &line) }
         line.endObject()
+    }
+
+    /// The requests' members of a POWER object: what they did and the receiver on-time they
+    /// cost (this tier's on-time with them less without them).
+    static func writeLocate(_ tally: LocateTally, onTimeS: Double, into line: inout JSONWriter) {
+        line.integer("locates", tally.requests)
+        line.integer("locatesAtOnce", tally.atOnce)
+        line.integer("locatesLocated", tally.located)
+        line.integer("locatesAccuracyLimited", tally.limited)
+        line.integer("locatesUnavailable", tally.unavailable)
+        line.number("locateAnswerMaxS", tally.answerMaxS, decimals: 1)
+        line.number("locateOnTimeS", onTimeS, decimals: 1)
     }
 
     /// {"class":"TRANSITION","tier":..,"condition":"monitor/id/state","continuous":..,"sampled":..|null[,"lateS":..]}
@@ -206,10 +247,14 @@ enum ReplayUpdates {
         var account: PowerAccount
         var pausedS = 0.0
         var resumes: [Int64] = []
+        var locate = LocateTally()
     }
 
+    /// With `locate`, a request every `everyS` of the recording at `requestTier`: answered from
+    /// the last fix taken when recent and accurate enough, else the receiver is woken (the pause
+    /// held, every fix taken) until a fix meets the tier or the timeout passes, as the agent does.
     static func simulate(_ fixes: [Fix], _ tier: TierPolicy, _ siteSettings: LiveUpdateSettings, _ edges: CircleIndex,
-                         _ currents: ReceiverCurrents) -> TierRun {
+                         _ currents: ReceiverCurrents, locate: LocateSchedule? = nil, requestTier: AccuracyTier = .best) -> TierRun {
         var run = TierRun(account: PowerAccount(currents: currents, dutyCycle: tier.dutyCycle))
         var settings = siteSettings
         settings.tier = tier
@@ -224,8 +269,34 @@ enum ReplayUpdates {
             if let lastNs { run.account.gap(seconds(lastNs, timeNs)) }
             asleepSinceNs = timeNs
         }
+        let requests = LocateRequests(capacity: 1)
+        var nextRequestNs = (fixes.first?.time?.totalNanoseconds ?? 0) + Int64((locate?.everyS ?? 0) * 1e9)
+        var requestStartNs: Int64 = 0
+        var lastTaken: Fix? = nil
         for fix in fixes {
             let timeNs = fix.time!.totalNanoseconds
+            if let locate, timeNs >= nextRequestNs {
+                nextRequestNs += Int64(locate.everyS * 1e9)
+                run.locate.requests += 1
+                if LocateRequests.answersAtOnce(lastTaken, tier: requestTier, maxAgeMs: locate.maxAgeMs, nowNs: timeNs) {
+                    run.locate.atOnce += 1
+                } else if requests.waitingCount == 0 {
+                    requests.start(slot: 0, id: nil, tier: requestTier, timeoutMs: LocateRequests.defaultTimeoutMs, monotonicNs: timeNs)
+                    requestStartNs = timeNs
+                    dueNs = Int64.min
+                    if pause.requested(untilNs: timeNs + LocateRequests.defaultTimeoutMs * 1_000_000, nowNs: timeNs) == .wake,
+                       let since = asleepSinceNs {
+                        run.account.sleep(seconds(since, timeNs))
+                        run.pausedS += seconds(since, timeNs)
+                        asleepSinceNs = nil
+                        lastNs = timeNs
+                    }
+                }
+            }
+            if requests.waitingCount > 0 {
+                requests.tick(monotonicNs: timeNs, nowNs: timeNs)
+                tally(requests, &run, requestStartNs, timeNs, &pause)
+            }
             switch pause.tick(isStationary: updater.isStationary, nowNs: timeNs) {
             case .wake:
                 if let since = asleepSinceNs {
@@ -242,13 +313,18 @@ enum ReplayUpdates {
             if asleepSinceNs != nil { continue }
             var awakeForPause = false
             switch pause.phase {
-            case .probing, .held: awakeForPause = true
+            case .probing, .held, .requested: awakeForPause = true
             case .active, .asleep: break
             }
             guard awakeForPause || timeNs >= dueNs else { continue }
             if let lastNs { run.account.gap(seconds(lastNs, timeNs)) }
             lastNs = timeNs
             run.sampled.append(fix)
+            if fix.hasPosition { lastTaken = fix }
+            if requests.waitingCount > 0 {
+                requests.observe(fix, nowNs: timeNs)
+                tally(requests, &run, requestStartNs, timeNs, &pause)
+            }
             let wasStationary = updater.isStationary
             let filtered = updater.filteredCount
             updater.observe(fix, now: fix.time!)
@@ -276,6 +352,18 @@ enum ReplayUpdates {
             run.account.gap(seconds(lastNs, endNs))
         }
         return run
+    }
+
+    /// A request answered: counted, and the pause let go.
+    static func tally(_ requests: LocateRequests, _ run: inout TierRun, _ startNs: Int64, _ timeNs: Int64, _ pause: inout PauseController) {
+        guard let answered = requests.nextAnswered() else { return }
+        switch answered.request.outcome {
+        case .located: run.locate.located += 1
+        case .accuracyLimited: run.locate.limited += 1
+        case .unavailable, .waiting: run.locate.unavailable += 1
+        }
+        run.locate.answerMaxS = max(run.locate.answerMaxS, Double(timeNs - startNs) / 1e9)
+        pause.requestsAnswered(nowNs: timeNs)
     }
 
     /// When continuous sampling (every fix, no pause) reports movement after a stop.

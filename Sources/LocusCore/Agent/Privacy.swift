@@ -64,16 +64,23 @@ public enum PrivacyFilter {
     /// A live update's fix as it may be sent: coarsened (no speed or track) with `coarse`. With
     /// `none` the agent gives no live updates at all (the control request is refused).
     public static func update(_ update: LocationUpdate, _ privacy: SiteConfig.FixPrivacy) -> LocationUpdate {
-        guard privacy == .coarse, let latitude = update.fix.latitude, let longitude = update.fix.longitude else { return update }
-        var coarse = update
-        coarse.fix.latitude = coarsen(latitude)
-        coarse.fix.longitude = coarsen(longitude)
+        var shown = update
+        shown.fix = shownFix(update.fix, privacy)
+        return shown
+    }
+
+    /// A fix as a live update or a location request may send it (see `update`).
+    public static func shownFix(_ fix: Fix, _ privacy: SiteConfig.FixPrivacy) -> Fix {
+        guard privacy == .coarse, let latitude = fix.latitude, let longitude = fix.longitude else { return fix }
+        var coarse = fix
+        coarse.latitude = coarsen(latitude)
+        coarse.longitude = coarsen(longitude)
         // The accuracy is derived from the sigmas: set them so it reads at least 1,000 m.
-        let sigmaM = max(update.fix.horizontalAccuracyM ?? 0, coarseAccuracyM) / 2.0.squareRoot()
-        coarse.fix.latitudeSigmaM = sigmaM
-        coarse.fix.longitudeSigmaM = sigmaM
-        coarse.fix.speedMps = nil
-        coarse.fix.trackDeg = nil
+        let sigmaM = max(fix.horizontalAccuracyM ?? 0, coarseAccuracyM) / 2.0.squareRoot()
+        coarse.latitudeSigmaM = sigmaM
+        coarse.longitudeSigmaM = sigmaM
+        coarse.speedMps = nil
+        coarse.trackDeg = nil
         return coarse
     }
 }

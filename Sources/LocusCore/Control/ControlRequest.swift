@@ -23,8 +23,9 @@ public enum ControlRequest: Sendable {
     case ack(monitor: FixedName, sequence: UInt64)
     /// Live location updates (CLLocationUpdate.liveUpdates) on this connection, with a preset and
     /// an accuracy tier (nil: the site's `[updates]`), until the connection closes or
-    /// `updates-stop`.
-    case updates(preset: LivePreset?, accuracy: AccuracyTier?)
+    /// `updates-stop`. With `significantChangeM`, an update only after a move of that many metres
+    /// (the stream's radios at the coarse tier that distance implies).
+    case updates(preset: LivePreset?, accuracy: AccuracyTier?, significantChangeM: Double?)
     case updatesStop
 
     // MARK: beacon ranging
@@ -33,6 +34,12 @@ public enum ControlRequest: Sendable {
     /// connection closes or `range-stop`.
     case range(constraint: BeaconIdentityConstraint)
     case rangeStop
+    // MARK: single location request and visits
+    /// One location (CLLocationManager.requestLocation): the last fix if recent and accurate
+    /// enough, else the first good one after waking the receiver (`LocateRequests`' rules).
+    case locate(accuracy: AccuracyTier?, maxAgeMs: Int64, timeoutMs: Int64)
+    /// The log's visit records (arrivals and departures) from `sinceNs` on, the newest `limit`.
+    case visits(sinceNs: Int64?, limit: Int)
 }
 
 /// A refused request: a stable code for programs, a sentence for people.
@@ -49,6 +56,8 @@ public struct ControlError: Error, Equatable, Sendable {
         case unavailable = "unavailable"
         case busy = "busy"
         case inUse = "in_use"
+        // MARK: single location request
+        case locationUnavailable = "location_unavailable"
     }
 
     public var code: Code
@@ -66,7 +75,7 @@ public enum ControlProtocol {
     public static let maximumRequestBytes = 4096
     public static let operations = ["hello", "status", "add", "remove", "identifiers", "record", "records", "subscribe", "gpio-clear",
                                     "open", "ack", "updates", "updates-stop",
-                                    "range", "range-stop"]
+                                    "range", "range-stop", "locate", "visits"]
 
     /// Decodes one request line (without its newline). The id is returned with errors too, when it
     /// could be read, so the error response can carry it.
@@ -132,11 +141,17 @@ public enum ControlProtocol {
                     }
                     accuracy = named
                 }
-                return .success(.updates(preset: preset, accuracy: accuracy))
+                return .success(.updates(preset: preset, accuracy: accuracy, significantChangeM: try significantChange(value)))
             case "updates-stop": return .success(.updatesStop)
             // MARK: beacon ranging
             case "range": return .success(.range(constraint: try beaconIdentity(value, "constraint")))
             case "range-stop": return .success(.rangeStop)
+            // MARK: single location request and visits
+            case "locate": return .success(try locate(value))
+            case "visits":
+                let since = try number(value, "since", in: 0...1e11).map { Int64($0 * 1e9) }
+                let limit = try number(value, "limit", in: 1...Double(visitLimit)).map { Int($0) } ?? visitLimit
+                return .success(.visits(sinceNs: since, limit: limit))
             default:
                 var message = "unknown op '\(op)'"
                 if let suggestion = Spelling.closest(to: op, among: operations) { message += " (did you mean '\(suggestion)'?)" }
@@ -145,6 +160,35 @@ public enum ControlProtocol {
         } catch {
             return .failure(error)
         }
+    }
+
+    // MARK: single location request, visits, significant change
+
+    /// Most visits one `visits` reply carries (each about 170 bytes: 200 fit a connection's buffer).
+    public static let visitLimit = 200
+    /// A stream's significant-change distance when `significant_change` is just `true`.
+    public static let defaultSignificantChangeM = 1_000.0
+
+    /// `significant_change: true` (the default distance) or `significant_change_m: M`.
+    static func significantChange(_ value: JSONValue) throws(ControlError) -> Double? {
+        if let metres = try number(value, "significant_change_m", in: 50...100_000) { return metres }
+        guard let raw = value["significant_change"] else { return nil }
+        guard let flag = raw.bool else { throw ControlError(.badArgument, "'significant_change' is true or false (or give 'significant_change_m')") }
+        return flag ? defaultSignificantChangeM : nil
+    }
+
+    static func locate(_ value: JSONValue) throws(ControlError) -> ControlRequest {
+        var accuracy: AccuracyTier? = nil
+        if let raw = value["accuracy"] {
+            guard let text = raw.string, let named = AccuracyTier.named(text) else {
+                throw ControlError(.badArgument, "'accuracy' is one of \(AccuracyTier.names.map { $0.0 }.joined(separator: ", "))")
+            }
+            accuracy = named
+        }
+        let maxAge = try number(value, "max_age_s", in: 0...Double(LocateRequests.maximumMaxAgeMs / 1000))
+        let timeout = try number(value, "timeout_s", in: 1...Double(LocateRequests.maximumTimeoutMs / 1000))
+        return .locate(accuracy: accuracy, maxAgeMs: maxAge.map { Int64($0 * 1000) } ?? LocateRequests.defaultMaxAgeMs,
+                       timeoutMs: timeout.map { Int64($0 * 1000) } ?? LocateRequests.defaultTimeoutMs)
     }
 
     static func name(_ value: JSONValue, _ key: String) throws(ControlError) -> FixedName {

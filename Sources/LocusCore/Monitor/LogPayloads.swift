@@ -314,18 +314,29 @@ extension LogPayload {
         return reader.failed ? nil : fix
     }
 
-    /// A visit: arrival and departure (ns since 1970), centre, radius (m).
+    /// A visit: arrival and departure (ns since 1970), centre, radius (m), then its kind: 0 at
+    /// departure, 1 at arrival (the departure field is then 0 and means nothing). Records written
+    /// before visits were reported at arrival (40 bytes, no kind byte) are departures and still read.
     public static func write(_ visit: Visit, _ writer: inout ByteWriter) {
         writer.put(visit.arrival.totalNanoseconds)
-        writer.put(visit.departure.totalNanoseconds)
+        writer.put(visit.departure?.totalNanoseconds ?? 0)
         writer.put(visit.latitude)
         writer.put(visit.longitude)
         writer.put(visit.radiusM)
+        writer.put(UInt8(visit.isArrival ? 1 : 0))
     }
 
     public static func readVisit(_ reader: inout ByteReader) -> Visit? {
-        let visit = Visit(arrival: UTCTime(nanoseconds: reader.int64()), departure: UTCTime(nanoseconds: reader.int64()),
+        var visit = Visit(arrival: UTCTime(nanoseconds: reader.int64()), departure: UTCTime(nanoseconds: reader.int64()),
                           latitude: reader.double(), longitude: reader.double(), radiusM: reader.double())
+        // The kind byte, when the record has one (format of visits reported twice).
+        if !reader.isAtEnd {
+            switch reader.uint8() {
+            case 0: break
+            case 1: visit.departure = nil
+            default: return nil
+            }
+        }
         return reader.failed ? nil : visit
     }
 

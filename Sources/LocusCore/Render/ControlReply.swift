@@ -83,6 +83,35 @@ public enum ControlReply {
         end(into: &line)
     }
 
+    // MARK: single location request and visits
+
+    /// A located reply: `{"id":7,"ok":true,"result":{"fix":{TPV},"age_s":1.5,"accuracy_limited":false}}`.
+    @_noAllocation
+    public static func located(_ id: Int64?, _ fix: Fix, ageMs: Int64, accuracyLimited: Bool, into line: inout JSONWriter) {
+        ok(id, into: &line)
+        line.beginObject("result")
+        line.key("fix")
+        FixJSON.write(fix, into: &line)
+        line.number("age_s", Double(max(0, ageMs)) / 1_000, decimals: 3)
+        line.boolean("accuracy_limited", accuracyLimited)
+        line.endObject()
+        end(into: &line)
+    }
+
+    /// A visit record in a `visits` reply (an array element): the VISIT members and `seq`.
+    @_noAllocation
+    public static func visitRecord(_ visit: Visit, sequence: UInt64, into line: inout JSONWriter) {
+        line.beginObject()
+        line.integer("seq", sequence)
+        UpdateJSON.writeMembers(visit, into: &line)
+        line.endObject()
+    }
+
+    /// A located reply's error: no fix with a position before the timeout.
+    public static func locationUnavailable(_ id: Int64?, timeoutMs: Int64, into line: inout JSONWriter) {
+        error(id, ControlError(.locationUnavailable, "no fix with a position within the timeout (\(timeoutMs / 1000) s): the receiver has no sky view, or is not connected"), into: &line)
+    }
+
     /// `"key":["a","b"]`.
     @_noAllocation
     public static func names(_ key: StaticString, _ names: [FixedName], into line: inout JSONWriter) {
@@ -108,6 +137,7 @@ public enum ControlReply {
         case .hello, .status, .identifiers, .record, .records, .updates, .updatesStop: return false
         // MARK: beacon ranging (reading)
         case .range, .rangeStop: return false
+        case .locate, .visits: return false
         }
     }
 
@@ -138,6 +168,7 @@ public enum PauseText {
         case .asleep: return "paused"
         case .probing: return "probing"
         case .held: return "held awake (motion input)"
+        case .requested: return "awake for a location request"
         }
     }
 }

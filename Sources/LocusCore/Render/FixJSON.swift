@@ -70,7 +70,8 @@ public enum UpdateJSON {
     @_noAllocation
     public static func writeMembers(_ visit: Visit, into line: inout JSONWriter) {
         line.time("arrival", visit.arrival)
-        line.time("departure", visit.departure)
+        // CLVisit's departureDate is distantFuture until the device leaves: null here.
+        if let departure = visit.departure { line.time("departure", departure) } else { line.null("departure") }
         line.number("lat", visit.latitude, decimals: 9)
         line.number("lon", visit.longitude, decimals: 9)
         line.number("radius", visit.radiusM, decimals: 1)

@@ -59,8 +59,11 @@ public struct LiveUpdateSettings: Equatable, Sendable {
     /// Deliver an update only after moving at least `significantChangeM` (no stationary updates).
     public var significantChange: Bool
     public var visitMinimumMs: Int64
+    /// The distance for `significantChange`: the site's is `siteSignificantChangeM`; a client's
+    /// stream chooses its own (`updates` with `significant_change_m`).
+    public var significantChangeM = LiveUpdateSettings.siteSignificantChangeM
 
-    public static let significantChangeM = 500.0
+    public static let siteSignificantChangeM = 500.0
 
     public init(preset: LivePreset = .default, tier: AccuracyTier = .hundredMeters, batchCount: Int = 1, batchAgeMs: Int64 = 0,
                 distanceFilterM: Double = 0, significantChange: Bool = false, visitMinimumMs: Int64 = 300_000,
@@ -98,13 +101,13 @@ public final class LiveUpdater {
     private var batch: UnsafeMutableBufferPointer<LocationUpdate>
     private var batchCount = 0
     /// Ring of outputs not yet taken: one call produces at most two batches' updates, their two
-    /// batch ends and a visit.
+    /// batch ends and two visits (a stay's arrival and departure, when no call came between).
     private var outbox: UnsafeMutableBufferPointer<LiveOutput>
     private var outboxStart = 0
     private var outboxCount = 0
     private var batchStartNs: Int64 = 0
     private var stationary: StationaryDetector
-    private let visits: VisitDetector
+    private var visits: VisitDetector
     private var lastAccepted: (latitude: Double, longitude: Double, timeNs: Int64)? = nil
     private var lastDelivered: (latitude: Double, longitude: Double)? = nil
     private var lastFixNs: Int64? = nil
@@ -117,7 +120,7 @@ public final class LiveUpdater {
         precondition(settings.batchCount >= 1, "a batch holds at least one update")
         self.settings = settings
         batch = .allocate(capacity: settings.batchCount)
-        outbox = .allocate(capacity: 2 * settings.batchCount + 3)
+        outbox = .allocate(capacity: 2 * settings.batchCount + 4)
         stationary = StationaryDetector(settings.configuration)
         visits = VisitDetector(minimumMs: settings.visitMinimumMs)
     }
@@ -169,10 +172,12 @@ public final class LiveUpdater {
         var diagnostics = UpdateDiagnostics(rawValue: 0)
         if accuracyM > settings.tier.desiredAccuracyM { diagnostics.insert(.accuracyLimited) }
         let transition = stationary.observe(latitude: latitude, longitude: longitude, accuracyM: accuracyM, timeNs: nowNs)
+        if case .resumedMoving(let stay) = transition, let arrival = visits.arrival(stay, nowNs: stay.lastNearNs) { put(.visit(arrival)) }
         if let visit = visits.visit(for: transition) { put(.visit(visit)) }
+        if let arrival = visits.arrival(stationary.currentStay, nowNs: nowNs) { put(.visit(arrival)) }
         if settings.significantChange {
             if let last = lastDelivered,
-               Geodesy.approximateDistanceM(last.latitude, last.longitude, latitude, longitude) < LiveUpdateSettings.significantChangeM { return }
+               Geodesy.approximateDistanceM(last.latitude, last.longitude, latitude, longitude) < settings.significantChangeM { return }
             enqueue(LocationUpdate(fix: fix, time: now, isStationary: false, diagnostics: diagnostics), nowNs)
             return
         }
@@ -199,6 +204,7 @@ public final class LiveUpdater {
     public func tick(now: UTCTime) {
         let nowNs = now.totalNanoseconds
         flushIfOld(nowNs)
+        if let arrival = visits.arrival(stationary.currentStay, nowNs: nowNs) { put(.visit(arrival)) }
         // Paused for standing still, the receiver is meant to be quiet.
         guard let lastFixNs, unavailableSinceNs == nil, !stationary.isStationary else { return }
         if nowNs - lastFixNs > silenceNs { reportUnavailable(Fix(timeOfDayNs: 0), nowNs: nowNs) }
@@ -215,6 +221,7 @@ public final class LiveUpdater {
             let silent = lastFixNs + silenceNs + 1
             deadline = min(deadline ?? silent, silent)
         }
+        if let arrival = visits.arrivalDueNs(stationary.currentStay) { deadline = min(deadline ?? arrival, arrival) }
         return deadline
     }
 
@@ -224,10 +231,11 @@ public final class LiveUpdater {
         flush(.event)
     }
 
-    /// The end of the stream: the last batch, and a stay still going on as a visit.
+    /// The end of the stream: the last batch, and the arrival of a stay still going on that has
+    /// lasted the visit minimum, if not reported yet (it has no departure).
     public func finish(now: UTCTime) {
         flush(.end)
-        if let visit = visits.openVisit(stationary.currentStay, now: now) { put(.visit(visit)) }
+        if let visit = visits.arrival(stationary.currentStay, nowNs: now.totalNanoseconds) { put(.visit(visit)) }
     }
 
     // MARK: pieces

@@ -29,6 +29,9 @@ public struct PauseController: Equatable, Sendable {
         case probing(sinceNs: Int64, fixes: Int)
         /// Awake after a motion input, at least until this time.
         case held(untilNs: Int64)
+        /// Awake for single location requests (`locate`), at least until this time: their
+        /// latest deadline, or the moment the last of them was answered.
+        case requested(untilNs: Int64)
     }
 
     public let probeIntervalMs: Int64
@@ -39,6 +42,8 @@ public struct PauseController: Equatable, Sendable {
     /// Probes made since start, and wake-ups by the motion input (for `locus status`).
     public private(set) var probes = 0
     public private(set) var motionWakes = 0
+    /// Wake-ups for location requests (one per wake, however many requests shared it).
+    public private(set) var requestWakes = 0
 
     public init(probeIntervalMs: Int64, probeTimeoutMs: Int64 = 30_000, probeFixes: Int = 3, motionHoldMs: Int64) {
         precondition(probeIntervalMs > 0 && probeTimeoutMs > 0 && probeFixes >= 1 && motionHoldMs >= 0)
@@ -63,7 +68,7 @@ public struct PauseController: Equatable, Sendable {
         switch (isStationary, phase) {
         case (true, .active), (true, .probing):
             return sleep(nowNs)
-        case (true, .held(let untilNs)) where nowNs >= untilNs:
+        case (true, .held(let untilNs)) where nowNs >= untilNs, (true, .requested(let untilNs)) where nowNs >= untilNs:
             return sleep(nowNs)
         case (false, .asleep):
             phase = .active
@@ -108,7 +113,7 @@ public struct PauseController: Equatable, Sendable {
             return .wake
         case .probing(let sinceNs, _) where nowNs - sinceNs >= probeTimeoutMs * 1_000_000:
             return isStationary ? sleep(nowNs) : activate()
-        case .held(let untilNs) where nowNs >= untilNs:
+        case .held(let untilNs) where nowNs >= untilNs, .requested(let untilNs) where nowNs >= untilNs:
             return isStationary ? sleep(nowNs) : activate()
         default:
             return .none
@@ -122,8 +127,46 @@ public struct PauseController: Equatable, Sendable {
         let wasAsleep: Bool
         if case .asleep = phase { wasAsleep = true } else { wasAsleep = false }
         guard phase != .active else { return .none }
-        phase = .held(untilNs: nowNs + motionHoldMs * 1_000_000)
+        let holdNs = nowNs + motionHoldMs * 1_000_000
+        // A waiting location request keeps its own (possibly later) end.
+        if case .requested(let untilNs) = phase {
+            phase = .requested(untilNs: max(untilNs, holdNs))
+            return .none
+        }
+        phase = .held(untilNs: holdNs)
         return wasAsleep ? .wake : .none
+    }
+
+    // MARK: location requests
+
+    /// Location requests are waiting until `untilNs` (their latest deadline): the receiver is
+    /// kept awake until then, and woken now if it sleeps. Whatever the phase was, it becomes
+    /// `requested` (a motion hold's end is kept if later), so a stop noticed meanwhile does not
+    /// put it to sleep under a waiting request. Several requests share one wake.
+    @_noAllocation
+    public mutating func requested(untilNs: Int64, nowNs: Int64) -> Action {
+        switch phase {
+        case .asleep:
+            phase = .requested(untilNs: untilNs)
+            requestWakes += 1
+            return .wake
+        case .held(let heldNs), .requested(let heldNs):
+            phase = .requested(untilNs: max(heldNs, untilNs))
+            return .none
+        case .probing(let sinceNs, _):
+            phase = .requested(untilNs: max(sinceNs + probeTimeoutMs * 1_000_000, untilNs))
+            return .none
+        case .active:
+            phase = .requested(untilNs: untilNs)
+            return .none
+        }
+    }
+
+    /// The last waiting request was answered: the next `tick` puts the receiver back where the
+    /// updater's state says (asleep while stationary, tracking otherwise).
+    @_noAllocation
+    public mutating func requestsAnswered(nowNs: Int64) {
+        if case .requested(let untilNs) = phase, untilNs > nowNs { phase = .requested(untilNs: nowNs) }
     }
 
     /// The receiver restarted by itself (it is awake and tracking): a sleep in progress is over,
@@ -136,7 +179,7 @@ public struct PauseController: Equatable, Sendable {
     public var nextDeadlineNs: Int64? {
         switch phase {
         case .active: return nil
-        case .asleep(let untilNs), .held(let untilNs): return untilNs
+        case .asleep(let untilNs), .held(let untilNs), .requested(let untilNs): return untilNs
         case .probing(let sinceNs, _): return sinceNs + probeTimeoutMs * 1_000_000
         }
     }
