@@ -38,6 +38,9 @@ let package = Package(
         .executableTarget(name: "monitor-greeter", dependencies: ["LocusMonitor"], path: "Examples/MonitorGreeter"),
         .executableTarget(name: "relay-controller", dependencies: ["LocusMonitor"], path: "Examples/RelayController"),
         .executableTarget(name: "live-updates-logger", dependencies: ["LocusMonitor"], path: "Examples/LiveUpdatesLogger"),
+        .executableTarget(name: "location-request", dependencies: ["LocusMonitor"], path: "Examples/LocationRequest"),
+        .executableTarget(name: "beacon-ranger", dependencies: ["LocusMonitor"], path: "Examples/BeaconRanger"),
+        .executableTarget(name: "visit-logger", dependencies: ["LocusMonitor"], path: "Examples/VisitLogger"),
 
         .executableTarget(name: "locus-bench", dependencies: ["LocusCore", "LocusAgent", "AllocCounter", "TestSupport"], path: "Benchmarks/LocusBench", swiftSettings: hotPathChecks),
 
