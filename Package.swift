@@ -28,7 +28,9 @@ let package = Package(
     targets: [
         .target(
             name: "CLocus",
-            linkerSettings: [.linkedLibrary("gpiod"), .linkedLibrary("m")]
+            // mbedTLS (Debian's libmbedtls-dev): the uplink's TLS; the device build links its static archives.
+            linkerSettings: [.linkedLibrary("gpiod"), .linkedLibrary("m"), .linkedLibrary("mbedtls"), .linkedLibrary("mbedx509"),
+                             .linkedLibrary("mbedcrypto")]
         ),
         .target(name: "LocusCore", swiftSettings: hotPathChecks),
         .target(name: "LocusDevices", dependencies: ["LocusCore", "CLocus"], swiftSettings: hotPathChecks),

@@ -9,6 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// The uplink's internet sockets and TLS, in files of their own (Net.c, TLS.c).
+#include "CLocusNet.h"
+#include "CLocusTLS.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
