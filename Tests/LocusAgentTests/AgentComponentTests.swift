@@ -344,7 +344,7 @@ enum ComponentHarness {
 
     @Test func requestsAreAnsweredAndTheReadOnlySocketRefusesChanges() throws {
         let directory = try H.directory("control")
-        let sessions = ControlSessions(directory: directory, capacity: 2, privacy: .full)
+        let sessions = ControlSessions(directory: directory, capacity: 2, privacy: .full, access: AccessPolicy(agentUser: Accounts.currentUser, privacy: .full))
         guard var client = ControlConnection(path: directory + "/control.sock"), var reader = ControlConnection(path: directory + "/read.sock") else {
             Issue.record("cannot connect")
             return
@@ -392,7 +392,7 @@ enum ComponentHarness {
             Issue.record("the state directory did not open")
             return
         }
-        let sessions = ControlSessions(directory: directory, capacity: 1, privacy: .full)
+        let sessions = ControlSessions(directory: directory, capacity: 1, privacy: .full, access: AccessPolicy(agentUser: Accounts.currentUser, privacy: .full))
         guard var client = ControlConnection(path: directory + "/control.sock") else {
             Issue.record("cannot connect")
             return

@@ -29,9 +29,10 @@ final class Agent {
     let outputs: Outputs
     let updates: LiveUpdates
     let sessions: ControlSessions
+    let starter: ClientStarter
 
     init(loaded: LoadedConfig, engine: MonitorEngine, loop: LoopHousekeeping, gnss: GNSSSource, bluetooth: BluetoothSource,
-         log: EventLog, outputs: Outputs, updates: LiveUpdates, sessions: ControlSessions) {
+         log: EventLog, outputs: Outputs, updates: LiveUpdates, sessions: ControlSessions, starter: ClientStarter) {
         self.loaded = loaded
         self.engine = engine
         self.loop = loop
@@ -41,10 +42,11 @@ final class Agent {
         self.outputs = outputs
         self.updates = updates
         self.sessions = sessions
+        self.starter = starter
         // Limits tied together: the poll set holds what every component can register (a turn
         // that finds it full counts and logs it), and a stream's lines fit a connection's buffer.
         poll = PollSet(capacity: loop.maximumDescriptors + gnss.maximumDescriptors + bluetooth.maximumDescriptors
-                       + log.maximumDescriptors + outputs.maximumDescriptors + updates.maximumDescriptors + sessions.maximumDescriptors)
+                       + log.maximumDescriptors + outputs.maximumDescriptors + updates.maximumDescriptors + sessions.maximumDescriptors + starter.maximumDescriptors)
         precondition(poll.capacity >= loop.maximumDescriptors + sessions.capacity, "the poll set holds the loop's own descriptors and every connection")
         precondition(LiveUpdates.streamBytes <= ControlSessions.outputBytes, "a stream's lines must fit a connection's output buffer")
     }
@@ -78,6 +80,8 @@ final class Agent {
         }
         let loop: LoopHousekeeping
         do { loop = try LoopHousekeeping() } catch { return .failure(.loop(error)) }
+        let starter = ClientStarter(monitors: loaded.site.monitors)
+        starter.restore(log)
         // The declared conditions now live in the engine; the parsed copy would only hold memory
         // (a SIGHUP reads the file again).
         loaded.site.monitors = []
@@ -93,9 +97,10 @@ final class Agent {
         }
         let gnss = GNSSSource(board: loaded.board, stateDirectory: directory, settings: updates.siteUpdater.settings)
         let bluetooth = BluetoothSource(board: loaded.board, stateDirectory: directory, tier: loaded.site.updates.accuracy)
-        let sessions = ControlSessions(directory: directory, capacity: loaded.site.capacity.subscribers, privacy: loaded.site.fixPrivacy)
+        let sessions = ControlSessions(directory: directory, capacity: loaded.site.capacity.subscribers, privacy: loaded.site.fixPrivacy,
+                                       access: loaded.accessPolicy)
         return .success(Agent(loaded: loaded, engine: engine, loop: loop, gnss: gnss, bluetooth: bluetooth, log: log, outputs: outputs,
-                              updates: updates, sessions: sessions))
+                              updates: updates, sessions: sessions, starter: starter))
     }
 
     // MARK: the loop
@@ -145,6 +150,7 @@ final class Agent {
         updates.tick(now, receiver: gnss.receiverState)
         takeUpdates(now)
         handleEvents(now)
+        starter.service(now) { monitor in (sessions.isOpen(monitor), log.consumerPosition(monitor)) }
         outputs.update(now) { log.appendGPIO($0, now) }
         sessions.catchUp(log)
         gnss.writeReceiverQueue(now)
@@ -171,6 +177,7 @@ final class Agent {
         outputs.deadlines(&next)
         updates.deadlines(&next)
         sessions.deadlines(&next)
+        starter.deadlines(&next)
         return next.earliest
     }
 
@@ -225,6 +232,7 @@ final class Agent {
             if outputs.apply(pending, now) { log.setLatched(outputs.latchedNames) }
             outputs.refresh(engine, now, pending: pending, cause: .level) { log.appendGPIO($0, now) }
             sessions.publish(logged.event, sequence: logged.sequence, log)
+            starter.eventLogged(logged.event.monitor, sequence: logged.sequence)
             engine.acknowledgeOldest(adding: logged.added)
         }
     }
@@ -289,6 +297,7 @@ final class Agent {
         outputs.status(into: &line)
         updates.status(into: &line)
         sessions.status(into: &line)
+        starter.status(into: &line)
         loop.status(into: &line)
     }
 
@@ -312,6 +321,7 @@ final class Agent {
         outputs.reload(fresh, now: now)
         updates.reload(fresh, now: now)
         sessions.reload(fresh, now: now)
+        starter.reload(fresh, now: now)
         outputs.refresh(engine, now, cause: .level) { log.appendGPIO($0, now) }
         AgentLog.notice("locus: reloaded: \(engine.conditionCount) conditions, \(outputs.plan.actions.count) actions")
     }
@@ -324,6 +334,7 @@ final class Agent {
         outputs.shutdown(now: now)
         updates.shutdown(now: now)
         sessions.shutdown(now: now)
+        starter.shutdown(now: now)
         log.shutdown(now: now)
         AgentLog.notice("locus: stopped: \(gnss.fixesDecoded) fixes, \(bluetooth.sightingsGathered) sightings, \(log.events) events")
     }
