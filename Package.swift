@@ -35,7 +35,8 @@ let package = Package(
         .target(name: "LocusAgent", dependencies: ["LocusCore", "LocusDevices"], swiftSettings: hotPathChecks),
         .executableTarget(name: "locus", dependencies: ["LocusAgent"]),
         .target(name: "LocusMonitor"),
-        .executableTarget(name: "monitor-greeter", dependencies: ["LocusMonitor"], path: "Examples/MonitorGreeter"),
+        .executableTarget(name: "monitor-greeter", dependencies: ["LocusMonitor"], path: "Examples/MonitorGreeter",
+                          exclude: ["monitor-greeter.socket", "monitor-greeter.service"]),
         .executableTarget(name: "relay-controller", dependencies: ["LocusMonitor"], path: "Examples/RelayController"),
         .executableTarget(name: "live-updates-logger", dependencies: ["LocusMonitor"], path: "Examples/LiveUpdatesLogger"),
 
