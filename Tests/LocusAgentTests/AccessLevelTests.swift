@@ -122,4 +122,17 @@ private typealias E2E = AgentEndToEndTests
         // Root still reads and changes through either socket.
         #expect(try locus(["status", "--state", site.state]).status == 0)
     }
+
+    /// A group `[access]` names that this system does not have: a located warning, the file is
+    /// still accepted (access stays closed for it; monitoring and relays are not at stake).
+    @Test func checkConfigWarnsAboutAGroupThatDoesNotExist() throws {
+        let path = try temporaryFile("access-missing-group.toml", """
+        board = "\(repositoryRoot)/Boards/sim.toml"
+        [access]
+        read = ["root", "no-such-group-\(getpid())"]
+        """)
+        let run = try locus(["check-config", path])
+        #expect(run.status == 0 && run.output.hasPrefix("ok: "), "\(run.error)")
+        #expect(run.error == "\(path):3:17: warning: group 'no-such-group-\(getpid())' does not exist on this system; access.read grants it nothing (groupadd no-such-group-\(getpid()), or remove it)\n")
+    }
 }
