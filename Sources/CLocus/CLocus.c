@@ -5,6 +5,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #ifndef LOCUS_MUSL
 #include <malloc.h>
 #endif
@@ -474,6 +476,73 @@ int locus_unix_send_datagram(const char *path, const void *buffer, size_t count)
     long sent = RETRY(sendto(fd, buffer, count, MSG_NOSIGNAL, (struct sockaddr *)&address, length));
     close(fd);
     return sent < 0 ? (int)sent : 0;
+}
+
+// MARK: access and socket activation
+
+#ifndef SO_PEERGROUPS
+#define SO_PEERGROUPS 59
+#endif
+
+int locus_peer_credentials(int fd, int *pid, unsigned *uid, unsigned *gid) {
+    struct ucred credentials;
+    socklen_t length = sizeof credentials;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return -errno;
+    *pid = (int)credentials.pid;
+    *uid = (unsigned)credentials.uid;
+    *gid = (unsigned)credentials.gid;
+    return 0;
+}
+
+int locus_peer_groups(int fd, unsigned *gids, int capacity) {
+    socklen_t length = (socklen_t)(sizeof(gid_t) * (size_t)capacity);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, gids, &length) != 0) return -errno;
+    return (int)(length / sizeof(gid_t));
+}
+
+int locus_group_id(const char *name, unsigned *gid) {
+    struct group entry, *found = NULL;
+    char buffer[4096];
+    int error = getgrnam_r(name, &entry, buffer, sizeof buffer, &found);
+    if (error != 0) return -error;
+    if (found == NULL) return 0;
+    *gid = (unsigned)found->gr_gid;
+    return 1;
+}
+
+int locus_group_name(unsigned gid, char *name, size_t capacity) {
+    struct group entry, *found = NULL;
+    char buffer[4096];
+    int error = getgrgid_r((gid_t)gid, &entry, buffer, sizeof buffer, &found);
+    if (error != 0) return -error;
+    if (found == NULL || capacity == 0) return 0;
+    snprintf(name, capacity, "%s", found->gr_name);
+    return 1;
+}
+
+int locus_user_name(unsigned uid, char *name, size_t capacity) {
+    struct passwd entry, *found = NULL;
+    char buffer[4096];
+    int error = getpwuid_r((uid_t)uid, &entry, buffer, sizeof buffer, &found);
+    if (error != 0) return -error;
+    if (found == NULL || capacity == 0) return 0;
+    snprintf(name, capacity, "%s", found->pw_name);
+    return 1;
+}
+
+unsigned locus_getuid(void) { return (unsigned)getuid(); }
+
+int locus_unix_touch(const char *path) {
+    struct sockaddr_un address;
+    socklen_t length;
+    int status = fill_unix_address(&address, path, &length);
+    if (status < 0) return status;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -errno;
+    int result = 0;
+    if (RETRY(connect(fd, (struct sockaddr *)&address, length)) < 0 && errno != EINPROGRESS) result = -errno;
+    close(fd);
+    return result;
 }
 
 // MARK: Bluetooth HCI

@@ -43,6 +43,8 @@ public final class ControlServer {
         var outboundCount = 0
         var closeWhenFlushed = false
         var readOnly = false
+        /// Who connected (SO_PEERCRED at accept): what the access decision is made from.
+        var peer = PeerCredentials.unknown
     }
 
     public let path: String
@@ -106,6 +108,9 @@ public final class ControlServer {
     /// Whether the client came through the read-only socket.
     public func isReadOnly(_ slot: Int) -> Bool { clients[slot].readOnly }
 
+    /// The connected process's credentials, read when it was accepted.
+    public func peer(_ slot: Int) -> PeerCredentials { clients[slot].peer }
+
     public var capacity: Int { clients.count }
 
     /// The client's connection, or nil for a free slot.
@@ -139,6 +144,7 @@ public final class ControlServer {
             clients[slot].outboundCount = 0
             clients[slot].closeWhenFlushed = false
             clients[slot].readOnly = listening == readOnlyListener
+            clients[slot].peer = PeerCredentials.of(descriptor)
             accepted(slot)
         }
     }
@@ -261,6 +267,14 @@ public struct ControlConnection: ~Copyable {
     public init?(path: String) {
         let descriptor = locus_unix_connect(path)
         guard descriptor >= 0 else { return nil }
+        self.descriptor = descriptor
+    }
+
+    /// Connects to `path`, or says why not (EACCES: the socket's or directory's mode keeps this
+    /// user out; ENOENT or ECONNREFUSED: no agent listens).
+    public init(connecting path: String) throws(SystemError) {
+        let descriptor = locus_unix_connect(path)
+        guard descriptor >= 0 else { throw SystemError(code: -descriptor) }
         self.descriptor = descriptor
     }
 

@@ -120,7 +120,7 @@ public struct BeaconRanging: AsyncSequence, Sendable {
 
         private func open() async throws -> ControlChannel {
             if let channel = lock.withLock({ self.channel }) { return channel }
-            let channel = try ControlChannel(path: request.stateDirectory + "/read.sock")
+            let channel = try ControlChannel.open(stateDirectory: request.stateDirectory, for: .reading)
             _ = try await channel.request(["op": "range", "constraint": request.constraint.requestMember])
             lock.withLock { self.channel = channel }
             return channel

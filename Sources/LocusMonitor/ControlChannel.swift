@@ -21,6 +21,24 @@ final class ControlChannel: @unchecked Sendable {
     private var eventWaiter: CheckedContinuation<Data?, Never>? = nil
     private var closed = false
 
+    /// Which of the agent's sockets a call needs (docs/access.md): changing (open a monitor as
+    /// its consumer, add, remove) goes through control.sock, only reading (live updates) through
+    /// read.sock; each falls back to the other when its own refuses this user (EACCES), and the
+    /// agent then decides from the user's groups.
+    enum Purpose { case reading, changing }
+
+    static func open(stateDirectory: String, for purpose: Purpose) throws -> ControlChannel {
+        let control = stateDirectory + "/control.sock", read = stateDirectory + "/read.sock"
+        let first = purpose == .reading ? read : control
+        let second = purpose == .reading ? control : read
+        do {
+            return try ControlChannel(path: first)
+        } catch let error as MonitorError where error.code == "permission_denied" || error.code == "disconnected" && purpose == .reading {
+            // read.sock may be missing where an older agent runs; control.sock then serves.
+            return try ControlChannel(path: second)
+        }
+    }
+
     init(path: String) throws {
         descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_un()
@@ -35,8 +53,12 @@ final class ControlChannel: @unchecked Sendable {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
         guard connected == 0 else {
-            let reason = String(cString: strerror(errno))
+            let code = errno
+            let reason = String(cString: strerror(code))
             close(descriptor)
+            if code == EACCES {
+                throw MonitorError(code: "permission_denied", message: "\(path): \(reason) (see docs/access.md: control.sock is for group locus)")
+            }
             throw MonitorError(code: "disconnected", message: "no agent at \(path): \(reason)")
         }
         let thread = Thread { [self] in readLoop() }

@@ -21,7 +21,7 @@ extension LocationUpdate {
     /// fixed gateway: the receiver runs only as long as the answer needs.
     public static func requestLocation(accuracy: Accuracy? = nil, maxAge: TimeInterval? = nil, timeout: TimeInterval? = nil,
                                        stateDirectory: String = Monitor.defaultStateDirectory) async throws -> Located {
-        let channel = try ControlChannel(path: stateDirectory + "/control.sock")
+        let channel = try ControlChannel.open(stateDirectory: stateDirectory, for: .reading)
         defer { channel.hangUp() }
         var members: [String: Any] = ["op": "locate"]
         if let accuracy { members["accuracy"] = accuracy.rawValue }
@@ -86,7 +86,7 @@ extension LocationUpdate {
     /// after `since`, the newest `limit` (at most 200). What a program reads after a restart.
     public static func recentVisits(since: Date? = nil, limit: Int? = nil,
                                     stateDirectory: String = Monitor.defaultStateDirectory) async throws -> [Visit] {
-        let channel = try ControlChannel(path: stateDirectory + "/control.sock")
+        let channel = try ControlChannel.open(stateDirectory: stateDirectory, for: .reading)
         defer { channel.hangUp() }
         var members: [String: Any] = ["op": "visits"]
         if let since { members["since"] = since.timeIntervalSince1970 }

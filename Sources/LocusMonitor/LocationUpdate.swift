@@ -113,7 +113,8 @@ public struct LocationUpdate: Sendable {
 
         private func open() async throws -> ControlChannel {
             if let channel = lock.withLock({ self.channel }) { return channel }
-            let channel = try ControlChannel(path: request.stateDirectory + "/control.sock")
+            // Positions are read: read.sock, so an account that may only read gets them too.
+            let channel = try ControlChannel.open(stateDirectory: request.stateDirectory, for: .reading)
             var members: [String: Any] = ["op": "updates", "preset": request.configuration.name]
             if let accuracy = request.accuracy { members["accuracy"] = accuracy.rawValue }
             if let significantChangeM = request.significantChangeM { members["significant_change_m"] = significantChangeM }

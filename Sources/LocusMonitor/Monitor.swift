@@ -62,7 +62,8 @@ public actor Monitor {
     /// Opens (or creates) the monitor `name` on the agent running with `stateDirectory`.
     public init(_ name: String, stateDirectory: String = Monitor.defaultStateDirectory) async throws {
         self.name = name
-        channel = try ControlChannel(path: stateDirectory + "/control.sock")
+        // Opening a monitor makes this program its consumer (a logged cursor): a change.
+        channel = try ControlChannel.open(stateDirectory: stateDirectory, for: .changing)
         _ = try await channel.request(["op": "open", "monitor": name])
     }
 

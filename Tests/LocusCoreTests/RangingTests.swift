@@ -220,7 +220,7 @@ import Testing
             guard case .failure(let error) = decode(bad) else { Issue.record("accepted \(bad)"); continue }
             #expect(error.code == .badArgument, "\(bad): \(error.message)")
         }
-        #expect(!ControlReply.changesState(.range(constraint: constraint)) && !ControlReply.changesState(.rangeStop), "ranging only reads")
+        #expect(ControlRequest.range(constraint: constraint).requiredGrant == .positions && ControlRequest.rangeStop.requiredGrant == .positions, "ranging reads positions")
     }
 
     /// One ranging second as the agent runs it with 500 beacons of the constraint in range, each

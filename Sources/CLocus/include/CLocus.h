@@ -131,6 +131,27 @@ long locus_send(int fd, const void *buffer, size_t count);
 /// as sd_notify does with $NOTIFY_SOCKET.
 int locus_unix_send_datagram(const char *path, const void *buffer, size_t count);
 
+// MARK: access (peer credentials, groups) and socket activation
+
+/// The connected peer's process id, user id and group id (SO_PEERCRED); 0 or -errno.
+int locus_peer_credentials(int fd, int *pid, unsigned *uid, unsigned *gid);
+/// The connected peer's supplementary groups (SO_PEERGROUPS), at most `capacity`: the count
+/// (-ERANGE when it has more), or -errno (-ENOPROTOOPT on kernels before 4.13).
+int locus_peer_groups(int fd, unsigned *gids, int capacity);
+/// The id of group `name` (getgrnam_r): 1 found, 0 no such group, -errno.
+int locus_group_id(const char *name, unsigned *gid);
+/// The name of group `gid` into `name` (getgrgid_r): 1 found, 0 none, -errno.
+int locus_group_name(unsigned gid, char *name, size_t capacity);
+/// The name of user `uid` into `name` (getpwuid_r): 1 found, 0 none, -errno.
+int locus_user_name(unsigned uid, char *name, size_t capacity);
+/// The real user id of this process.
+unsigned locus_getuid(void);
+/// Connects to the Unix stream socket at `path` without blocking and closes the connection at
+/// once (the connection itself is the message: systemd starts a socket's service on it).
+/// 0 when connected or in progress, -errno otherwise (ENOENT: nothing there, ECONNREFUSED:
+/// nobody listens, EAGAIN: its backlog is full).
+int locus_unix_touch(const char *path);
+
 // MARK: Bluetooth HCI (BlueZ's kernel interface; libbluetooth is not linked)
 
 /// Opens a raw HCI socket bound to device `index`, non-blocking.

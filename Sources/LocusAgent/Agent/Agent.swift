@@ -30,9 +30,10 @@ final class Agent {
     let updates: LiveUpdates
     let sessions: ControlSessions
     let ranging: Ranging
+    let starter: ClientStarter
 
     init(loaded: LoadedConfig, engine: MonitorEngine, loop: LoopHousekeeping, gnss: GNSSSource, bluetooth: BluetoothSource,
-         log: EventLog, outputs: Outputs, updates: LiveUpdates, sessions: ControlSessions, ranging: Ranging) {
+         log: EventLog, outputs: Outputs, updates: LiveUpdates, sessions: ControlSessions, ranging: Ranging, starter: ClientStarter) {
         self.loaded = loaded
         self.engine = engine
         self.loop = loop
@@ -43,11 +44,12 @@ final class Agent {
         self.updates = updates
         self.sessions = sessions
         self.ranging = ranging
+        self.starter = starter
         // Limits tied together: the poll set holds what every component can register (a turn
         // that finds it full counts and logs it), and a stream's lines fit a connection's buffer.
         poll = PollSet(capacity: loop.maximumDescriptors + gnss.maximumDescriptors + bluetooth.maximumDescriptors
                        + log.maximumDescriptors + outputs.maximumDescriptors + updates.maximumDescriptors + sessions.maximumDescriptors
-                       + ranging.maximumDescriptors)
+                       + ranging.maximumDescriptors + starter.maximumDescriptors)
         precondition(poll.capacity >= loop.maximumDescriptors + sessions.capacity, "the poll set holds the loop's own descriptors and every connection")
         precondition(LiveUpdates.streamBytes <= ControlSessions.outputBytes, "a stream's lines must fit a connection's output buffer")
         precondition(Ranging.lineBytes <= ControlSessions.outputBytes, "a ranging line must fit a connection's output buffer")
@@ -84,6 +86,8 @@ final class Agent {
         }
         let loop: LoopHousekeeping
         do { loop = try LoopHousekeeping() } catch { return .failure(.loop(error)) }
+        let starter = ClientStarter(monitors: loaded.site.monitors)
+        starter.restore(log)
         // The declared conditions now live in the engine; the parsed copy would only hold memory
         // (a SIGHUP reads the file again).
         loaded.site.monitors = []
@@ -99,10 +103,11 @@ final class Agent {
         }
         let gnss = GNSSSource(board: loaded.board, stateDirectory: directory, settings: updates.siteUpdater.settings)
         let bluetooth = BluetoothSource(board: loaded.board, stateDirectory: directory, tier: loaded.site.updates.accuracy)
-        let sessions = ControlSessions(directory: directory, capacity: loaded.site.capacity.subscribers, privacy: loaded.site.fixPrivacy)
+        let sessions = ControlSessions(directory: directory, capacity: loaded.site.capacity.subscribers, privacy: loaded.site.fixPrivacy,
+                                       access: loaded.accessPolicy)
         let ranging = Ranging(slots: sessions.capacity)
         return .success(Agent(loaded: loaded, engine: engine, loop: loop, gnss: gnss, bluetooth: bluetooth, log: log, outputs: outputs,
-                              updates: updates, sessions: sessions, ranging: ranging))
+                              updates: updates, sessions: sessions, ranging: ranging, starter: starter))
     }
 
     // MARK: the loop
@@ -155,6 +160,7 @@ final class Agent {
         sendRanging(now)
         bluetooth.scanForRanging(ranging.isActive)
         handleEvents(now)
+        starter.service(now) { monitor in (sessions.isOpen(monitor), log.consumerPosition(monitor)) }
         outputs.update(now) { log.appendGPIO($0, now) }
         sessions.catchUp(log)
         gnss.writeReceiverQueue(now)
@@ -182,6 +188,7 @@ final class Agent {
         updates.deadlines(&next)
         sessions.deadlines(&next)
         ranging.deadlines(&next)
+        starter.deadlines(&next)
         return next.earliest
     }
 
@@ -238,6 +245,7 @@ final class Agent {
             if outputs.apply(pending, now) { log.setLatched(outputs.latchedNames) }
             outputs.refresh(engine, now, pending: pending, cause: .level) { log.appendGPIO($0, now) }
             sessions.publish(logged.event, sequence: logged.sequence, log)
+            starter.eventLogged(logged.event.monitor, sequence: logged.sequence)
             engine.acknowledgeOldest(adding: logged.added)
         }
     }
@@ -312,6 +320,7 @@ final class Agent {
         updates.status(into: &line)
         sessions.status(into: &line)
         ranging.status(into: &line)
+        starter.status(into: &line)
         loop.status(into: &line)
     }
 
@@ -343,6 +352,7 @@ final class Agent {
         outputs.reload(fresh, now: now)
         updates.reload(fresh, now: now)
         sessions.reload(fresh, now: now)
+        starter.reload(fresh, now: now)
         outputs.refresh(engine, now, cause: .level) { log.appendGPIO($0, now) }
         AgentLog.notice("locus: reloaded: \(engine.conditionCount) conditions, \(outputs.plan.actions.count) actions")
     }
@@ -356,6 +366,7 @@ final class Agent {
         updates.shutdown(now: now)
         sessions.shutdown(now: now)
         ranging.shutdown(now: now)
+        starter.shutdown(now: now)
         log.shutdown(now: now)
         AgentLog.notice("locus: stopped: \(gnss.fixesDecoded) fixes, \(bluetooth.sightingsGathered) sightings, \(log.events) events")
     }

@@ -8,7 +8,9 @@ import LocusDevices
 ///
 /// The loop reads requests with `nextRequest` and hands each operation to its function here,
 /// with the components that operation needs; replies are rendered into one buffer and sent as
-/// bytes (`ControlServer.send`). Requests that change state are refused on read.sock here.
+/// bytes (`ControlServer.send`). Each connection's grants (read, positions, change) are decided
+/// at accept from its peer credentials and socket (`AccessPolicy`), and a request that needs a
+/// grant the connection lacks is refused here (`ControlRequest.requiredGrant`).
 final class ControlSessions: LoopComponent {
     /// Output buffer per connection: a subscriber that falls further behind than this catches
     /// up from the log; a reply larger than this cannot be sent (the connection is closed).
@@ -35,11 +37,14 @@ final class ControlSessions: LoopComponent {
         var ranging = false
         /// A location request of this connection is waiting (its reply comes later).
         var locating = false
+        /// What the connection may do, decided at accept (and again on SIGHUP).
+        var grants = AccessGrants()
 
         /// The connection ended (or a new one takes the slot): it starts over.
         mutating func reset() {
             subscription = nil
             claim = nil
+            grants = []
             if streaming || ranging || locating { streamEnded = true }
             streaming = false
             ranging = false
@@ -57,6 +62,8 @@ final class ControlSessions: LoopComponent {
     private let server: ControlServer?
     private var slots: [ClientSlot]
     private var privacy: SiteConfig.FixPrivacy
+    /// Who may do what (the site's `[access]`, groups resolved).
+    private var access: AccessPolicy
     /// Replies and subscribers' events, one line at a time.
     private var line = JSONWriter(capacity: ControlSessions.outputBytes)
     private var listenIndex: PollSet.Index? = nil
@@ -75,7 +82,7 @@ final class ControlSessions: LoopComponent {
 
     /// Listens on STATE/control.sock and STATE/read.sock (`capacity` connections; none when 0).
     /// Last in the agent's start: the socket's appearance tells clients (and tests) it is set up.
-    init(directory: String, capacity: Int, privacy: SiteConfig.FixPrivacy) {
+    init(directory: String, capacity: Int, privacy: SiteConfig.FixPrivacy, access: AccessPolicy) {
         var server: ControlServer? = nil
         if capacity > 0 {
             let path = Paths.join(directory, "control.sock")
@@ -88,6 +95,7 @@ final class ControlSessions: LoopComponent {
         }
         self.server = server
         self.privacy = privacy
+        self.access = access
         slots = Array(repeating: ClientSlot(), count: server?.capacity ?? 0)
         registered = .allocate(capacity: max(1, slots.count))
         registered.initialize(repeating: Registration(slot: 0, index: nil))
@@ -132,10 +140,16 @@ final class ControlSessions: LoopComponent {
         line.integer("capacity", slots.count)
         line.integer("oversized_replies", oversizedReplies)
         line.integer("dismissed", dismissed)
+        clients(into: &line)
         line.endObject()
     }
 
-    func reload(_ config: LoadedConfig, now: AgentTime) { privacy = config.site.fixPrivacy }
+    func reload(_ config: LoadedConfig, now: AgentTime) {
+        privacy = config.site.fixPrivacy
+        access = config.accessPolicy
+        // Grants follow the new file at once, for connections already open too.
+        for slot in slots.indices where server?.isConnected(slot) == true { decideGrants(slot) }
+    }
 
     func shutdown(now: AgentTime) {}
 
@@ -152,7 +166,10 @@ final class ControlSessions: LoopComponent {
         line.reset()
         ControlReply.error(nil, ControlError(.busy, "all \(slots.count) control connections are in use (capacity.subscribers)"), into: &line)
         // A connection the server closed by itself may have left its stream (and its tier).
-        server.acceptWaiting(on: listener, busyLine: line.bytes) { slot in reset(slot) }
+        server.acceptWaiting(on: listener, busyLine: line.bytes) { slot in
+            reset(slot)
+            decideGrants(slot)
+        }
     }
 
     /// Registered connection `connection` (`0..<registeredCount`): what it has queued is written
@@ -184,15 +201,15 @@ final class ControlSessions: LoopComponent {
             case .line(let bytes):
                 guard !bytes.isEmpty else { continue }
                 // The simplest requests (a flat `locate`) are read without a parse's allocations.
-                if let flat = FlatRequest.decode(bytes), !(server.isReadOnly(slot) && ControlReply.changesState(flat.request)) {
+                if let flat = FlatRequest.decode(bytes), slots[slot].grants.isSuperset(of: flat.request.requiredGrant) {
                     return Request(slot: slot, id: flat.id, operation: flat.request)
                 }
                 let (id, decoded) = ControlProtocol.decode(Array(bytes))
                 switch decoded {
                 case .failure(let error):
                     refuse(slot, id, error.code, error.message)
-                case .success(let operation) where server.isReadOnly(slot) && ControlReply.changesState(operation):
-                    refuse(slot, id, .permissionDenied, "this is the read-only socket (read.sock); changes go through control.sock, open to the locus user, root and group locus")
+                case .success(let operation) where !slots[slot].grants.isSuperset(of: operation.requiredGrant):
+                    refuse(slot, id, .permissionDenied, access.refusal(operation.requiredGrant, held: slots[slot].grants, socket: socket(slot)))
                 case .success(let operation):
                     return Request(slot: slot, id: id, operation: operation)
                 }
@@ -285,6 +302,7 @@ final class ControlSessions: LoopComponent {
         line.string("version", LocusVersion.string)
         ControlReply.names("monitors", monitors, into: &line)
         line.boolean("persistence", persistence)
+        grantNames("access", slots[request.slot].grants)
         finish(request)
     }
 
@@ -542,9 +560,6 @@ final class ControlSessions: LoopComponent {
     // MARK: live updates
 
     func updates(_ request: Request, _ preset: LivePreset?, _ accuracy: AccuracyTier?, significantChangeM: Double?, _ updates: LiveUpdates) {
-        guard privacy != .none else {
-            return refuse(request, .permissionDenied, "this site does not give out positions ([privacy] fixes = \"none\")")
-        }
         let (chosenPreset, chosenTier, radios) = updates.startStream(request.slot, preset: preset, accuracy: accuracy,
                                                                      significantChangeM: significantChangeM)
         slots[request.slot].streaming = true
@@ -662,5 +677,60 @@ final class ControlSessions: LoopComponent {
         for (sequence, visit) in found { ControlReply.visitRecord(visit, sequence: sequence, into: &line) }
         line.endArray()
         finish(request)
+    }
+}
+
+// MARK: access levels
+
+extension ControlSessions {
+    /// Whether a connection has `monitor` open (its consumer, CLMonitor's one open instance).
+    func isOpen(_ monitor: FixedName) -> Bool {
+        guard let server else { return false }
+        for slot in slots.indices where slots[slot].claim == monitor && server.isConnected(slot) { return true }
+        return false
+    }
+
+    private func socket(_ slot: Int) -> ControlSocket { server?.isReadOnly(slot) == true ? .readOnly : .control }
+
+    /// The connection's grants from its credentials and socket.
+    private func decideGrants(_ slot: Int) {
+        guard let server else { return }
+        let peer = server.peer(slot)
+        slots[slot].grants = access.grants(user: peer.user, group: peer.group, groups: peer.groups, socket: socket(slot))
+    }
+
+    private func grantNames(_ key: StaticString, _ grants: AccessGrants) {
+        line.beginArray(key)
+        for (_, grant) in AccessGrants.names where grants.contains(grant) { line.string(grant.name) }
+        line.endArray()
+    }
+
+    /// `status`'s `control.clients`: each connection, who it is, what it may do and what it does.
+    /// (User names are looked up here, for a status request, not at accept.)
+    private func clients(into line: inout JSONWriter) {
+        guard let server else { return }
+        line.beginArray("clients")
+        for slot in slots.indices where server.isConnected(slot) {
+            let peer = server.peer(slot)
+            let client = slots[slot]
+            line.beginObject()
+            line.integer("slot", slot)
+            line.string("socket", socket(slot).fileName)
+            line.integer("pid", Int(peer.pid))
+            line.integer("uid", Int64(peer.user))
+            if let name = Accounts.userName(peer.user) { line.string("user", name) }
+            line.integer("gid", Int64(peer.group))
+            if let name = Accounts.groupName(peer.group) { line.string("group", name) }
+            line.beginArray("access")
+            for (_, grant) in AccessGrants.names where client.grants.contains(grant) { line.string(grant.name) }
+            line.endArray()
+            if let claim = client.claim { line.string("consumer_of", claim) }
+            if let subscription = client.subscription {
+                if let monitor = subscription.monitor { line.string("subscribed", monitor) } else { line.string("subscribed", "*") }
+            }
+            if client.streaming { line.boolean("updates", true) }
+            line.endObject()
+        }
+        line.endArray()
     }
 }

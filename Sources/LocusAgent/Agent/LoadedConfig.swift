@@ -7,6 +7,8 @@ struct LoadedConfig {
     var board: BoardConfig
     var sitePath: String
     var boardPath: String
+    /// `[access]` with its group names resolved on this system (at load: start and SIGHUP).
+    var accessPolicy: AccessPolicy
 
     /// The files did not check; the diagnostics have been printed (file:line:column each).
     struct Invalid: Error {}
@@ -45,7 +47,37 @@ struct LoadedConfig {
             for diagnostic in problems { Console.error("\(diagnostic)\n") }
             return .failure(Invalid())
         }
-        return .success(LoadedConfig(site: site, board: board, sitePath: path, boardPath: boardPath))
+        let policy = resolveAccess(site, path: path)
+        return .success(LoadedConfig(site: site, board: board, sitePath: path, boardPath: boardPath, accessPolicy: policy))
+    }
+
+    /// The site's `[access]` groups as ids. A group that does not exist on this system is a
+    /// warning, not an error: it grants nothing (access stays closed), and the gateway still
+    /// monitors and drives its relays.
+    static func resolveAccess(_ site: SiteConfig, path: String) -> AccessPolicy {
+        var policy = AccessPolicy(agentUser: Accounts.currentUser, privacy: site.fixPrivacy)
+        policy.readSocket = site.access.readSocket
+        func resolve(_ groups: [SiteConfig.Access.Group], _ key: String) -> [UInt32] {
+            var ids: [UInt32] = []
+            for group in groups {
+                do {
+                    if let id = try Accounts.groupID(group.name) {
+                        ids.append(id)
+                    } else {
+                        let warning = ConfigDiagnostic(file: path, location: group.location,
+                                                       message: "warning: group '\(group.name)' does not exist on this system; access.\(key) grants it nothing (groupadd \(group.name), or remove it)")
+                        Console.error("\(warning)\n")
+                    }
+                } catch {
+                    Console.error("\(ConfigDiagnostic(file: path, location: group.location, message: "warning: cannot look up group '\(group.name)': \(error); access.\(key) grants it nothing"))\n")
+                }
+            }
+            return ids
+        }
+        policy.readGroups = resolve(site.access.read, "read")
+        policy.positionsGroups = resolve(site.access.positions, "positions")
+        policy.changeGroups = resolve(site.access.change, "change")
+        return policy
     }
 
     /// What of `fresh` a SIGHUP cannot apply: capacities, `[updates]`, the board file take

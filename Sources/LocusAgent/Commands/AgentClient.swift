@@ -1,10 +1,26 @@
 import LocusCore
 import LocusDevices
 
-/// The command line's side of a running agent's control socket (STATE/control.sock): `locus
-/// monitor`, `locus events --follow`, `locus gpio` and `locus status` go through it while an agent
+/// The command line's side of a running agent's control sockets: `locus monitor`, `locus events
+/// --follow`, `locus gpio`, `locus status` and `locus updates` go through them while an agent
 /// runs, so changes reach the agent's engine (and its log) at once.
+///
+/// A command that only reads connects to STATE/read.sock (a technician's read-only account
+/// works), one that changes to STATE/control.sock; each falls back to the other socket when its
+/// own cannot be reached (the agent then decides from the user's groups, docs/access.md).
 struct AgentClient: ~Copyable {
+    /// What the command does, which picks the socket it tries first.
+    enum Purpose { case reading, changing }
+
+    /// Why no agent could be asked.
+    enum Unreachable: Error {
+        /// Nothing listens on either socket: no agent runs with this state directory.
+        case noAgent
+        /// A socket is there but this user may not connect to it (the sockets' or the state
+        /// directory's modes).
+        case denied(String)
+    }
+
     static let replyTimeoutMs: Int32 = 10_000
 
     private var connection: ControlConnection
@@ -13,15 +29,25 @@ struct AgentClient: ~Copyable {
     private var line = JSONWriter(capacity: 4096)
 
     static func socketPath(_ directory: String) -> String { Paths.join(directory, "control.sock") }
-
-    /// STATE/read.sock: the socket for clients that only read (ranging).
     static func readSocketPath(_ directory: String) -> String { Paths.join(directory, "read.sock") }
 
-    /// nil when no agent listens in `directory` (on read.sock with `readOnly`).
-    init?(directory: String, readOnly: Bool = false) {
-        let path = readOnly ? AgentClient.readSocketPath(directory) : AgentClient.socketPath(directory)
-        guard let connection = ControlConnection(path: path) else { return nil }
-        self.connection = connection
+    /// Connects for `purpose`: read.sock first for reading, control.sock first for changing.
+    init(directory: String, for purpose: Purpose) throws(Unreachable) {
+        let paths = purpose == .reading ? [AgentClient.readSocketPath(directory), AgentClient.socketPath(directory)]
+                                        : [AgentClient.socketPath(directory), AgentClient.readSocketPath(directory)]
+        var denied: [String] = []
+        for path in paths {
+            do {
+                connection = try ControlConnection(connecting: path)
+                return
+            } catch {
+                if error == .permissionDenied { denied.append(path) }
+            }
+        }
+        guard denied.isEmpty else {
+            throw .denied("permission denied connecting to \(denied.joined(separator: " and ")): this user cannot reach the agent's sockets (control.sock is for group locus; read.sock needs a state directory others may enter, mode 0751; see docs/access.md)")
+        }
+        throw .noAgent
     }
 
     /// Sends a request, {"id":N,<members>} (`members` writes the members after the id), and
@@ -86,11 +112,17 @@ enum AgentCommands {
         return .success(directory)
     }
 
-    static func connect(_ directory: String, _ what: String) -> Result<AgentClient, ExitStatus> {
-        guard let client = AgentClient(directory: directory) else {
-            return .failure(ExitStatus(code: CommandLineInterface.failure(what, "no agent is running with state directory \(directory) (nothing listens on \(AgentClient.socketPath(directory)))")))
+    static func connect(_ directory: String, _ what: String, for purpose: AgentClient.Purpose) -> Result<AgentClient, ExitStatus> {
+        do {
+            return .success(try AgentClient(directory: directory, for: purpose))
+        } catch {
+            switch error {
+            case .noAgent:
+                return .failure(ExitStatus(code: CommandLineInterface.failure(what, "no agent is running with state directory \(directory) (nothing listens on \(AgentClient.socketPath(directory)))")))
+            case .denied(let message):
+                return .failure(ExitStatus(code: CommandLineInterface.failure(what, message)))
+            }
         }
-        return .success(client)
     }
 
     static func gpio(_ arguments: [String]) -> Int32 {
@@ -103,7 +135,7 @@ enum AgentCommands {
         guard rest.count == 2, rest[0] == "clear" else { return CommandLineInterface.usageError("gpio takes 'clear NAME'", hint: gpioUsage) }
         guard FixedName(rest[1]) != nil else { return CommandLineInterface.usageError("gpio clear: '\(rest[1])' is not an output name", hint: gpioUsage) }
         var client: AgentClient
-        switch connect(directory, "gpio clear") {
+        switch connect(directory, "gpio clear", for: .changing) {
         case .success(let value): client = value
         case .failure(let status): return status.code
         }
@@ -131,7 +163,7 @@ enum AgentCommands {
         }
         guard rest.isEmpty else { return CommandLineInterface.usageError("status: unexpected argument '\(rest[0])'", hint: statusUsage) }
         var client: AgentClient
-        switch connect(directory, "status") {
+        switch connect(directory, "status", for: .reading) {
         case .success(let value): client = value
         case .failure(let status): return status.code
         }
@@ -218,7 +250,7 @@ enum AgentCommands {
             }
         }
         var client: AgentClient
-        switch connect(directory, "updates") {
+        switch connect(directory, "updates", for: .reading) {
         case .success(let value): client = value
         case .failure(let status): return status.code
         }
@@ -281,7 +313,7 @@ enum AgentCommands {
             if argument == "--timeout" { timeoutS = seconds } else { maxAgeS = seconds }
         }
         var client: AgentClient
-        switch connect(directory, "locate") {
+        switch connect(directory, "locate", for: .reading) {
         case .success(let value): client = value
         case .failure(let status): return status.code
         }
@@ -332,7 +364,7 @@ enum AgentCommands {
             }
         }
         var client: AgentClient
-        switch connect(directory, "visits") {
+        switch connect(directory, "visits", for: .reading) {
         case .success(let value): client = value
         case .failure(let status): return status.code
         }

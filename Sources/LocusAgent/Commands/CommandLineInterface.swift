@@ -118,9 +118,10 @@ public enum CommandLineInterface {
             CLMonitor's calls on the monitor NAME: add (an existing ID is replaced and its record
             starts over), remove, records (one JSON object per record with its condition and
             lastEvent), record ID, identifiers. While an agent runs with the state directory
-            (default /var/lib/locus) they go through its control socket and take effect at once;
-            otherwise they are applied to the state directory under the monitor's lock. Either way
-            changes are logged.
+            (default /var/lib/locus) they go through its sockets and take effect at once (records,
+            record and identifiers read through read.sock, add and remove change through
+            control.sock; docs/access.md); otherwise they are applied to the state directory under
+            the monitor's lock. Either way changes are logged.
             """,
             run: MonitorCommand.run),
         Command(
@@ -141,7 +142,9 @@ public enum CommandLineInterface {
             socket and prints one JSON object: the GNSS port (open, bytes, fixes, last fix, rejected
             sentences), the Bluetooth source (scanning, sightings, rejected events), the engine
             (conditions, capacity, pending events, deferred detections), the log (last sequence
-            number, whether appends are failing) and every GPIO output's value.
+            number, whether appends are failing) and every GPIO output's value; `control.clients`
+            lists the connected clients (user, pid, socket, access grants, what each is doing) and
+            `start_sockets` each monitor's start socket (pending event, starts, failures).
             """,
             run: AgentCommands.status),
         Command(

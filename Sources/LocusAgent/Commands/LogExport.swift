@@ -334,7 +334,9 @@ enum EventsCommand {
         case .success(let parsed): options = parsed
         case .failure(let status): return status.code
         }
-        if options.follow, let client = AgentClient(directory: options.directory) {
+        // --follow through a running agent's read.sock (a plain subscription only reads); without
+        // an agent, or without the right to reach it, by watching the log files.
+        if options.follow, let client = try? AgentClient(directory: options.directory, for: .reading) {
             return AgentCommands.followEvents(client, monitor: monitor, afterSequence: options.afterSequence)
         }
         var next = options.afterSequence

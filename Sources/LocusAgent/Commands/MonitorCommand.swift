@@ -34,10 +34,16 @@ enum MonitorCommand {
             if let suggestion = Spelling.closest(to: verb, among: verbs) { hint = "did you mean 'locus monitor \(monitorText) \(suggestion)'?" }
             return CommandLineInterface.usageError("monitor: unknown subcommand '\(verb)'", hint: hint)
         }
-        if var client = AgentClient(directory: directory) {
+        // Reading verbs go through read.sock, changes through control.sock (docs/access.md).
+        do {
+            var client = try AgentClient(directory: directory, for: verb == "add" || verb == "remove" ? .changing : .reading)
             return remote(&client, monitor, verb, rest)
+        } catch {
+            switch error {
+            case .noAgent: return local(directory, monitor, verb, rest)
+            case .denied(let message): return CommandLineInterface.failure("monitor \(monitorText) \(verb)", message)
+            }
         }
-        return local(directory, monitor, verb, rest)
     }
 
     /// The calls on the state directory itself, under the monitor's lock (no agent is running).

@@ -24,8 +24,10 @@ enum RangeCommand {
         case .success(let value): options = value
         case .failure(let status): return status.code
         }
-        guard var client = AgentClient(directory: directory, readOnly: true) else {
-            return CommandLineInterface.failure("range", "no agent is running with state directory \(directory) (nothing listens on \(AgentClient.readSocketPath(directory)))")
+        var client: AgentClient
+        switch AgentCommands.connect(directory, "range", for: .reading) {
+        case .success(let value): client = value
+        case .failure(let status): return status.code
         }
         let constraint = options.constraint
         switch client.request({ line in

@@ -88,6 +88,12 @@ public struct TableReader {
         table.entry(key)?.valueOffset ?? table.offset
     }
 
+    /// Where element `index` of the array at `key` is (the array's own place when it is not one).
+    public func offset(of key: String, element index: Int) -> SourceOffset {
+        guard let entry = table.entry(key), case .array(let array) = entry.value, index < array.offsets.count else { return offset(of: key) }
+        return array.offsets[index]
+    }
+
     /// The full dotted name of `key` in this table, for messages.
     public func label(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
 
@@ -187,6 +193,21 @@ public struct TableReader {
             report.fail(at: entry.valueOffset, "'\(label(key))' = \"\(text)\": \(problem.message)")
             return nil
         }
+    }
+
+    /// An array of strings (`["locus", "adm"]`); one that holds anything else is reported.
+    public mutating func strings(_ key: String, required: Bool = false) -> [String]? {
+        guard let entry = lookup(key, required: required) else { return nil }
+        guard case .array(let array) = entry.value else { wrongType(entry, "an array of strings"); return nil }
+        var strings: [String] = []
+        for (index, element) in array.elements.enumerated() {
+            guard case .string(let text) = element else {
+                report.fail(at: array.offsets[index], "'\(label(key))' must hold strings, not \(element.typeName)")
+                return nil
+            }
+            strings.append(text)
+        }
+        return strings
     }
 
     /// A sub-table (a `[header]` table or an inline table).

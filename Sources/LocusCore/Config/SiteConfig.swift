@@ -59,6 +59,15 @@ public struct ConditionConfig {
 public struct MonitorConfig {
     public var name: String
     public var conditions: [ConditionConfig]
+    /// `start_socket`: the Unix socket of a client to start (systemd socket activation) when an
+    /// event arrives for this monitor and no consumer of it is connected.
+    public var startSocket: String? = nil
+
+    public init(name: String, conditions: [ConditionConfig], startSocket: String? = nil) {
+        self.name = name
+        self.conditions = conditions
+        self.startSocket = startSocket
+    }
 }
 
 public struct ActionConfig {
@@ -142,6 +151,21 @@ public struct SiteConfig {
 
     public enum FixPrivacy: Equatable, Sendable { case full, coarse, none }
 
+    /// `[access]`: groups granted each access level (see `AccessPolicy`), as written, with where
+    /// each name is so that one that does not exist on this system can be pointed at.
+    public struct Access {
+        public struct Group {
+            public var name: String
+            public var location: SourceLocation
+        }
+        public var read: [Group] = []
+        public var positions: [Group] = []
+        public var change: [Group] = []
+        /// `read_socket`: what any client of read.sock has (default: read and positions).
+        public var readSocket: AccessGrants = [.read, .positions]
+        public init() {}
+    }
+
     /// Path of the board file as written (relative to the site file's directory when relative).
     public var board: String
     public var stateDirectory: String = "/var/lib/locus"
@@ -149,6 +173,7 @@ public struct SiteConfig {
     public var log = Log()
     public var updates = Updates()
     public var fixPrivacy: FixPrivacy = .full
+    public var access = Access()
     public var monitors: [MonitorConfig] = []
     public var actions: [ActionConfig] = []
 

@@ -23,6 +23,10 @@ enum SiteSchema {
             site.fixPrivacy = section.choice("fixes", [("full", SiteConfig.FixPrivacy.full), ("coarse", .coarse), ("none", .none)]) ?? .full
             section.finish()
         }
+        if var section = root.table("access") {
+            site.access = readAccess(&section)
+            section.finish()
+        }
         if var section = root.table("monitor") {
             site.monitors = readMonitors(&section)
             section.finish()
@@ -90,6 +94,14 @@ enum SiteSchema {
             if !Identifier.isValid(name) {
                 reader.report.fail(at: offset, "monitor name '\(name)' must be 1...\(Identifier.maximumLength) letters, digits, '-' or '_'")
             }
+            var startSocket: String? = nil
+            if let path = reader.string("start_socket") {
+                if path.isEmpty || path.utf8.count > 107 {
+                    reader.report.fail(at: reader.offset(of: "start_socket"), "'\(reader.label("start_socket"))' must be a Unix socket path of 1...107 bytes")
+                } else {
+                    startSocket = path
+                }
+            }
             var conditions: [ConditionConfig] = []
             var positions: [String: Int] = [:]
             for var entry in reader.tables("condition") {
@@ -104,9 +116,52 @@ enum SiteSchema {
                 entry.finish()
             }
             reader.finish()
-            monitors.append(MonitorConfig(name: name, conditions: conditions))
+            monitors.append(MonitorConfig(name: name, conditions: conditions, startSocket: startSocket))
         }
         return monitors
+    }
+
+    /// `[access]`: `read`, `positions`, `change` (group names) and `read_socket` (grant words).
+    private static func readAccess(_ section: inout TableReader) -> SiteConfig.Access {
+        var access = SiteConfig.Access()
+        access.read = readGroups(&section, "read")
+        access.positions = readGroups(&section, "positions")
+        access.change = readGroups(&section, "change")
+        if let words = section.strings("read_socket") {
+            var grants = AccessGrants()
+            for (index, word) in words.enumerated() {
+                let offset = section.offset(of: "read_socket", element: index)
+                if word == "change" {
+                    section.report.fail(at: offset, "'\(section.label("read_socket"))' cannot give 'change' to everyone who reaches read.sock; name a group in 'change' instead")
+                } else if let grant = AccessGrants.names.first(where: { $0.0 == word })?.1 {
+                    grants.insert(grant)
+                } else {
+                    var message = "'\(section.label("read_socket"))' has \"\(word)\", which is not one of: read | positions"
+                    if let suggestion = Spelling.closest(to: word, among: ["read", "positions"]) { message += " (did you mean \"\(suggestion)\"?)" }
+                    section.report.fail(at: offset, message)
+                }
+            }
+            access.readSocket = grants
+        }
+        return access
+    }
+
+    private static func readGroups(_ section: inout TableReader, _ key: String) -> [SiteConfig.Access.Group] {
+        guard let names = section.strings(key) else { return [] }
+        var groups: [SiteConfig.Access.Group] = []
+        for (index, name) in names.enumerated() {
+            let offset = section.offset(of: key, element: index)
+            // POSIX portable names, as useradd and groupadd accept them.
+            let valid = !name.isEmpty && name.utf8.count <= 32 && name.utf8.first != 0x2D && name.utf8.allSatisfy {
+                ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x5F || $0 == 0x2D || $0 == 0x2E
+            }
+            if !valid {
+                section.report.fail(at: offset, "'\(section.label(key))' has \"\(name)\", which is not a group name (1...32 letters, digits, '_', '-', '.')")
+                continue
+            }
+            groups.append(SiteConfig.Access.Group(name: name, location: section.report.document.location(of: offset)))
+        }
+        return groups
     }
 
     private static let geofenceKeys = ["enter_margin", "exit_margin", "dwell", "accuracy_gate", "transit"]

@@ -129,18 +129,6 @@ public enum ControlReply {
         RecordJSON.write(identifier, filtered, into: &line)
     }
 
-    /// Requests the read-only socket refuses: changes to conditions, outputs and consumer cursors.
-    public static func changesState(_ request: ControlRequest) -> Bool {
-        switch request {
-        case .add, .remove, .gpioClear, .open, .ack: return true
-        case .subscribe(_, _, let consumer): return consumer
-        case .hello, .status, .identifiers, .record, .records, .updates, .updatesStop: return false
-        // MARK: beacon ranging (reading)
-        case .range, .rangeStop: return false
-        case .locate, .visits: return false
-        }
-    }
-
     /// "relay1, relay2" for a message ("none" for an empty list).
     public static func list(_ names: [FixedName]) -> String {
         var text = ""
