@@ -33,8 +33,8 @@ do {
     // Added once: started again later (after a restart, or by an event), the condition and its
     // record stay as they are.
     if !(await monitor.identifiers).contains("work") {
-        try await monitor.add(CircularGeographicCondition(center: Coordinate(latitude: 37.33467, longitude: -122.00898), radius: 100),
-                              identifier: "work", assuming: .unsatisfied)
+        let condition = Monitor.CircularGeographicCondition(center: Coordinate(latitude: 37.33467, longitude: -122.00898), radius: 100)
+        try await monitor.add(condition, identifier: "work", assuming: .unsatisfied)
     }
     for identifier in await monitor.identifiers {
         if let record = await monitor.record(for: identifier) { say("\(identifier): \(record.lastEvent.state)") }
@@ -45,6 +45,7 @@ do {
         case .unsatisfied: say("goodbye, \(event.identifier)")
         case .unknown: say("\(event.identifier): not known yet")
         }
+        if event.accuracyLimited { say("  (the fix was too coarse to be sure)") }
     }
 } catch {
     say("monitor-greeter: \(error)")

@@ -30,7 +30,7 @@ var holder: Process? = nil
 
 do {
     let monitor = try await Monitor("dock", stateDirectory: arguments.count > 2 ? arguments[2] : Monitor.defaultStateDirectory)
-    try await monitor.add(BeaconIdentityCondition(uuid: fleet), identifier: "crates", assuming: .unsatisfied)
+    try await monitor.add(Monitor.BeaconIdentityCondition(uuid: fleet), identifier: "crates", assuming: .unsatisfied)
     try relay(false)
     for try await event in monitor.events where event.identifier == "crates" {
         let crate = event.refinement.map { " (crate \($0.major)/\($0.minor))" } ?? ""

@@ -201,6 +201,58 @@ enum AgentCommands {
 
     static let updatesUsage = "usage: locus updates [--state DIR] [--config PRESET] [--accuracy TIER] [--significant-change[=M]] [--follow]"
 
+    /// What `locus updates` asks for: the stream's settings in the order given, whether to keep
+    /// printing, and the significant-change distance.
+    struct UpdatesOptions {
+        var settings: [(key: StaticString, value: String)] = []
+        var follow = false
+        var significantChangeM: Double? = nil
+    }
+
+    static func parseUpdates(_ rest: [String]) -> Result<UpdatesOptions, ExitStatus> {
+        func usage(_ message: String) -> Result<UpdatesOptions, ExitStatus> {
+            .failure(ExitStatus(code: CommandLineInterface.usageError("updates: " + message, hint: updatesUsage)))
+        }
+        var options = UpdatesOptions()
+        var index = 0
+        while index < rest.count {
+            let argument = rest[index]
+            switch argument {
+            case "--follow":
+                options.follow = true
+                index += 1
+            case _ where argument == "--significant-change" || argument.hasPrefix("--significant-change="):
+                options.significantChangeM = ControlProtocol.defaultSignificantChangeM
+                if let equals = argument.utf8.firstIndex(of: UInt8(ascii: "=")) {
+                    let text = String(argument[argument.index(after: equals)...])
+                    guard let metres = Double(text), metres >= 50, metres <= 100_000 else {
+                        return usage("--significant-change=M takes metres, 50...100000 (not '\(text)')")
+                    }
+                    options.significantChangeM = metres
+                }
+                index += 1
+            case "--config", "--accuracy":
+                guard index + 1 < rest.count else { return usage("\(argument) needs a value") }
+                let value = rest[index + 1]
+                if argument == "--config" {
+                    guard LivePreset.named(value) != nil else {
+                        return usage("no preset '\(value)' (presets: \(LivePreset.names.map { $0.0 }.joined(separator: ", ")))")
+                    }
+                    options.settings.append(("preset", value))
+                } else {
+                    guard AccuracyTier.named(value) != nil else {
+                        return usage("no accuracy tier '\(value)' (tiers: \(AccuracyTier.names.map { $0.0 }.joined(separator: ", ")))")
+                    }
+                    options.settings.append(("accuracy", value))
+                }
+                index += 2
+            default:
+                return usage("unexpected argument '\(argument)'")
+            }
+        }
+        return .success(options)
+    }
+
     /// `locus updates`: ask the agent for a live-update stream and print it.
     static func updates(_ arguments: [String]) -> Int32 {
         var rest = arguments
@@ -209,45 +261,10 @@ enum AgentCommands {
         case .success(let value): directory = value
         case .failure(let status): return status.code
         }
-        // The stream's settings, in the order given.
-        var settings: [(key: StaticString, value: String)] = []
-        var follow = false
-        var significantChangeM: Double? = nil
-        var index = 0
-        while index < rest.count {
-            let argument = rest[index]
-            switch argument {
-            case "--follow":
-                follow = true
-                index += 1
-            case _ where argument == "--significant-change" || argument.hasPrefix("--significant-change="):
-                significantChangeM = ControlProtocol.defaultSignificantChangeM
-                if let equals = argument.utf8.firstIndex(of: UInt8(ascii: "=")) {
-                    let text = String(argument[argument.index(after: equals)...])
-                    guard let metres = Double(text), metres >= 50, metres <= 100_000 else {
-                        return CommandLineInterface.usageError("updates: --significant-change=M takes metres, 50...100000 (not '\(text)')", hint: updatesUsage)
-                    }
-                    significantChangeM = metres
-                }
-                index += 1
-            case "--config", "--accuracy":
-                guard index + 1 < rest.count else { return CommandLineInterface.usageError("updates: \(argument) needs a value", hint: updatesUsage) }
-                let value = rest[index + 1]
-                if argument == "--config" {
-                    guard LivePreset.named(value) != nil else {
-                        return CommandLineInterface.usageError("updates: no preset '\(value)' (presets: \(LivePreset.names.map { $0.0 }.joined(separator: ", ")))", hint: updatesUsage)
-                    }
-                    settings.append(("preset", value))
-                } else {
-                    guard AccuracyTier.named(value) != nil else {
-                        return CommandLineInterface.usageError("updates: no accuracy tier '\(value)' (tiers: \(AccuracyTier.names.map { $0.0 }.joined(separator: ", ")))", hint: updatesUsage)
-                    }
-                    settings.append(("accuracy", value))
-                }
-                index += 2
-            default:
-                return CommandLineInterface.usageError("updates: unexpected argument '\(argument)'", hint: updatesUsage)
-            }
+        let options: UpdatesOptions
+        switch parseUpdates(rest) {
+        case .success(let value): options = value
+        case .failure(let status): return status.code
         }
         var client: AgentClient
         switch connect(directory, "updates", for: .reading) {
@@ -256,8 +273,8 @@ enum AgentCommands {
         }
         switch client.request({ line in
             line.string("op", "updates")
-            for setting in settings { line.string(setting.key, setting.value) }
-            if let significantChangeM { line.number("significant_change_m", significantChangeM, decimals: 1) }
+            for setting in options.settings { line.string(setting.key, setting.value) }
+            if let metres = options.significantChangeM { line.number("significant_change_m", metres, decimals: 1) }
         }) {
         case .success(let reply):
             if let message = AgentClient.errorMessage(reply) { return CommandLineInterface.failure("updates", message) }
@@ -267,7 +284,7 @@ enum AgentCommands {
         while let line = client.nextLine() {
             if let update = AgentClient.member("update", of: line) ?? AgentClient.member("visit", of: line) {
                 Console.out(update + "\n")
-                if !follow { return 0 }
+                if !options.follow { return 0 }
             } else if let message = AgentClient.errorMessage(line) {
                 return CommandLineInterface.failure("updates", message)
             }

@@ -250,25 +250,70 @@ enum ReplayUpdates {
         var locate = LocateTally()
     }
 
+    /// The receiver's time on a recording: awake (the gaps between fixes taken) or asleep (the
+    /// pause, a sample's sleep), into the run's power account.
+    struct ReceiverTimeline {
+        var run: TierRun
+        /// When the receiver went to sleep; nil while awake.
+        var asleepSinceNs: Int64? = nil
+        /// The last fix taken while awake.
+        var lastNs: Int64? = nil
+
+        var isAsleep: Bool { asleepSinceNs != nil }
+
+        static func seconds(_ fromNs: Int64, _ toNs: Int64) -> Double { Double(toNs - fromNs) / 1e9 }
+
+        /// Woken at `timeNs`: the sleep is paid for, and the receiver counts as awake from then.
+        mutating func wake(_ timeNs: Int64) {
+            guard let since = asleepSinceNs else { return }
+            run.account.sleep(Self.seconds(since, timeNs))
+            run.pausedS += Self.seconds(since, timeNs)
+            asleepSinceNs = nil
+            lastNs = timeNs
+        }
+
+        /// The pause sends it to sleep between fixes: the time since the last fix was awake.
+        mutating func fallAsleep(_ timeNs: Int64) {
+            guard asleepSinceNs == nil else { return }
+            if let lastNs { run.account.gap(Self.seconds(lastNs, timeNs)) }
+            asleepSinceNs = timeNs
+            lastNs = nil
+        }
+
+        /// Asleep right after the fix taken at `timeNs` (that fix's gap is paid already).
+        mutating func sleepAfterFix(_ timeNs: Int64) { asleepSinceNs = timeNs }
+
+        /// A fix taken at `timeNs`: the time since the last one was awake.
+        mutating func take(_ fix: Fix, _ timeNs: Int64) {
+            if let lastNs { run.account.gap(Self.seconds(lastNs, timeNs)) }
+            lastNs = timeNs
+            run.sampled.append(fix)
+        }
+
+        /// The recording ends at `endNs`.
+        mutating func finish(_ endNs: Int64) -> TierRun {
+            if let since = asleepSinceNs {
+                run.account.sleep(Self.seconds(since, endNs))
+                run.pausedS += Self.seconds(since, endNs)
+            } else if let lastNs {
+                run.account.gap(Self.seconds(lastNs, endNs))
+            }
+            return run
+        }
+    }
+
     /// With `locate`, a request every `everyS` of the recording at `requestTier`: answered from
     /// the last fix taken when recent and accurate enough, else the receiver is woken (the pause
     /// held, every fix taken) until a fix meets the tier or the timeout passes, as the agent does.
     static func simulate(_ fixes: [Fix], _ tier: TierPolicy, _ siteSettings: LiveUpdateSettings, _ edges: CircleIndex,
                          _ currents: ReceiverCurrents, locate: LocateSchedule? = nil, requestTier: AccuracyTier = .best) -> TierRun {
-        var run = TierRun(account: PowerAccount(currents: currents, dutyCycle: tier.dutyCycle))
+        var timeline = ReceiverTimeline(run: TierRun(account: PowerAccount(currents: currents, dutyCycle: tier.dutyCycle)))
         var settings = siteSettings
         settings.tier = tier
         let updater = LiveUpdater(settings: settings)
         var pause = PauseController(settings.configuration, tier)
         let planner = SamplingPlanner(settings.configuration, tier)
         var dueNs = Int64.min
-        var lastNs: Int64? = nil
-        var asleepSinceNs: Int64? = nil
-        func seconds(_ fromNs: Int64, _ toNs: Int64) -> Double { Double(toNs - fromNs) / 1e9 }
-        func fallAsleep(_ timeNs: Int64) {
-            if let lastNs { run.account.gap(seconds(lastNs, timeNs)) }
-            asleepSinceNs = timeNs
-        }
         let requests = LocateRequests(capacity: 1)
         var nextRequestNs = (fixes.first?.time?.totalNanoseconds ?? 0) + Int64((locate?.everyS ?? 0) * 1e9)
         var requestStartNs: Int64 = 0
@@ -277,63 +322,36 @@ enum ReplayUpdates {
             let timeNs = fix.time!.totalNanoseconds
             if let locate, timeNs >= nextRequestNs {
                 nextRequestNs += Int64(locate.everyS * 1e9)
-                run.locate.requests += 1
-                if LocateRequests.answersAtOnce(lastTaken, tier: requestTier, maxAgeMs: locate.maxAgeMs, nowNs: timeNs) {
-                    run.locate.atOnce += 1
-                } else if requests.waitingCount == 0 {
-                    requests.start(slot: 0, id: nil, tier: requestTier, timeoutMs: LocateRequests.defaultTimeoutMs, monotonicNs: timeNs)
+                if request(locate, requestTier, lastTaken, requests, &pause, &timeline, timeNs) {
                     requestStartNs = timeNs
                     dueNs = Int64.min
-                    if pause.requested(untilNs: timeNs + LocateRequests.defaultTimeoutMs * 1_000_000, nowNs: timeNs) == .wake,
-                       let since = asleepSinceNs {
-                        run.account.sleep(seconds(since, timeNs))
-                        run.pausedS += seconds(since, timeNs)
-                        asleepSinceNs = nil
-                        lastNs = timeNs
-                    }
                 }
             }
             if requests.waitingCount > 0 {
                 requests.tick(monotonicNs: timeNs, nowNs: timeNs)
-                tally(requests, &run, requestStartNs, timeNs, &pause)
+                tally(requests, &timeline.run, requestStartNs, timeNs, &pause)
             }
             switch pause.tick(isStationary: updater.isStationary, nowNs: timeNs) {
-            case .wake:
-                if let since = asleepSinceNs {
-                    run.account.sleep(seconds(since, timeNs))
-                    run.pausedS += seconds(since, timeNs)
-                    asleepSinceNs = nil
-                    lastNs = timeNs
-                }
-            case .sleep:
-                if asleepSinceNs == nil { fallAsleep(timeNs); lastNs = nil }
-            case .none:
-                break
+            case .wake: timeline.wake(timeNs)
+            case .sleep: timeline.fallAsleep(timeNs)
+            case .none: break
             }
-            if asleepSinceNs != nil { continue }
-            var awakeForPause = false
-            switch pause.phase {
-            case .probing, .held, .requested: awakeForPause = true
-            case .active, .asleep: break
-            }
-            guard awakeForPause || timeNs >= dueNs else { continue }
-            if let lastNs { run.account.gap(seconds(lastNs, timeNs)) }
-            lastNs = timeNs
-            run.sampled.append(fix)
+            guard !timeline.isAsleep, pause.keepsReceiverAwake || timeNs >= dueNs else { continue }
+            timeline.take(fix, timeNs)
             if fix.hasPosition { lastTaken = fix }
             if requests.waitingCount > 0 {
                 requests.observe(fix, nowNs: timeNs)
-                tally(requests, &run, requestStartNs, timeNs, &pause)
+                tally(requests, &timeline.run, requestStartNs, timeNs, &pause)
             }
             let wasStationary = updater.isStationary
             let filtered = updater.filteredCount
             updater.observe(fix, now: fix.time!)
             while updater.nextOutput() != nil {}
-            if wasStationary && !updater.isStationary { run.resumes.append(timeNs) }
+            if wasStationary && !updater.isStationary { timeline.run.resumes.append(timeNs) }
             let action = pause.observed(wasStationary: wasStationary, isStationary: updater.isStationary,
                                         accepted: fix.hasPosition && updater.filteredCount == filtered, nowNs: timeNs)
             if case .sleep = action {
-                asleepSinceNs = timeNs
+                timeline.sleepAfterFix(timeNs)
                 continue
             }
             var distance: Double? = nil
@@ -344,14 +362,24 @@ enum ReplayUpdates {
             }
             dueNs = planner.nextFixTime(now: fix.time!, distanceToEdgeM: distance, accuracyM: fix.horizontalAccuracyM).totalNanoseconds
         }
-        let endNs = fixes.last!.time!.totalNanoseconds
-        if let since = asleepSinceNs {
-            run.account.sleep(seconds(since, endNs))
-            run.pausedS += seconds(since, endNs)
-        } else if let lastNs {
-            run.account.gap(seconds(lastNs, endNs))
+        return timeline.finish(fixes.last!.time!.totalNanoseconds)
+    }
+
+    /// A location request at `timeNs`: answered at once from the last fix taken, or started (the
+    /// pause wakes the receiver for it) unless one waits already. True when one was started.
+    static func request(_ locate: LocateSchedule, _ tier: AccuracyTier, _ lastTaken: Fix?, _ requests: LocateRequests,
+                        _ pause: inout PauseController, _ timeline: inout ReceiverTimeline, _ timeNs: Int64) -> Bool {
+        timeline.run.locate.requests += 1
+        if LocateRequests.answersAtOnce(lastTaken, tier: tier, maxAgeMs: locate.maxAgeMs, nowNs: timeNs) {
+            timeline.run.locate.atOnce += 1
+            return false
         }
-        return run
+        guard requests.waitingCount == 0 else { return false }
+        requests.start(slot: 0, id: nil, tier: tier, timeoutMs: LocateRequests.defaultTimeoutMs, monotonicNs: timeNs)
+        if pause.requested(untilNs: timeNs + LocateRequests.defaultTimeoutMs * 1_000_000, nowNs: timeNs) == .wake {
+            timeline.wake(timeNs)
+        }
+        return true
     }
 
     /// A request answered: counted, and the pause let go.

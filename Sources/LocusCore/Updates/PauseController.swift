@@ -62,6 +62,15 @@ public struct PauseController: Equatable, Sendable {
 
     public var isPaused: Bool { phase != .active }
 
+    /// The pause itself keeps the receiver awake now (a probe, a motion hold, a location request):
+    /// every fix counts, whatever boundary-aware sampling would skip.
+    public var keepsReceiverAwake: Bool {
+        switch phase {
+        case .probing, .held, .requested: return true
+        case .active, .asleep: return false
+        }
+    }
+
     /// The updater's stationary state changed.
     @_noAllocation
     public mutating func stationaryChanged(_ isStationary: Bool, nowNs: Int64) -> Action {
