@@ -10,8 +10,14 @@ import PackageDescription
 /// Embedded device builds, `swift build -c release`, the benchmarks). At -Onone the compiler's
 /// performance diagnostics reject every unspecialized stdlib generic (Optional comparison,
 /// Range iteration), so debug builds skip that pass; the allocation-counting tests still run there.
+///
+/// Release builds run without the runtime's dynamic exclusivity checks, as the Embedded device
+/// build does (there `swift_beginAccess` is an empty stub): the host's release binaries and
+/// benchmarks then measure the code the gateway runs. Debug builds, where `swift test` runs,
+/// keep the checks, so an overlapping access still traps in the tests.
 let hotPathChecks: [SwiftSetting] = [
     .unsafeFlags(["-Xllvm", "-sil-disable-pass=performance-diagnostics"], .when(configuration: .debug)),
+    .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release)),
 ]
 
 let package = Package(
