@@ -62,7 +62,10 @@ import Testing
         #expect(answer.withUnsafeBytes { lookup.received($0, from: IPAddress("192.0.2.53")!, sourcePort: 53, nowNs: 2_100_000_000) } == nil)
         let stale = try Self.answer("broker.example", "A", id: ids.next &- 1, ["192.0.2.99"])
         #expect(stale.withUnsafeBytes { lookup.received($0, from: IPAddress("192.0.2.54")!, sourcePort: 53, nowNs: 2_100_000_000) } == nil)
-        #expect(lookup.ignored == 2)
+        // Nor an answer with the right id about another name (RFC 5452).
+        let spoofed = try Self.answer("elsewhere.example", "A", id: ids.next, ["192.0.2.66"])
+        #expect(spoofed.withUnsafeBytes { lookup.received($0, from: IPAddress("192.0.2.54")!, sourcePort: 53, nowNs: 2_100_000_000) } == nil)
+        #expect(lookup.ignored == 3)
         let outcome = answer.withUnsafeBytes { lookup.received($0, from: IPAddress("192.0.2.54")!, sourcePort: 53, nowNs: 2_200_000_000) }
         #expect(outcome == .addresses([IPAddress("192.0.2.80")!, IPAddress("192.0.2.81")!]) || outcome == .addresses([IPAddress("192.0.2.81")!, IPAddress("192.0.2.80")!]))
     }

@@ -5,7 +5,8 @@
 /// Rules (resolv.conf(5), RFC 1035 §7.2, RFC 5452): `/etc/hosts` first (the caller passes its
 /// answer to `init`); then A, and AAAA only when the name has no A record; the servers in the
 /// file's order, each query waiting `timeout` seconds, `attempts` rounds over them; an answer
-/// counts only from the server asked, with the query's random id and question. A name that does
+/// counts only from the server asked, with the query's random id and its question (name, type,
+/// class). A name that does
 /// not exist (NXDOMAIN) ends the lookup at once; a server failure moves to the next server.
 public final class NameLookup {
     public enum Outcome: Equatable {
@@ -65,8 +66,11 @@ public final class NameLookup {
             return nil
         }
         var found: [IPAddress] = []
-        let result = DNSMessage.addresses(in: message, id: id, type: type) { bytes, _ in
-            if let address = IPAddress(bytes: bytes) { found.append(address) }
+        var text = name
+        let result = text.withUTF8 { name in
+            DNSMessage.addresses(in: message, id: id, type: type, name: UnsafeRawBufferPointer(name)) { bytes, _ in
+                if let address = IPAddress(bytes: bytes) { found.append(address) }
+            }
         }
         switch result {
         case .success:
