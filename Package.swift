@@ -64,7 +64,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LocusAgentTests",
-            dependencies: ["locus", "LocusAgent", "LocusDevices", "LocusCore", "AllocCounter", "LocusMonitor"],
+            dependencies: ["locus", "LocusAgent", "LocusDevices", "LocusCore", "AllocCounter", "LocusMonitor", "TestSupport"],
             swiftSettings: hotPathChecks
         ),
     ]

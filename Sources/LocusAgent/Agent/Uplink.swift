@@ -92,10 +92,7 @@ final class Uplink: LoopComponent {
         window = PublishWindow(capacity: max(2, settings.maxInflight))
         committed = delivered ?? 0
         tail = LogTail(after: committed)
-        let will = MQTTConnectOptions.Will(topic: Array((prefix + "/status").utf8), payload: Array("offline".utf8), qos: .atLeastOnce, retain: true)
-        let options = MQTTConnectOptions(clientID: Array((settings.clientID ?? gateway).utf8), cleanSession: false,
-                                         keepAliveS: UInt16(clamping: settings.keepAliveMs / 1000), will: will,
-                                         username: settings.username.map { Array($0.utf8) }, password: nil)
+        let options = Uplink.connectOptions(settings, clientID: settings.clientID ?? gateway, statusTopic: prefix + "/status", will: true)
         connection = BrokerConnection(settings: BrokerConnection.Settings(broker: settings.broker, tls: nil, connect: options),
                                       outputBytes: Uplink.outputBytes)
     }
@@ -210,23 +207,36 @@ final class Uplink: LoopComponent {
     private func startConnecting(_ now: AgentTime) {
         retryAt = nil
         connections += 1
+        if let problem = Uplink.loadCredentials(settings, into: connection) { return lost(problem, now) }
+        if let problem = connection.start(nowNs: now.monotonic.nanoseconds) { lost(problem, now) }
+    }
+
+    /// The TLS files and the password, read again before each attempt, so a file put right
+    /// takes effect without a restart. The reason when one cannot be read.
+    static func loadCredentials(_ settings: SiteConfig.Uplink, into connection: BrokerConnection) -> String? {
         if settings.broker.tls {
             do {
                 connection.settings.tls = try TLSConfiguration(caFile: settings.caFile ?? SiteConfig.Uplink.systemCAFile,
                                                                certificateFile: settings.certFile, keyFile: settings.keyFile)
             } catch {
-                return lost(error.message, now)
+                return error.message
             }
         }
         if let path = settings.passwordFile {
-            guard let bytes = try? Files.read(path, limit: 4096) else {
-                return lost("cannot read the password file \(path)", now)
-            }
+            guard let bytes = try? Files.read(path, limit: 4096) else { return "cannot read the password file \(path)" }
             var password = bytes
             while let last = password.last, last == 0x0A || last == 0x0D { password.removeLast() }
             connection.settings.connect.password = password
         }
-        if let problem = connection.start(nowNs: now.monotonic.nanoseconds) { lost(problem, now) }
+        return nil
+    }
+
+    /// CONNECT's options: a kept session, the will on the status topic.
+    static func connectOptions(_ settings: SiteConfig.Uplink, clientID: String, statusTopic: String, will: Bool) -> MQTTConnectOptions {
+        let offline = MQTTConnectOptions.Will(topic: Array(statusTopic.utf8), payload: Array("offline".utf8), qos: .atLeastOnce, retain: true)
+        return MQTTConnectOptions(clientID: Array(clientID.utf8), cleanSession: !will,
+                                  keepAliveS: UInt16(clamping: settings.keepAliveMs / 1000), will: will ? offline : nil,
+                                  username: settings.username.map { Array($0.utf8) }, password: nil)
     }
 
     /// The connection ended (or could not be made): reported, and tried again after the backoff.

@@ -167,9 +167,9 @@ public struct SiteConfig {
     }
 
     /// `[uplink]`: the MQTT broker the log's events are published to (docs/uplink.md).
-    public struct Uplink {
+    public struct Uplink: Equatable {
         /// What is published (`what`).
-        public struct Content: OptionSet, Sendable {
+        public struct Content: OptionSet, Sendable, Equatable {
             public let rawValue: Int
             public init(rawValue: Int) { self.rawValue = rawValue }
             public static let events = Content(rawValue: 1)

@@ -1,0 +1,263 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// The uplink end to end: `locus run` on the simulated board publishes its log to a real broker
+/// (Debian's mosquitto on 127.0.0.1, no persistence) and a subscriber written from the standard
+/// (`TestCollector`) collects. The reference is the log itself (`locus events`): after dedupe by
+/// (gateway, seq), what the broker delivered equals it, in order, through kill -9 of the agent,
+/// broker restarts, a long outage and TLS.
+///
+/// Sizes: LOCUS_UPLINK_KILLS (100), LOCUS_UPLINK_RESTARTS (20), LOCUS_UPLINK_OUTAGE_HOURS (6 in
+/// CI; 24 is the full simulated day: `LOCUS_UPLINK_OUTAGE_HOURS=24 swift test --filter Uplink`).
+@Suite(.serialized) struct UplinkAgentTests {
+    static let gateway = "gw-e2e"
+    static let fences = 10
+
+    static func environment(_ name: String, _ fallback: Int) -> Int {
+        Int(ProcessInfo.processInfo.environment[name] ?? "") ?? fallback
+    }
+
+    /// A site with fences every 100 m north of 45.0 N and an `[uplink]` to `broker`.
+    static func site(_ name: String, broker: String, uplinkExtra: String = "") throws -> AgentEndToEndTests.Site {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("locus-uplink-\(name)-\(getpid())").path
+        try? FileManager.default.removeItem(atPath: directory)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        var site = """
+        board = "\(repositoryRoot)/Boards/sim.toml"
+        [log]
+        fix_interval = "60s"
+        [uplink]
+        broker = "\(broker)"
+        gateway = "\(gateway)"
+        \(uplinkExtra)
+
+        """
+        for index in 0..<fences {
+            site += "[[monitor.road.condition]]\nid = \"f\(index)\"\n"
+            site += "circle = { lat = \(String(format: "%.7f", 45.0 + Double(index + 1) * 100 / 111_132.0)), lon = 7.0, radius = 30.0 }\n"
+            site += "exit_margin = 0.0\n"
+        }
+        let sitePath = directory + "/site.toml"
+        try site.write(toFile: sitePath, atomically: true, encoding: .utf8)
+        return AgentEndToEndTests.Site(directory: directory, sitePath: sitePath, state: directory + "/state")
+    }
+
+    /// NMEA for `hours` of a vehicle driving up and down the fenced road at 10 m/s, a fix every
+    /// 2 s from 2024-03-14T00:00:00Z: 20 events every 220 s.
+    static func shuttle(hours: Int) -> String {
+        func checksummed(_ body: String) -> String {
+            var checksum: UInt8 = 0
+            for byte in body.utf8.dropFirst() { checksum ^= byte }
+            return body + String(format: "*%02X\r\n", checksum)
+        }
+        var text = ""
+        let leg = 1_100.0 // metres each way: 0 ... 1,100 m north
+        for step in 0..<(hours * 1800) {
+            let second = step * 2
+            let travelled = Double(second) * 10.0
+            let phase = travelled.truncatingRemainder(dividingBy: 2 * leg)
+            let north = phase < leg ? phase : 2 * leg - phase
+            let latitude = 45.0 + north / 111_132.0
+            let degrees = Int(latitude)
+            let minutes = (latitude - Double(degrees)) * 60
+            let time = String(format: "%02d%02d%02d.00", second / 3600 % 24, second / 60 % 60, second % 60)
+            let date = String(format: "%02d0324", 14 + second / 86_400)
+            let lat = String(format: "%02d%010.7f,N", degrees, minutes)
+            text += checksummed("$GPRMC,\(time),A,\(lat),00700.0000000,E,19.4,0.0,\(date),,,A")
+            text += checksummed("$GPGGA,\(time),\(lat),00700.0000000,E,1,09,0.8,20.0,M,-30.0,M,,")
+        }
+        return text
+    }
+
+    /// The log's events by the replay of `hours` of the shuttle (the agent then has a backlog).
+    static func logEvents(_ site: AgentEndToEndTests.Site, hours: Int) throws {
+        let nmea = site.directory + "/shuttle.nmea"
+        try shuttle(hours: hours).write(toFile: nmea, atomically: true, encoding: .utf8)
+        let replay = try locus(["replay", "--config", site.sitePath, "--nmea", nmea, "--state", site.state, "--speed", "max"])
+        #expect(replay.status == 0, "\(replay.error)")
+    }
+
+    /// `locus events`: seq -> the event's JSON object.
+    static func events(_ site: AgentEndToEndTests.Site) throws -> [(Int, [String: Any])] {
+        let run = try locus(["events", "--state", site.state])
+        #expect(run.status == 0, "\(run.error)")
+        return run.output.split(separator: "\n").compactMap { line in
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                  let sequence = object["seq"] as? Int else { return nil }
+            return (sequence, object)
+        }
+    }
+
+    /// The event messages' sequence numbers in arrival order.
+    static func eventSequences(_ messages: [TestCollector.Message]) -> [Int] {
+        messages.filter { $0.topic.hasPrefix("locus/\(gateway)/event/") }.compactMap { $0.json?["seq"] as? Int }
+    }
+
+    /// What the broker delivered equals the log: every event once after dedupe by (gateway,
+    /// seq), with the same content, on its topic; first deliveries in log order.
+    static func expectDelivered(_ messages: [TestCollector.Message], equal logged: [(Int, [String: Any])], _ context: String) {
+        var firstSeen: [Int] = []
+        var byKey: [Int: [String: Any]] = [:]
+        for message in messages where message.topic.hasPrefix("locus/\(gateway)/event/") {
+            guard let object = message.json, let sequence = object["seq"] as? Int else {
+                Issue.record("\(context): an event message that is not JSON with seq: \(message.text)")
+                continue
+            }
+            #expect(object["gateway"] as? String == gateway, "\(context)")
+            #expect(message.topic == "locus/\(gateway)/event/\(object["monitor"] ?? "")/\(object["identifier"] ?? "")", "\(context)")
+            if let earlier = byKey[sequence] {
+                #expect(NSDictionary(dictionary: earlier).isEqual(to: object), "\(context): seq \(sequence) sent twice with different content")
+            } else {
+                byKey[sequence] = object
+                firstSeen.append(sequence)
+            }
+        }
+        #expect(firstSeen == firstSeen.sorted(), "\(context): first deliveries out of log order")
+        #expect(Set(byKey.keys) == Set(logged.map(\.0)), "\(context): delivered \(byKey.count) distinct events, the log has \(logged.count); missing \(Set(logged.map(\.0)).subtracting(byKey.keys).sorted().prefix(10))")
+        for (sequence, event) in logged {
+            guard var delivered = byKey[sequence] else { continue }
+            delivered.removeValue(forKey: "gateway")
+            #expect(NSDictionary(dictionary: delivered).isEqual(to: event), "\(context): seq \(sequence) differs from the log: \(delivered) vs \(event)")
+        }
+    }
+
+    static func startAgent(_ site: AgentEndToEndTests.Site, binary: String? = nil) throws -> AgentEndToEndTests.Agent {
+        try AgentEndToEndTests.start(site, binary: binary)
+    }
+
+    static func uplinkStatus(_ site: AgentEndToEndTests.Site) throws -> String {
+        try locus(["uplink", "status", "--state", site.state]).output
+    }
+
+    // MARK: the tests
+
+    @Test func everyEventReachesTheBrokerOnceInLogOrderWithRetainedStateAndStatus() throws {
+        let broker = try TestBroker(listeners: [[]])
+        let port = broker.ports[0]
+        let site = try Self.site("basic", broker: "mqtt://127.0.0.1:\(port)", uplinkExtra: "what = [\"events\", \"gpio\", \"visits\"]")
+        defer { try? FileManager.default.removeItem(atPath: site.directory) }
+        try Self.logEvents(site, hours: 1)
+        let logged = try Self.events(site)
+        #expect(logged.count >= 300, "the replay logged \(logged.count) events")
+        let collector = try TestCollector(port: port, filters: ["locus/\(Self.gateway)/#"])
+        let agent = try Self.startAgent(site)
+        let drained = collector.wait(seconds: 60) { Set(Self.eventSequences($0)).count >= logged.count }
+        #expect(drained, "collected \(Set(Self.eventSequences(collector.messages)).count) of \(logged.count); agent: \(agent.log)")
+        Self.expectDelivered(collector.messages, equal: logged, "basic")
+        // One connection: nothing was sent twice.
+        #expect(Self.eventSequences(collector.messages).count == logged.count)
+        // Every event's state went to its retained topic after it.
+        let states = collector.messages.filter { $0.topic.hasPrefix("locus/\(Self.gateway)/state/") }
+        #expect(states.count == logged.count)
+
+        // A dashboard that subscribes now gets each record's state at once (retained), and the
+        // status "online".
+        let late = try TestCollector(port: port, filters: ["locus/\(Self.gateway)/state/#", "locus/\(Self.gateway)/status"])
+        #expect(late.wait(seconds: 5) { $0.count >= Self.fences + 1 })
+        var lastState: [String: String] = [:]
+        for (_, event) in logged { lastState["\(event["monitor"]!)/\(event["identifier"]!)"] = event["state"] as? String }
+        for message in late.messages where message.topic.contains("/state/") {
+            #expect(message.retained)
+            let key = String(message.topic.dropFirst("locus/\(Self.gateway)/state/".count))
+            #expect(message.json?["state"] as? String == lastState[key], "\(key)")
+        }
+        #expect(late.messages.first { $0.topic.hasSuffix("/status") }?.text == "online")
+        let status = try Self.uplinkStatus(site)
+        #expect(status.hasPrefix("uplink: connected (mqtt://127.0.0.1:\(port) as \(Self.gateway)), cursor "), "\(status)")
+        #expect(status.contains("backlog 0 records"), "\(status)")
+
+        // A clean stop says "offline" (the will is for the unclean ones).
+        #expect(agent.stop() == 0)
+        let after = try TestCollector(port: port, filters: ["locus/\(Self.gateway)/status"])
+        #expect(after.wait(seconds: 5) { $0.last?.text == "offline" }, "\(after.messages.map(\.text))")
+    }
+
+    @Test func killNineWhilePublishingLosesNothing() throws {
+        let broker = try TestBroker(listeners: [[]])
+        let port = broker.ports[0]
+        let site = try Self.site("kill", broker: "mqtt://127.0.0.1:\(port)", uplinkExtra: "max_inflight = 4")
+        defer { try? FileManager.default.removeItem(atPath: site.directory) }
+        try Self.logEvents(site, hours: 3)
+        let logged = try Self.events(site)
+        let collector = try TestCollector(port: port, filters: ["locus/\(Self.gateway)/event/#"])
+        let binary = try locusBinary()
+        var generator = SplitMix64(seed: 0x0B5E55ED)
+        let rounds = Self.environment("LOCUS_UPLINK_KILLS", 100)
+        var killedWhileBehind = 0
+        for _ in 0..<rounds {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: binary)
+            process.arguments = ["run", "--config", site.sitePath, "--state", site.state]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            usleep(useconds_t(30_000 + generator.next() % 400_000))
+            if Set(Self.eventSequences(collector.messages)).count < logged.count { killedWhileBehind += 1 }
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        #expect(killedWhileBehind >= rounds / 2, "only \(killedWhileBehind) of \(rounds) kills came while events were still being published")
+        let agent = try Self.startAgent(site)
+        let drained = collector.wait(seconds: 60) { Set(Self.eventSequences($0)).count >= logged.count }
+        #expect(drained, "agent: \(agent.log)")
+        _ = agent.stop()
+        Self.expectDelivered(collector.messages, equal: logged, "after \(rounds) kill -9")
+        let verify = try locus(["log", "verify", "--state", site.state])
+        #expect(verify.status == 0, "\(verify.error)")
+    }
+
+    @Test func brokerRestartsWithoutPersistenceLoseNothing() throws {
+        let broker = try TestBroker(listeners: [[]])
+        let port = broker.ports[0]
+        let site = try Self.site("restarts", broker: "mqtt://127.0.0.1:\(port)", uplinkExtra: "max_inflight = 2")
+        defer { try? FileManager.default.removeItem(atPath: site.directory) }
+        try Self.logEvents(site, hours: 4)
+        let collector = try TestCollector(port: port, filters: ["locus/\(Self.gateway)/event/#"])
+        let agent = try Self.startAgent(site)
+        // Live events too: the vehicle keeps driving while the broker comes and goes.
+        let feed = try AgentEndToEndTests.feed(site, nmea: Self.shuttle(hours: 1), hci: nil, speed: "40")
+        defer { feed.terminate(); feed.waitUntilExit() }
+        let restarts = Self.environment("LOCUS_UPLINK_RESTARTS", 20)
+        for _ in 0..<restarts {
+            usleep(700_000)
+            broker.stop()
+            try broker.start()
+            // Listening again before the agent's first retry (at least 0.75 s after its loss).
+            try collector.connect()
+        }
+        feed.terminate()
+        feed.waitUntilExit()
+        usleep(500_000)
+        let logged = try Self.events(site)
+        let drained = collector.wait(seconds: 90) { Set(Self.eventSequences($0)).count >= logged.count }
+        #expect(drained, "agent: \(agent.log)")
+        _ = agent.stop()
+        Self.expectDelivered(collector.messages, equal: try Self.events(site), "after \(restarts) broker restarts")
+        let reconnects = agent.log.components(separatedBy: "uplink: connected to").count - 1
+        #expect(reconnects >= restarts, "the agent connected \(reconnects) times for \(restarts) restarts")
+    }
+
+    @Test func aLongOutageBuildsABacklogThatDrainsInOrder() throws {
+        let port = try TestBroker.freePort()
+        let site = try Self.site("outage", broker: "mqtt://127.0.0.1:\(port)")
+        defer { try? FileManager.default.removeItem(atPath: site.directory) }
+        let hours = Self.environment("LOCUS_UPLINK_OUTAGE_HOURS", 6)
+        try Self.logEvents(site, hours: hours)
+        let logged = try Self.events(site)
+        let agent = try Self.startAgent(site)
+        usleep(1_500_000)
+        let waiting = try Self.uplinkStatus(site)
+        #expect(waiting.hasPrefix("uplink: waiting to reconnect"), "\(waiting)")
+        #expect(waiting.contains("connection refused"), "\(waiting)")
+        #expect(waiting.contains("cursor 0, backlog "), "\(waiting)")
+        // The broker comes back on the same port.
+        let broker = try TestBroker(listeners: [[]], ports: [port])
+        let collector = try TestCollector(port: broker.ports[0], filters: ["locus/\(Self.gateway)/event/#"])
+        let drained = collector.wait(seconds: 120) { Set(Self.eventSequences($0)).count >= logged.count }
+        #expect(drained, "collected \(Set(Self.eventSequences(collector.messages)).count) of \(logged.count); agent: \(agent.log)")
+        _ = agent.stop()
+        Self.expectDelivered(collector.messages, equal: logged, "after \(hours) h of outage")
+        #expect(Self.eventSequences(collector.messages) == logged.map(\.0), "the backlog drained once, in order")
+    }
+}
