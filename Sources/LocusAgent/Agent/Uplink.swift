@@ -23,8 +23,9 @@ final class Uplink: LoopComponent {
     /// The output queue: a turn's messages (`max_inflight` of them at most) and the rest of a
     /// partly sent one.
     static let outputBytes = 96 << 10
-    /// Room an event takes in the output: its message and its state's, topics and headers.
-    static let eventRoom = 2 * (UplinkJSON.maximumEventBytes + 256)
+    /// Room kept in the output for what one step writes (an event and its state, or a discovery
+    /// config), with topics and headers.
+    static let eventRoom = UplinkJSON.maximumDiscoveryBytes + UplinkJSON.maximumEventBytes + UplinkJSON.maximumStateBytes + 1024
     /// How often the delivered position is committed to the log while messages are acknowledged
     /// (a crash resends at most this much).
     static let commitIntervalNs: Int64 = 1_000_000_000
@@ -43,7 +44,7 @@ final class Uplink: LoopComponent {
     private let connection: BrokerConnection
     private var window: PublishWindow
     private var topics: UplinkTopics
-    private var payload = JSONWriter(capacity: UplinkJSON.maximumPayloadBytes)
+    private var payload = JSONWriter(capacity: UplinkJSON.maximumDiscoveryBytes)
     private let tail: LogTail
     private var backoff = ReconnectBackoff()
     private var retryAt: MonotonicInstant? = nil
@@ -57,6 +58,8 @@ final class Uplink: LoopComponent {
     /// What goes out first on a new connection: the status, Home Assistant's subscription and
     /// configs, and (when the broker kept nothing of us) every record's state.
     private var announcement = Announcement()
+    /// The agent's version, for Home Assistant's device.
+    private let version: UnsafeMutableRawBufferPointer
 
     // Counters for status and the log.
     private(set) var published = 0
@@ -91,11 +94,16 @@ final class Uplink: LoopComponent {
         topics = UplinkTopics(prefix: prefix, gateway: gateway)
         window = PublishWindow(capacity: max(2, settings.maxInflight))
         committed = delivered ?? 0
+        let versionBytes = Array(LocusVersion.string.utf8.prefix(UplinkJSON.maximumVersionBytes))
+        version = .allocate(byteCount: versionBytes.count, alignment: 1)
+        version.copyBytes(from: versionBytes)
         tail = LogTail(after: committed)
         let options = Uplink.connectOptions(settings, clientID: settings.clientID ?? gateway, statusTopic: prefix + "/status", will: true)
         connection = BrokerConnection(settings: BrokerConnection.Settings(broker: settings.broker, tls: nil, connect: options),
                                       outputBytes: Uplink.outputBytes)
     }
+
+    deinit { version.deallocate() }
 
     /// The machine id (/etc/machine-id), the default gateway id: stable across restarts.
     static func machineID() -> String? {
@@ -341,16 +349,16 @@ final class Uplink: LoopComponent {
             guard index >= start, next == nil else { return }
             guard window.free >= 1 && hasRoom else { next = index; return }
             payload.reset()
-            let kind: UplinkJSON.ConditionKind = if case .beacon = record.condition { .beacon } else { .geographic }
-            UplinkJSON.discoveryCondition(monitor: monitor, identifier: identifier, kind: kind, gateway: gateway, prefix: prefix,
-                                          version: LocusVersion.string, into: &payload)
+            UplinkJSON.discoveryCondition(monitor: monitor, identifier: identifier, kind: UplinkJSON.ConditionKind(record.condition),
+                                          gateway: topics.gateway, prefix: topics.prefix, version: UnsafeRawBufferPointer(version), into: &payload)
             send(topics.discoveryCondition(monitor: monitor, identifier: identifier), retain: true, sequence: 0)
         }
         if let next { return next }
         for (offset, output) in outputs.enumerated() where index + offset >= start {
             guard window.free >= 1 && hasRoom else { return index + offset }
             payload.reset()
-            UplinkJSON.discoveryOutput(output: output, gateway: gateway, prefix: prefix, version: LocusVersion.string, into: &payload)
+            UplinkJSON.discoveryOutput(output: output, gateway: topics.gateway, prefix: topics.prefix, version: UnsafeRawBufferPointer(version),
+                                       into: &payload)
             send(topics.discoveryOutput(output: output), retain: true, sequence: 0)
         }
         return nil
@@ -365,7 +373,7 @@ final class Uplink: LoopComponent {
             guard index >= start, next == nil, record.lastEvent.state != .unknown else { return }
             guard window.free >= 1 && hasRoom else { next = index; return }
             payload.reset()
-            UplinkJSON.state(record.lastEvent, sequence: 0, gateway: gateway, into: &payload)
+            UplinkJSON.state(record.lastEvent, sequence: 0, gateway: topics.gateway, into: &payload)
             send(topics.state(monitor: monitor, identifier: identifier), retain: true, sequence: 0)
         }
         return next
@@ -386,26 +394,26 @@ final class Uplink: LoopComponent {
         case .event? where settings.content.contains(.events):
             guard let event = LogPayload.readEvent(&reader) else { return true }
             payload.reset()
-            UplinkJSON.event(event, sequence: header.sequence, gateway: gateway, into: &payload)
+            UplinkJSON.event(event, sequence: header.sequence, gateway: topics.gateway, into: &payload)
             send(topics.event(monitor: event.monitor, identifier: event.identifier), retain: false, sequence: header.sequence, timeNs: header.time)
             payload.reset()
-            UplinkJSON.state(event, sequence: header.sequence, gateway: gateway, into: &payload)
+            UplinkJSON.state(event, sequence: header.sequence, gateway: topics.gateway, into: &payload)
             send(topics.state(monitor: event.monitor, identifier: event.identifier), retain: true, sequence: header.sequence, timeNs: header.time)
         case .gpio? where settings.content.contains(.gpio):
             guard let change = LogPayload.readGPIO(&reader) else { return true }
             payload.reset()
-            UplinkJSON.gpio(change, time: UTCTime(nanoseconds: header.time), sequence: header.sequence, gateway: gateway, into: &payload)
+            UplinkJSON.gpio(change, time: UTCTime(nanoseconds: header.time), sequence: header.sequence, gateway: topics.gateway, into: &payload)
             send(topics.gpio(output: change.output), retain: true, sequence: header.sequence, timeNs: header.time)
         case .visit? where settings.content.contains(.visits):
             guard let visit = LogPayload.readVisit(&reader) else { return true }
             payload.reset()
-            UplinkJSON.visit(visit, sequence: header.sequence, gateway: gateway, into: &payload)
+            UplinkJSON.visit(visit, sequence: header.sequence, gateway: topics.gateway, into: &payload)
             send(topics.visit(), retain: false, sequence: header.sequence, timeNs: header.time)
         case .fix? where settings.content.contains(.fixes) && header.time >= nextFixNs:
             guard let fix = LogPayload.readFix(&reader) else { return true }
             nextFixNs = header.time + settings.fixIntervalMs * 1_000_000
             payload.reset()
-            UplinkJSON.fix(fix, sequence: header.sequence, gateway: gateway, into: &payload)
+            UplinkJSON.fix(fix, sequence: header.sequence, gateway: topics.gateway, into: &payload)
             send(topics.fix(), retain: false, sequence: header.sequence, timeNs: header.time)
         default:
             break

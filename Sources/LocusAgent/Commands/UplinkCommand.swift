@@ -64,9 +64,9 @@ enum UplinkCommand {
             if let problem { return report(connection, elapsed, failure: problem) }
             if opened {
                 Console.out("  CONNECT accepted (\(elapsed))\n")
-                var payload = JSONWriter(capacity: 512)
-                UplinkJSON.test(gateway: gateway, time: UTCTime(nanoseconds: Clock.realtimeNs()), into: &payload)
+                var payload = JSONWriter(capacity: UplinkJSON.maximumTestBytes)
                 var topics = UplinkTopics(prefix: prefix, gateway: gateway)
+                UplinkJSON.test(gateway: topics.gateway, time: UTCTime(nanoseconds: Clock.realtimeNs()), into: &payload)
                 packetID = 1
                 guard connection.output.publish(topic: topics.test(), payload: payload.bytes, qos: .atLeastOnce, retain: false, packetID: packetID) else {
                     return failed("the test message does not fit")

@@ -92,8 +92,8 @@ public enum DNSMessage {
     /// The addresses an answer gives for the query with `id` and `type` (4 bytes each for A, 16
     /// for AAAA, in the answer's order), handed to `body` with the record's TTL; returns how many
     /// there were. CNAME records in the chain are passed over: a recursive server puts the
-    /// addresses of the name they lead to in the same answer.
-    @_noAllocation
+    /// addresses of the name they lead to in the same answer. Allocates nothing itself (its
+    /// parts carry `@_noAllocation`); not annotated, so a caller's `body` may keep what it finds.
     public static func addresses(in message: UnsafeRawBufferPointer, id: UInt16, type: RecordType,
                                  _ body: (UnsafeRawBufferPointer, UInt32) -> Void) -> Result<Int, Failure> {
         addresses(in: message, id: id, type: type, name: nil, body)
@@ -101,7 +101,6 @@ public enum DNSMessage {
 
     /// The same, and the answer's question must be `name` (case-insensitive, RFC 5452 §9.1):
     /// what a resolver checks before it believes an answer.
-    @_noAllocation
     public static func addresses(in message: UnsafeRawBufferPointer, id: UInt16, type: RecordType, name: UnsafeRawBufferPointer?,
                                  _ body: (UnsafeRawBufferPointer, UInt32) -> Void) -> Result<Int, Failure> {
         var reader = DNSReader(message)
@@ -180,8 +179,7 @@ struct DNSReader {
             guard at + 1 + length <= bytes.count else { failed = true; return false }
             for index in 0..<length {
                 let mine = bytes[at + 1 + index], theirs = position + index < count ? expected[position + index] : 0
-                let folded = { (byte: UInt8) -> UInt8 in byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte }
-                guard position + index < count, folded(mine) == folded(theirs) else { return false }
+                guard position + index < count, DNSMessage.folded(mine) == DNSMessage.folded(theirs) else { return false }
             }
             position += length + 1
             at += 1 + length
@@ -189,6 +187,10 @@ struct DNSReader {
         failed = true
         return false
     }
+
+    /// ASCII letters compare without regard to case in names (RFC 4343).
+    @inline(__always)
+    static func folded(_ byte: UInt8) -> UInt8 { byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte }
 
     /// Steps over a name: labels ending in a zero byte, or in a compression pointer (§4.1.4).
     /// Only the name's own bytes are walked here; where a pointer leads is not needed.
