@@ -1,3 +1,4 @@
+import AllocCounter
 import Foundation
 @testable import LocusAgent
 import LocusCore
@@ -150,6 +151,10 @@ import Testing
             #expect(log.uplinkDelivered == sequences.last)
             // The commit is a record itself, after the tail's position.
             #expect(log.readUplink(tail) { header, _ in header.typeCode == LogRecordType.uplink.rawValue }?.records == 1)
+            // The loop calls it every turn: nothing new costs no allocation.
+            var idle: LogTailRead? = nil
+            #expect(allocations { idle = log.readUplink(tail) { _, _ in true } } == 0)
+            #expect(idle == LogTailRead())
             #expect(log.undeliveredDeleted == 0)
             log.shutdown(now: ComponentHarness.at(2))
         }
