@@ -58,7 +58,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LocusDevicesTests",
-            dependencies: ["LocusDevices", "LocusCore", "TestSupport"],
+            dependencies: ["LocusDevices", "LocusCore", "AllocCounter", "TestSupport"],
             swiftSettings: hotPathChecks,
             linkerSettings: [.linkedLibrary("util")]
         ),
