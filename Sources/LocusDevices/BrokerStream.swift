@@ -20,10 +20,17 @@ public enum BrokerStream {
         }
     }
 
+    /// Reads what has arrived; each read re-arms quick ACKs (`TCPConnection.acknowledgeQuickly`).
     public func receive(into buffer: UnsafeMutableRawBufferPointer) -> StreamTransfer {
         switch self {
-        case .plain(let connection): return connection.receive(into: buffer)
-        case .tls(let session): return session.read(into: buffer)
+        case .plain(let connection):
+            let transfer = connection.receive(into: buffer)
+            if case .bytes = transfer { connection.acknowledgeQuickly() }
+            return transfer
+        case .tls(let session):
+            let transfer = session.read(into: buffer)
+            if case .bytes = transfer { session.connection.acknowledgeQuickly() }
+            return transfer
         }
     }
 

@@ -30,13 +30,11 @@ final class Uplink: LoopComponent {
     /// (a crash resends at most this much).
     static let commitIntervalNs: Int64 = 1_000_000_000
     static let commitMessages = 256
-    /// A connection that stayed up this long starts the backoff over at its end.
-    static let stableConnectionNs: Int64 = 60_000_000_000
     /// Where Home Assistant says "online" when it starts (its discovery's birth message).
-    static let homeAssistantStatus: UnsafeRawBufferPointer = {
+    static var homeAssistantStatus: UnsafeRawBufferPointer {
         let text: StaticString = "homeassistant/status"
         return UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)
-    }()
+    }
 
     let settings: SiteConfig.Uplink
     let gateway: String
@@ -52,6 +50,7 @@ final class Uplink: LoopComponent {
     /// The delivered position last written to the log, and messages acknowledged since.
     private var committed: UInt64
     private var acknowledgedSinceCommit = 0
+    private var acknowledgedSinceOpen = 0
     private var lastCommit = MonotonicInstant(nanoseconds: 0)
     /// Fix time (UTC ns) before which no fix is published (`fix_interval`).
     private var nextFixNs: Int64 = 0
@@ -250,7 +249,6 @@ final class Uplink: LoopComponent {
     /// The connection ended (or could not be made): reported, and tried again after the backoff.
     private func lost(_ problem: String, _ now: AgentTime) {
         failures += 1
-        if let openedAt, now.monotonic.nanoseconds - openedAt.nanoseconds >= Uplink.stableConnectionNs { backoff.reset() }
         let wasOpen = openedAt != nil
         openedAt = nil
         if let oldest = window.oldest { oldestAtLossNs = oldest.timeNs }
@@ -279,6 +277,7 @@ final class Uplink: LoopComponent {
     /// CONNACK accepted: what was in flight goes again, from the delivered position.
     private func opened(sessionPresent: Bool, _ now: AgentTime) {
         openedAt = now.monotonic
+        acknowledgedSinceOpen = 0
         let delivered = window.delivered(readThrough: tail.position)
         window.removeAll()
         tail.reposition(after: delivered)
@@ -292,7 +291,10 @@ final class Uplink: LoopComponent {
         switch packet {
         case .puback(let packetID):
             if window.acknowledge(packetID) {
+                // The broker works: a later failure starts the backoff from the beginning.
+                if acknowledgedSinceOpen == 0 { backoff.reset() }
                 acknowledged += 1
+                acknowledgedSinceOpen += 1
                 acknowledgedSinceCommit += 1
             } else {
                 unknownAcknowledgements += 1

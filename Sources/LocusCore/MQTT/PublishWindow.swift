@@ -75,7 +75,6 @@ public struct PublishWindow: ~Copyable {
     }
 
     /// The oldest log record still waiting for a PUBACK: its sequence and time (nil: none).
-    @_noAllocation
     public var oldest: (sequence: UInt64, timeNs: Int64)? {
         for offset in 0..<count {
             let entry = entries[(head + offset) % capacity]

@@ -179,7 +179,7 @@ struct DNSReader {
             guard at + 1 + length <= bytes.count else { failed = true; return false }
             for index in 0..<length {
                 let mine = bytes[at + 1 + index], theirs = position + index < count ? expected[position + index] : 0
-                guard position + index < count, DNSMessage.folded(mine) == DNSMessage.folded(theirs) else { return false }
+                guard position + index < count, DNSReader.folded(mine) == DNSReader.folded(theirs) else { return false }
             }
             position += length + 1
             at += 1 + length
