@@ -272,4 +272,122 @@ import TestSupport
         Self.expectDelivered(collector.messages, equal: logged, "after \(hours) h of outage")
         #expect(Self.eventSequences(collector.messages) == logged.map(\.0), "the backlog drained once, in order")
     }
+
+    /// Certificates made by openssl for this run (Tests/Fixtures/make-test-certs.sh).
+    static func certificates() throws -> String {
+        let directory = NSTemporaryDirectory() + "locus-uplink-certs-\(getpid())"
+        if FileManager.default.fileExists(atPath: directory + "/client.key") { return directory }
+        let make = Process()
+        make.executableURL = URL(fileURLWithPath: repositoryRoot + "/Tests/Fixtures/make-test-certs.sh")
+        make.arguments = [directory]
+        try make.run()
+        make.waitUntilExit()
+        guard make.terminationStatus == 0 else { throw TestBroker.BrokerError("make-test-certs.sh failed (is openssl installed?)") }
+        return directory
+    }
+
+    @Test func overTLSTheSiteCAIsTrustedAnotherIsRefusedAndHomeAssistantIsAnnounced() throws {
+        let certificates = try Self.certificates()
+        let broker = try TestBroker(listeners: [
+            ["cafile \(certificates)/ca.crt", "certfile \(certificates)/server.crt", "keyfile \(certificates)/server.key"],
+            ["cafile \(certificates)/ca.crt", "certfile \(certificates)/server.crt", "keyfile \(certificates)/server.key", "require_certificate true"],
+            [],
+        ])
+        let (tls, mutual, plain) = (broker.ports[0], broker.ports[1], broker.ports[2])
+        let site = try Self.site("tls", broker: "mqtts://localhost:\(tls)",
+                                 uplinkExtra: "ca_file = \"\(certificates)/ca.crt\"\nhome_assistant = true")
+        defer { try? FileManager.default.removeItem(atPath: site.directory) }
+
+        // A technician's check: each step, then passed.
+        let check = try locus(["uplink", "test", "--config", site.sitePath])
+        #expect(check.status == 0, "\(check.output)\(check.error)")
+        for step in ["DNS: localhost is 127.0.0.1", "(from /etc/hosts)", "TCP: connected to 127.0.0.1:\(tls)", "TLS: TLSv1.",
+                     "the broker's certificate is valid for localhost", "CONNECT accepted", "PUBACK received", "uplink test: passed"] {
+            #expect(check.output.contains(step), "missing '\(step)' in:\n\(check.output)")
+        }
+        // Mutual TLS: with the client certificate, and refused without it.
+        let mutualSite = try Self.site("mtls", broker: "mqtts://localhost:\(mutual)", uplinkExtra: """
+            ca_file = "\(certificates)/ca.crt"
+            cert_file = "\(certificates)/client.crt"
+            key_file = "\(certificates)/client.key"
+            """)
+        defer { try? FileManager.default.removeItem(atPath: mutualSite.directory) }
+        let mutualCheck = try locus(["uplink", "test", "--config", mutualSite.sitePath])
+        #expect(mutualCheck.status == 0, "\(mutualCheck.output)\(mutualCheck.error)")
+        let noClientCertificate = try Self.site("mtls-none", broker: "mqtts://localhost:\(mutual)", uplinkExtra: "ca_file = \"\(certificates)/ca.crt\"")
+        defer { try? FileManager.default.removeItem(atPath: noClientCertificate.directory) }
+        let refused = try locus(["uplink", "test", "--config", noClientCertificate.sitePath])
+        #expect(refused.status == 1 && refused.error.contains("client certificate"), "\(refused.output)\(refused.error)")
+
+        // The agent publishes over TLS; the fleet reads on the broker's plain listener.
+        try Self.logEvents(site, hours: 1)
+        let logged = try Self.events(site)
+        let collector = try TestCollector(port: plain, filters: ["locus/\(Self.gateway)/#"])
+        let discovery = try TestCollector(port: plain, filters: ["homeassistant/#"])
+        let agent = try Self.startAgent(site)
+        #expect(collector.wait(seconds: 60) { Set(Self.eventSequences($0)).count >= logged.count }, "agent: \(agent.log)")
+        Self.expectDelivered(collector.messages, equal: logged, "over TLS")
+        #expect(agent.log.contains("certificate verified for localhost"), "\(agent.log)")
+
+        // Home Assistant: a binary_sensor per condition on its state topic, with the gateway's
+        // availability; announced again when Home Assistant says it is back.
+        #expect(discovery.wait(seconds: 10) { $0.count >= Self.fences + 3 })
+        let configs = discovery.messages.filter { $0.topic.hasPrefix("homeassistant/binary_sensor/") && $0.topic.hasSuffix("/config") }
+        // The simulated board's outputs (relay1, relay2, buzzer) are announced too.
+        #expect(configs.count == Self.fences + 3, "\(discovery.messages.map(\.topic))")
+        #expect(configs.filter { $0.topic.contains("_gpio_") }.count == 3, "\(discovery.messages.map(\.topic))")
+        if let first = configs.first?.json {
+            #expect((first["state_topic"] as? String)?.hasPrefix("locus/\(Self.gateway)/state/road/f") == true, "\(first)")
+            #expect(first["availability_topic"] as? String == "locus/\(Self.gateway)/status")
+            #expect(first["device_class"] as? String == "presence")
+            #expect(first["payload_on"] as? String == "satisfied")
+        }
+        let online = Process()
+        online.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_pub")
+        online.arguments = ["-h", "127.0.0.1", "-p", "\(plain)", "-t", "homeassistant/status", "-m", "online"]
+        try online.run()
+        online.waitUntilExit()
+        #expect(discovery.wait(seconds: 10) { $0.count >= 2 * (Self.fences + 3) }, "configs after Home Assistant's online: \(discovery.messages.count)")
+        _ = agent.stop()
+
+        // Another CA: refused in the handshake with the reason, and nothing sent in clear.
+        let wrong = try Self.site("tls-wrong-ca", broker: "mqtts://localhost:\(tls)",
+                                  uplinkExtra: "ca_file = \"\(certificates)/other-ca.crt\"\nclient_id = \"wrong-ca-gateway\"")
+        defer { try? FileManager.default.removeItem(atPath: wrong.directory) }
+        let wrongCheck = try locus(["uplink", "test", "--config", wrong.sitePath])
+        #expect(wrongCheck.status == 1)
+        #expect(wrongCheck.error.hasPrefix("locus: uplink test: unknown CA: "), "\(wrongCheck.error)")
+        #expect(!wrongCheck.output.contains("CONNECT accepted"))
+        try Self.logEvents(wrong, hours: 1)
+        let refusedAgent = try Self.startAgent(wrong)
+        usleep(1_500_000)
+        let status = try Self.uplinkStatus(wrong)
+        _ = refusedAgent.stop()
+        #expect(status.contains("last error: unknown CA: "), "\(status)")
+        #expect(refusedAgent.log.contains("uplink: unknown CA: "), "\(refusedAgent.log)")
+        #expect(!broker.log.contains("wrong-ca-gateway"), "the broker saw the client id: \(broker.log)")
+    }
+
+    @Test func sightingsGoLiveAtMostOneABeaconAnInterval() throws {
+        let broker = try TestBroker(listeners: [[]])
+        let site = try Self.site("sightings", broker: "mqtt://127.0.0.1:\(broker.ports[0])",
+                                 uplinkExtra: "what = [\"events\", \"sightings\"]\nsighting_interval = \"2s\"")
+        defer { try? FileManager.default.removeItem(atPath: site.directory) }
+        let collector = try TestCollector(port: broker.ports[0], filters: ["locus/\(Self.gateway)/sighting/#"])
+        let agent = try Self.startAgent(site)
+        try AgentEndToEndTests.waitFor("the uplink's connection", seconds: 20) { agent.log.contains("uplink: connected to") }
+        // One advertisement every 100 ms for 6 s: at most one message every 2 s.
+        let hci = (0..<60).map { "\(AgentEndToEndTests.trackStart + $0 / 10).\($0 % 10)00 \(AgentEndToEndTests.iBeaconEvent)" }
+            .joined(separator: "\n") + "\n"
+        let feed = try AgentEndToEndTests.feed(site, nmea: nil, hci: hci, speed: "1")
+        defer { kill(feed.processIdentifier, SIGKILL); feed.waitUntilExit() }
+        #expect(collector.wait(seconds: 15) { $0.count >= 3 })
+        usleep(1_000_000)
+        _ = agent.stop()
+        let messages = collector.messages
+        #expect((3...4).contains(messages.count), "\(messages.count) sightings for 6 s at one per 2 s")
+        #expect(messages.first?.topic == "locus/\(Self.gateway)/sighting/E2C56DB5-DFFB-48D2-B060-D0F5A71096E0/100/0", "\(messages.first?.topic ?? "")")
+        #expect(messages.first?.json?["rssi"] != nil && messages.first?.json?["seq"] == nil)
+    }
 }
+

@@ -173,6 +173,7 @@ final class Agent {
         bluetooth.read(poll, now)
         for index in 0..<bluetooth.sightingCount { engine.observe(bluetooth.sighting(index)) }
         if ranging.isActive { for index in 0..<bluetooth.sightingCount { ranging.observe(bluetooth.sighting(index)) } }
+        if let uplink { for index in 0..<bluetooth.sightingCount { uplink.observe(bluetooth.sighting(index)) } }
         bluetooth.checkAdapter(now)
         if updates.readMotion(poll, now, receiver: gnss.receiverState) { takeUpdates(now) }
         serveControl(now)

@@ -60,6 +60,11 @@ final class Uplink: LoopComponent {
     /// The agent's version, for Home Assistant's device.
     private let version: UnsafeMutableRawBufferPointer
 
+    /// Each recently published beacon and when its next sighting may go (UTC ns).
+    private let sightings: UnsafeMutableBufferPointer<(identity: BeaconIdentity, nextNs: Int64)>
+    private var sightingCount = 0
+    private(set) var sightingsPublished = 0
+
     // Counters for status and the log.
     private(set) var published = 0
     private(set) var acknowledged = 0
@@ -93,6 +98,7 @@ final class Uplink: LoopComponent {
         topics = UplinkTopics(prefix: prefix, gateway: gateway)
         window = PublishWindow(capacity: max(2, settings.maxInflight))
         committed = delivered ?? 0
+        sightings = .allocate(capacity: Uplink.sightingSlots)
         let versionBytes = Array(LocusVersion.string.utf8.prefix(UplinkJSON.maximumVersionBytes))
         version = .allocate(byteCount: versionBytes.count, alignment: 1)
         version.copyBytes(from: versionBytes)
@@ -102,7 +108,10 @@ final class Uplink: LoopComponent {
                                       outputBytes: Uplink.outputBytes)
     }
 
-    deinit { version.deallocate() }
+    deinit {
+        version.deallocate()
+        sightings.deallocate()
+    }
 
     /// The machine id (/etc/machine-id), the default gateway id: stable across restarts.
     static func machineID() -> String? {
@@ -140,6 +149,7 @@ final class Uplink: LoopComponent {
         line.integer("in_flight", window.count)
         line.integer("published", published)
         line.integer("acknowledged", acknowledged)
+        if settings.content.contains(.sightings) { line.integer("sightings_published", sightingsPublished) }
         line.integer("connections", connections)
         line.integer("failures", failures)
         if let lastError { line.string("last_error", lastError) } else { line.null("last_error") }
@@ -299,6 +309,10 @@ final class Uplink: LoopComponent {
             } else {
                 unknownAcknowledgements += 1
             }
+        case .suback(let packetID, _, let refused):
+            // The subscription's id came from the window too.
+            _ = window.acknowledge(packetID)
+            if refused { AgentLog.warning("locus: uplink: the broker refused the subscription to homeassistant/status; Home Assistant's restarts are not followed") }
         case .publish(let message):
             // Home Assistant came back: announce again (its configs are retained, but a broker
             // without persistence lost them).
@@ -421,6 +435,41 @@ final class Uplink: LoopComponent {
             break
         }
         return true
+    }
+
+    // MARK: live sightings
+
+    /// Beacons whose sightings are rate-limited at once; past it the least recently published
+    /// one gives its slot up.
+    static let sightingSlots = 256
+
+    /// A sighting, published live at QoS 0 when `what` has "sightings" and the connection is up:
+    /// at most one a beacon a `sighting_interval`. Sightings are not log records: while the
+    /// broker is away they are not kept (the backlog is for events, GPIO changes, visits, fixes).
+    @_noAllocation
+    func observe(_ sighting: Sighting) {
+        guard settings.content.contains(.sightings), connection.isOpen, hasRoom else { return }
+        let timeNs = sighting.time.totalNanoseconds
+        var slot = -1
+        var oldest = 0
+        for index in 0..<sightingCount {
+            if sightings[index].identity == sighting.identity { slot = index; break }
+            if sightings[index].nextNs < sightings[oldest].nextNs { oldest = index }
+        }
+        if slot >= 0 {
+            guard timeNs >= sightings[slot].nextNs else { return }
+        } else if sightingCount < sightings.count {
+            slot = sightingCount
+            sightingCount += 1
+        } else {
+            slot = oldest
+        }
+        sightings[slot] = (sighting.identity, timeNs + settings.sightingIntervalMs * 1_000_000)
+        payload.reset()
+        UplinkJSON.sighting(sighting, gateway: topics.gateway, into: &payload)
+        if connection.output.publish(topic: topics.sighting(sighting.identity), payload: payload.bytes, qos: .atMostOnce, retain: false, packetID: 0) {
+            sightingsPublished += 1
+        }
     }
 
     // MARK: the cursor
