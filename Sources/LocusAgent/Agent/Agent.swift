@@ -122,6 +122,8 @@ final class Agent {
                 log.shutdown(now: start)
                 return .failure(.uplink("[uplink] needs the log, and the state directory \(directory) cannot be written"))
             }
+            log.uplinkBacklogLimit = loaded.site.log.retainBytes / 2
+            log.startUplink()
             do { uplink = try Uplink(settings, delivered: log.uplinkDelivered, machineID: Uplink.machineID) } catch {
                 log.shutdown(now: start)
                 return .failure(.uplink(error.description))

@@ -36,12 +36,33 @@ final class BrokerConnection {
 
     static let inputBytes = 4096
 
+    /// What the broker sent that its user acts on, copied out of the read buffer.
+    enum Incoming: Equatable {
+        case acknowledged(UInt16)
+        case subscribed(UInt16, refused: Bool)
+        /// "online" on homeassistant/status (Home Assistant started).
+        case homeAssistantOnline
+        // The connection's own, handled as they are read (never returned by `nextIncoming`).
+        case connack(sessionPresent: Bool, code: UInt8)
+        case pingresp
+        case message(online: Bool, qos: MQTT.QoS, packetID: UInt16)
+        case none
+    }
+
+    static let homeAssistantStatus: StaticString = "homeassistant/status"
+    /// The most packets one read can hold (the smallest, PINGRESP, is 2 bytes).
+    static let incomingCapacity = inputBytes / 2
+
     private(set) var phase: Phase = .idle
     var settings: Settings
     /// Packets waiting to go out; written by the uplink, sent by `flush`.
     var output: MQTTWriter
     private var framer = MQTTFramer(maximumPacketBytes: BrokerConnection.inputBytes)
     private let input = UnsafeMutableRawBufferPointer.allocate(byteCount: BrokerConnection.inputBytes, alignment: 8)
+    /// Packets read and not yet taken (`nextIncoming`), oldest at `incomingHead`.
+    private let incoming = UnsafeMutableBufferPointer<Incoming>.allocate(capacity: BrokerConnection.incomingCapacity)
+    private var incomingHead = 0
+    private var incomingCount = 0
     private var lookup: NameLookup? = nil
     private var datagrams: [DatagramSocket] = []
     private var datagramIndices: [PollSet.Index?] = []
@@ -64,7 +85,21 @@ final class BrokerConnection {
         output = MQTTWriter(capacity: outputBytes)
     }
 
-    deinit { input.deallocate() }
+    deinit {
+        input.deallocate()
+        incoming.deallocate()
+    }
+
+    /// The next packet read, oldest first.
+    func nextIncoming() -> Incoming? {
+        while incomingCount > 0 {
+            let packet = incoming[incomingHead]
+            incomingHead = (incomingHead + 1) % incoming.count
+            incomingCount -= 1
+            if packet != .none { return packet }
+        }
+        return nil
+    }
 
     var isOpen: Bool { phase == .open }
 
@@ -235,9 +270,9 @@ final class BrokerConnection {
 
     // MARK: servicing
 
-    /// What the turn brought: the connect sequence's next step, or packets from the broker
-    /// (`received`, valid during the call). Returns why the connection ended, when it did.
-    func service(_ poll: borrowing PollSet, nowNs: Int64, received: (MQTTPacket) -> Void) -> String? {
+    /// What the turn brought: the connect sequence's next step, or packets from the broker (for
+    /// `nextIncoming`). Returns why the connection ended, when it did.
+    func service(_ poll: borrowing PollSet, nowNs: Int64) -> String? {
         switch phase {
         case .idle:
             return nil
@@ -266,7 +301,7 @@ final class BrokerConnection {
             if poll.readable(streamIndex) || poll.writable(streamIndex), let problem = handshake(nowNs) { return problem }
         case .accepting, .open:
             if poll.writable(streamIndex) { wantsWrite = false }
-            if let problem = readPackets(nowNs, received) { return problem }
+            if let problem = readPackets(nowNs) { return problem }
             if let problem = flush(nowNs) { return problem }
         }
         return timeouts(nowNs)
@@ -303,20 +338,28 @@ final class BrokerConnection {
         }
     }
 
-    /// Everything the stream has, through the framer; stops when it would block.
-    private func readPackets(_ nowNs: Int64, _ received: (MQTTPacket) -> Void) -> String? {
+    /// Everything the stream has, through the framer; stops when it would block, or when the
+    /// packets not yet taken leave no room for another read's.
+    private func readPackets(_ nowNs: Int64) -> String? {
         guard let stream else { return nil }
         // Bounded: a turn reads at most 64 buffers, so a flooding broker cannot hold the loop.
-        for _ in 0..<64 {
+        for _ in 0..<64 where incomingCount == 0 {
             switch stream.receive(into: input) {
             case .bytes(let count):
-                var problem: String? = nil
+                var problem: MQTTProtocolError? = nil
+                var packets = 0
+                let queue = incoming
+                let head = incomingHead
                 let failure = framer.consume(UnsafeRawBufferPointer(rebasing: input[0..<count])) { packet in
                     guard problem == nil else { return }
-                    problem = handle(packet, nowNs, received)
+                    problem = BrokerConnection.decode(packet, into: queue, at: (head + packets) % queue.count, &packets)
                 }
                 if let failure { return fail("the broker sent a malformed packet (\(failure))") }
-                if let problem { return fail(problem) }
+                if let problem { return fail("the broker broke the protocol: \(problem)") }
+                for index in 0..<packets {
+                    if let problem = accept(at: (incomingHead + index) % incoming.count, nowNs) { return problem }
+                }
+                incomingCount = packets
             case .wouldBlock(let write):
                 if write { wantsWrite = true }
                 return nil
@@ -330,23 +373,55 @@ final class BrokerConnection {
         return nil
     }
 
-    private func handle(_ bytes: UnsafeRawBufferPointer, _ nowNs: Int64, _ received: (MQTTPacket) -> Void) -> String? {
+    /// One packet decoded into `queue[slot]` (`packets` counts them).
+    @_noAllocation
+    private static func decode(_ bytes: UnsafeRawBufferPointer, into queue: UnsafeMutableBufferPointer<Incoming>, at slot: Int,
+                               _ packets: inout Int) -> MQTTProtocolError? {
         switch MQTTPacket.decode(bytes) {
         case .failure(let error):
-            return "the broker broke the protocol: \(error)"
+            return error
         case .success(.connack(let sessionPresent, let code)):
-            guard phase == .accepting else { return "the broker sent a second CONNACK" }
-            guard code == 0 else { return "the broker refused the connection: \(MQTT.explain(connectReturnCode: code))" }
+            queue[slot] = .connack(sessionPresent: sessionPresent, code: code)
+        case .success(.puback(let packetID)):
+            queue[slot] = .acknowledged(packetID)
+        case .success(.suback(let packetID, _, let refused)):
+            queue[slot] = .subscribed(packetID, refused: refused)
+        case .success(.pingresp):
+            queue[slot] = .pingresp
+        case .success(.publish(let message)):
+            let status = BrokerConnection.homeAssistantStatus
+            let online = message.topic.elementsEqual(UnsafeRawBufferPointer(start: status.utf8Start, count: status.utf8CodeUnitCount))
+                && message.payload.count == 6 && message.payload[0] == 0x6F && message.payload[5] == 0x65 // "online"
+            queue[slot] = .message(online: online, qos: message.qos, packetID: message.packetID)
+        case .success:
+            return nil // QoS 2 acknowledgements and UNSUBACK: nothing this client asked for
+        }
+        packets += 1
+        return nil
+    }
+
+    /// A decoded packet: the connection's own (CONNACK, PINGRESP, a message to acknowledge) are
+    /// handled here and become `.none`; the rest stay for `nextIncoming`.
+    private func accept(at slot: Int, _ nowNs: Int64) -> String? {
+        switch incoming[slot] {
+        case .connack(let sessionPresent, let code):
+            guard phase == .accepting else { return fail("the broker sent a second CONNACK") }
+            guard code == 0 else { return fail("the broker refused the connection: \(MQTT.explain(connectReturnCode: code))") }
             phase = .open
             lastSentNs = nowNs
             pendingSteps.append(.accepted(sessionPresent: sessionPresent))
+            incoming[slot] = .none
             return nil
-        case .success(let packet):
-            guard phase == .open else { return "the broker sent a packet before CONNACK" }
-            if case .pingresp = packet { pingSentNs = nil }
-            received(packet)
-            return nil
+        case .pingresp:
+            pingSentNs = nil
+            incoming[slot] = .none
+        case .message(let online, let qos, let packetID):
+            if qos != .atMostOnce { _ = output.puback(packetID: packetID) }
+            incoming[slot] = online ? .homeAssistantOnline : .none
+        case .acknowledged, .subscribed, .homeAssistantOnline, .none:
+            break
         }
+        return phase == .open ? nil : fail("the broker sent a packet before CONNACK")
     }
 
     /// Sends what the output holds, as far as the socket takes it.
@@ -391,6 +466,8 @@ final class BrokerConnection {
         pingSentNs = nil
         peer = nil
         output.reset()
+        incomingHead = 0
+        incomingCount = 0
         phase = .idle
     }
 }

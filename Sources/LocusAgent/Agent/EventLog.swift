@@ -101,6 +101,7 @@ final class EventLog: LoopComponent {
         line.boolean("available", isAvailable)
         if let session { line.integer("last_seq", session.persistence.lastSequence) }
         line.boolean("failing", failing)
+        if uplinkBacklogLimit != nil { line.integer("fixes_held_for_uplink", fixesHeldForUplink) }
         line.endObject()
     }
 
@@ -206,8 +207,42 @@ final class EventLog: LoopComponent {
     func appendFix(_ fix: Fix) {
         guard fix.hasPosition, let timeNs = fix.time?.totalNanoseconds, timeNs >= nextFixLogNs else { return }
         guard let session, let logged = PrivacyFilter.fix(fix, privacy) else { return }
+        guard !holdsFixesForUplink(session) else { return }
         nextFixLogNs = timeNs + fixIntervalNs
         try? session.persistence.fix(logged)
+    }
+
+    /// With an uplink, fix records stop while its undelivered backlog is past half of `[log]
+    /// retain`: when the broker stays away, fixes give way first, so the events outlast the
+    /// outage (retention deletes undelivered records only past `retain`, counted).
+    var uplinkBacklogLimit: Int64? = nil
+    /// Fix records not written because of the backlog, since start.
+    private(set) var fixesHeldForUplink = 0
+    private var holdingFixes = false
+
+    /// An uplink starts: from the log's first record when it has never delivered anything, and
+    /// what retention deletes before delivery is counted from now on.
+    func startUplink() {
+        guard let session, session.persistence.uplinkDelivered == nil else { return }
+        session.persistence.uplinkDelivered = 0
+    }
+
+    private func holdsFixesForUplink(_ session: StateSession) -> Bool {
+        guard let limit = uplinkBacklogLimit else { return false }
+        let backlog = session.persistence.bytes(after: session.persistence.uplinkDelivered ?? 0)
+        if backlog > limit {
+            if !holdingFixes {
+                AgentLog.warning("locus: log: the uplink's backlog (\(Quantity.describe(bytes: backlog))) is past half of [log] retain: fix records are not logged until it drains (events still are)")
+            }
+            holdingFixes = true
+            fixesHeldForUplink += 1
+            return true
+        }
+        if holdingFixes {
+            AgentLog.notice("locus: log: the uplink's backlog is below half of [log] retain: fix records are logged again (\(fixesHeldForUplink) held back so far)")
+            holdingFixes = false
+        }
+        return false
     }
 
     func appendVisit(_ visit: Visit, _ now: AgentTime) {

@@ -53,8 +53,9 @@ enum UplinkCommand {
             let now = MonotonicClock.instant.nanoseconds
             let waitMs = max(0, min(1000, ((connection.deadlineNs() ?? now + 1_000_000_000) - now) / 1_000_000))
             _ = poll.wait(timeoutMs: Int32(waitMs))
-            let problem = connection.service(poll, nowNs: MonotonicClock.instant.nanoseconds) { packet in
-                if case .puback(let id) = packet, id == packetID { acknowledged = true }
+            let problem = connection.service(poll, nowNs: MonotonicClock.instant.nanoseconds)
+            while let packet = connection.nextIncoming() {
+                if case .acknowledged(let id) = packet, id == packetID { acknowledged = true }
             }
             var opened = false
             connection.takeSteps { step in
@@ -86,7 +87,7 @@ enum UplinkCommand {
     private static func say(_ step: BrokerConnection.Step, _ settings: SiteConfig.Uplink) {
         switch step {
         case .resolved(let addresses, let fromHostsFile):
-            Console.out("  DNS: \(settings.broker.host) is \(addresses.map(\.description).joined(separator: ", "))\(fromHostsFile ? " (from /etc/hosts)" : "")\n")
+            Console.out("  DNS: \(settings.broker.host) is \(addresses.map { $0.description }.joined(separator: ", "))\(fromHostsFile ? " (from /etc/hosts)" : "")\n")
         case .connected(let address, let port):
             Console.out("  TCP: connected to \(address.family == .v6 ? "[\(address)]" : "\(address)"):\(port)\n")
         case .secured(let agreed):
