@@ -49,7 +49,6 @@ final class BrokerConnection {
         case none
     }
 
-    static let homeAssistantStatus: StaticString = "homeassistant/status"
     /// The most packets one read can hold (the smallest, PINGRESP, is 2 bytes).
     static let incomingCapacity = inputBytes / 2
 
@@ -352,7 +351,7 @@ final class BrokerConnection {
                 let head = incomingHead
                 let failure = framer.consume(UnsafeRawBufferPointer(rebasing: input[0..<count])) { packet in
                     guard problem == nil else { return }
-                    problem = BrokerConnection.decode(packet, into: queue, at: (head + packets) % queue.count, &packets)
+                    problem = BrokerPackets.decode(packet, into: queue, at: (head + packets) % queue.count, &packets)
                 }
                 if let failure { return fail("the broker sent a malformed packet (\(failure))") }
                 if let problem { return fail("the broker broke the protocol: \(problem)") }
@@ -370,33 +369,6 @@ final class BrokerConnection {
                 return fail(why)
             }
         }
-        return nil
-    }
-
-    /// One packet decoded into `queue[slot]` (`packets` counts them).
-    @_noAllocation
-    private static func decode(_ bytes: UnsafeRawBufferPointer, into queue: UnsafeMutableBufferPointer<Incoming>, at slot: Int,
-                               _ packets: inout Int) -> MQTTProtocolError? {
-        switch MQTTPacket.decode(bytes) {
-        case .failure(let error):
-            return error
-        case .success(.connack(let sessionPresent, let code)):
-            queue[slot] = .connack(sessionPresent: sessionPresent, code: code)
-        case .success(.puback(let packetID)):
-            queue[slot] = .acknowledged(packetID)
-        case .success(.suback(let packetID, _, let refused)):
-            queue[slot] = .subscribed(packetID, refused: refused)
-        case .success(.pingresp):
-            queue[slot] = .pingresp
-        case .success(.publish(let message)):
-            let status = BrokerConnection.homeAssistantStatus
-            let online = message.topic.elementsEqual(UnsafeRawBufferPointer(start: status.utf8Start, count: status.utf8CodeUnitCount))
-                && message.payload.count == 6 && message.payload[0] == 0x6F && message.payload[5] == 0x65 // "online"
-            queue[slot] = .message(online: online, qos: message.qos, packetID: message.packetID)
-        case .success:
-            return nil // QoS 2 acknowledgements and UNSUBACK: nothing this client asked for
-        }
-        packets += 1
         return nil
     }
 
@@ -469,5 +441,38 @@ final class BrokerConnection {
         incomingHead = 0
         incomingCount = 0
         phase = .idle
+    }
+}
+
+/// Broker packets decoded into what the connection and the uplink act on, inside the framer's
+/// callback (a plain enum: the callback may reach no object, as it allocates nothing).
+enum BrokerPackets {
+    static let homeAssistantStatus: StaticString = "homeassistant/status"
+
+    /// One packet decoded into `queue[slot]` (`packets` counts them).
+    @_noAllocation
+    static func decode(_ bytes: UnsafeRawBufferPointer, into queue: UnsafeMutableBufferPointer<BrokerConnection.Incoming>, at slot: Int,
+                               _ packets: inout Int) -> MQTTProtocolError? {
+        switch MQTTPacket.decode(bytes) {
+        case .failure(let error):
+            return error
+        case .success(.connack(let sessionPresent, let code)):
+            queue[slot] = .connack(sessionPresent: sessionPresent, code: code)
+        case .success(.puback(let packetID)):
+            queue[slot] = .acknowledged(packetID)
+        case .success(.suback(let packetID, _, let refused)):
+            queue[slot] = .subscribed(packetID, refused: refused)
+        case .success(.pingresp):
+            queue[slot] = .pingresp
+        case .success(.publish(let message)):
+            let status = BrokerPackets.homeAssistantStatus
+            let online = message.topic.elementsEqual(UnsafeRawBufferPointer(start: status.utf8Start, count: status.utf8CodeUnitCount))
+                && message.payload.count == 6 && message.payload[0] == 0x6F && message.payload[5] == 0x65 // "online"
+            queue[slot] = .message(online: online, qos: message.qos, packetID: message.packetID)
+        case .success:
+            return nil // QoS 2 acknowledgements and UNSUBACK: nothing this client asked for
+        }
+        packets += 1
+        return nil
     }
 }

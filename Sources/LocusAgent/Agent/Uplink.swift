@@ -32,7 +32,7 @@ final class Uplink: LoopComponent {
     static let commitMessages = 256
     /// Where Home Assistant says "online" when it starts (its discovery's birth message).
     static var homeAssistantStatus: UnsafeRawBufferPointer {
-        UnsafeRawBufferPointer(start: BrokerConnection.homeAssistantStatus.utf8Start, count: BrokerConnection.homeAssistantStatus.utf8CodeUnitCount)
+        UnsafeRawBufferPointer(start: BrokerPackets.homeAssistantStatus.utf8Start, count: BrokerPackets.homeAssistantStatus.utf8CodeUnitCount)
     }
 
     let settings: SiteConfig.Uplink
@@ -115,8 +115,9 @@ final class Uplink: LoopComponent {
     /// The machine id (/etc/machine-id), the default gateway id: stable across restarts.
     static func machineID() -> String? {
         guard let bytes = try? Files.read("/etc/machine-id", limit: 256) else { return nil }
-        let text = String(decoding: bytes, as: UTF8.self).filter { !$0.isWhitespace }
-        return text.isEmpty ? nil : text
+        // Bytes, not Characters: Character properties would link Unicode's tables into the binary.
+        let id = bytes.filter { $0 > 0x20 && $0 < 0x7F }
+        return id.isEmpty ? nil : String(decoding: id, as: UTF8.self)
     }
 
     /// Tests point the resolver at their own name server.
