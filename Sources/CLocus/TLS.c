@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 
 #include <mbedtls/ctr_drbg.h>
@@ -40,6 +41,23 @@ static void say(char *out, size_t size, const char *what, const char *path, int 
     snprintf(out, size, "%s %s: %s", what, path, reason);
 }
 
+/// The random generator's seed straight from the kernel (getrandom(2), blocking only until the
+/// pool is initialised at boot). mbedTLS's own platform source is not used: built against glibc
+/// and linked with musl in the device binary, it fails there.
+static int kernel_entropy(void *unused, unsigned char *output, size_t length) {
+    (void)unused;
+    size_t filled = 0;
+    while (filled < length) {
+        ssize_t got = getrandom(output + filled, length - filled, 0);
+        if (got < 0) {
+            if (errno == EINTR) continue;
+            return MBEDTLS_ERR_ENTROPY_SOURCE_FAILED;
+        }
+        filled += (size_t)got;
+    }
+    return 0;
+}
+
 locus_tls_config *locus_tls_config_new(const char *ca_file, const char *cert_file, const char *key_file, char *message, size_t message_size) {
     locus_tls_config *config = calloc(1, sizeof *config);
     if (!config) {
@@ -53,7 +71,7 @@ locus_tls_config *locus_tls_config_new(const char *ca_file, const char *cert_fil
     mbedtls_pk_init(&config->key);
     mbedtls_ssl_config_init(&config->ssl);
     static const unsigned char personal[] = "locus uplink";
-    int result = mbedtls_ctr_drbg_seed(&config->random, mbedtls_entropy_func, &config->entropy, personal, sizeof personal - 1);
+    int result = mbedtls_ctr_drbg_seed(&config->random, kernel_entropy, NULL, personal, sizeof personal - 1);
     if (result != 0) {
         say(message, message_size, "cannot seed the random generator", "(getrandom)", result);
         goto failed;

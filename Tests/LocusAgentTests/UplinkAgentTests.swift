@@ -45,7 +45,10 @@ import TestSupport
 
     /// NMEA for `hours` of a vehicle driving up and down the fenced road at 10 m/s, a fix every
     /// 2 s from 2024-03-14T00:00:00Z: 20 events every 220 s.
-    static func shuttle(hours: Int) -> String {
+    static func shuttle(hours: Int) -> String { shuttle(seconds: 0..<(hours * 3600)) }
+
+    /// The shuttle's fixes for the seconds `span` after its start (a fix every 2 s).
+    static func shuttle(seconds span: Range<Int>) -> String {
         func checksummed(_ body: String) -> String {
             var checksum: UInt8 = 0
             for byte in body.utf8.dropFirst() { checksum ^= byte }
@@ -53,7 +56,7 @@ import TestSupport
         }
         var text = ""
         let leg = 1_100.0 // metres each way: 0 ... 1,100 m north
-        for step in 0..<(hours * 1800) {
+        for step in (span.lowerBound / 2)..<(span.upperBound / 2) {
             let second = step * 2
             let travelled = Double(second) * 10.0
             let phase = travelled.truncatingRemainder(dividingBy: 2 * leg)
@@ -72,8 +75,12 @@ import TestSupport
 
     /// The log's events by the replay of `hours` of the shuttle (the agent then has a backlog).
     static func logEvents(_ site: AgentEndToEndTests.Site, hours: Int) throws {
+        try logEvents(site, seconds: 0..<(hours * 3600))
+    }
+
+    static func logEvents(_ site: AgentEndToEndTests.Site, seconds: Range<Int>) throws {
         let nmea = site.directory + "/shuttle.nmea"
-        try shuttle(hours: hours).write(toFile: nmea, atomically: true, encoding: .utf8)
+        try shuttle(seconds: seconds).write(toFile: nmea, atomically: true, encoding: .utf8)
         let replay = try locus(["replay", "--config", site.sitePath, "--nmea", nmea, "--state", site.state, "--speed", "max"])
         #expect(replay.status == 0, "\(replay.error)")
     }
@@ -143,7 +150,7 @@ import TestSupport
         let collector = try TestCollector(port: port, filters: ["locus/\(Self.gateway)/#"])
         let agent = try Self.startAgent(site)
         let drained = collector.wait(seconds: 60) { Set(Self.eventSequences($0)).count >= logged.count }
-        #expect(drained, "collected \(Set(Self.eventSequences(collector.messages)).count) of \(logged.count); agent: \(agent.log)")
+        #expect(drained, "collected \(Set(Self.eventSequences(collector.messages)).count) of \(logged.count); \((try? Self.uplinkStatus(site)) ?? ""); agent: \(agent.log)")
         Self.expectDelivered(collector.messages, equal: logged, "basic")
         // One connection: nothing was sent twice.
         #expect(Self.eventSequences(collector.messages).count == logged.count)
@@ -180,26 +187,31 @@ import TestSupport
         let port = broker.ports[0]
         let site = try Self.site("kill", broker: "mqtt://127.0.0.1:\(port)", uplinkExtra: "max_inflight = 4")
         defer { try? FileManager.default.removeItem(atPath: site.directory) }
-        try Self.logEvents(site, hours: 3)
-        let logged = try Self.events(site)
         let collector = try TestCollector(port: port, filters: ["locus/\(Self.gateway)/event/#"])
         let binary = try locusBinary()
         var generator = SplitMix64(seed: 0x0B5E55ED)
         let rounds = Self.environment("LOCUS_UPLINK_KILLS", 100)
-        var killedWhileBehind = 0
-        for _ in 0..<rounds {
+        var killedWhilePublishing = 0
+        for round in 0..<rounds {
+            // New events while the agent is down (the vehicle's next 40 minutes), then the agent
+            // publishes them and what it had not committed, and is killed mid-way.
+            try Self.logEvents(site, seconds: (round * 2400)..<((round + 1) * 2400))
+            let logged = try Self.events(site).count
+            let before = collector.messages.count
             let process = Process()
             process.executableURL = URL(fileURLWithPath: binary)
             process.arguments = ["run", "--config", site.sitePath, "--state", site.state]
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             try process.run()
-            usleep(useconds_t(30_000 + generator.next() % 400_000))
-            if Set(Self.eventSequences(collector.messages)).count < logged.count { killedWhileBehind += 1 }
+            _ = collector.wait(seconds: 10) { $0.count > before }
+            usleep(useconds_t(generator.next() % 5_000))
+            if collector.messages.count > before && Set(Self.eventSequences(collector.messages)).count < logged { killedWhilePublishing += 1 }
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
-        #expect(killedWhileBehind >= rounds / 2, "only \(killedWhileBehind) of \(rounds) kills came while events were still being published")
+        #expect(killedWhilePublishing >= rounds * 3 / 4, "only \(killedWhilePublishing) of \(rounds) kills came while events were being published")
+        let logged = try Self.events(site)
         let agent = try Self.startAgent(site)
         let drained = collector.wait(seconds: 60) { Set(Self.eventSequences($0)).count >= logged.count }
         #expect(drained, "agent: \(agent.log)")

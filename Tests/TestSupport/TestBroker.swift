@@ -26,7 +26,9 @@ public final class TestBroker {
         directory = NSTemporaryDirectory() + "locus-broker-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         ports = try chosen ?? listeners.map { _ in try Self.freePort() }
-        var lines = ["per_listener_settings false", "allow_anonymous true", "persistence \(persistence)",
+        // max_queued_messages 0: mosquitto queues at most 1,000 QoS 1 messages for a subscriber
+        // by default and drops the rest; a fleet's collector must see every one.
+        var lines = ["per_listener_settings false", "allow_anonymous true", "persistence \(persistence)", "max_queued_messages 0",
                      "log_dest file \(directory)/broker.log", "log_type error", "log_type warning", "log_type notice"]
         if persistence { lines += ["persistence_location \(directory)/"] }
         for (port, options) in zip(ports, listeners) {

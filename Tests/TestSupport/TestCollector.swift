@@ -107,8 +107,10 @@ public final class TestCollector: @unchecked Sendable {
             let got = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if got <= 0 { return }
             buffer += chunk[0..<got]
-            while let (type, flags, body, used) = Self.packet(buffer) {
-                buffer.removeFirst(used)
+            var consumed = 0
+            defer { buffer.removeFirst(consumed) }
+            while let (type, flags, body, used) = Self.packet(buffer[consumed...]) {
+                consumed += used
                 switch type {
                 case 9: acknowledged.signal()
                 case 3: received(flags, body, fd)
@@ -138,7 +140,8 @@ public final class TestCollector: @unchecked Sendable {
     }
 
     /// One whole packet at the front of `bytes`: type, flags, body, bytes used.
-    private static func packet(_ bytes: [UInt8]) -> (UInt8, UInt8, [UInt8], Int)? {
+    private static func packet(_ slice: ArraySlice<UInt8>) -> (UInt8, UInt8, [UInt8], Int)? {
+        let bytes = Array(slice.prefix(5))
         guard bytes.count >= 2 else { return nil }
         var remaining = 0
         var multiplier = 1
@@ -150,8 +153,9 @@ public final class TestCollector: @unchecked Sendable {
             index += 1
             if bytes[index - 1] & 0x80 == 0 { break }
         }
-        guard bytes.count >= index + remaining else { return nil }
-        return (bytes[0] >> 4, bytes[0] & 0x0F, Array(bytes[index..<(index + remaining)]), index + remaining)
+        guard slice.count >= index + remaining else { return nil }
+        let start = slice.startIndex + index
+        return (bytes[0] >> 4, bytes[0] & 0x0F, Array(slice[start..<(start + remaining)]), index + remaining)
     }
 
     private static func string(_ text: String) -> [UInt8] {
