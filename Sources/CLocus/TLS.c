@@ -10,7 +10,7 @@
 #include <sys/socket.h>
 
 #include <mbedtls/ctr_drbg.h>
-#include <mbedtls/entropy.h>
+#include <mbedtls/entropy.h>   // MBEDTLS_ERR_ENTROPY_SOURCE_FAILED
 #include <mbedtls/error.h>
 #include <mbedtls/net_sockets.h>
 #include <mbedtls/pk.h>
@@ -18,7 +18,6 @@
 #include <mbedtls/x509_crt.h>
 
 struct locus_tls_config {
-    mbedtls_entropy_context entropy;
     mbedtls_ctr_drbg_context random;
     mbedtls_x509_crt authorities;
     mbedtls_x509_crt certificate;
@@ -64,7 +63,6 @@ locus_tls_config *locus_tls_config_new(const char *ca_file, const char *cert_fil
         snprintf(message, message_size, "out of memory for the TLS configuration");
         return NULL;
     }
-    mbedtls_entropy_init(&config->entropy);
     mbedtls_ctr_drbg_init(&config->random);
     mbedtls_x509_crt_init(&config->authorities);
     mbedtls_x509_crt_init(&config->certificate);
@@ -135,7 +133,6 @@ void locus_tls_config_free(locus_tls_config *config) {
     mbedtls_x509_crt_free(&config->certificate);
     mbedtls_x509_crt_free(&config->authorities);
     mbedtls_ctr_drbg_free(&config->random);
-    mbedtls_entropy_free(&config->entropy);
     free(config);
 }
 
