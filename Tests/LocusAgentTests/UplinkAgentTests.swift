@@ -252,6 +252,7 @@ import TestSupport
         let logged = try Self.events(site)
         let drained = collector.wait(seconds: 90) { Set(Self.eventSequences($0)).count >= logged.count }
         #expect(drained, "agent: \(agent.log)")
+        try AgentEndToEndTests.waitFor("the connection after the last restart", seconds: 30) { connections() > restarts }
         _ = agent.stop()
         Self.expectDelivered(collector.messages, equal: try Self.events(site), "after \(restarts) broker restarts")
         let reconnects = agent.log.components(separatedBy: "uplink: connected to").count - 1

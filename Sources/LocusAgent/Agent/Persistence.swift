@@ -115,21 +115,7 @@ final class Persistence {
                         engine.restore(event)
                         summary.conditions += 1
                     }
-                    if !header.flags.contains(.moreFollow) && !reader.isAtEnd {
-                        let latches = Int(reader.uint8())
-                        for _ in 0..<latches {
-                            if let name = reader.name() { summary.latched.append(name) }
-                        }
-                        if !reader.isAtEnd {
-                            for _ in 0..<Int(reader.uint8()) {
-                                if let (monitor, sequence) = LogPayload.readConsumer(&reader) { Persistence.set(&summary.consumers, monitor, sequence) }
-                            }
-                        }
-                        // Checkpoints written before the uplink end after the consumers.
-                        if !reader.isAtEnd && reader.uint8() == 1, let delivered = LogPayload.readUplink(&reader) {
-                            summary.uplinkDelivered = delivered
-                        }
-                    }
+                    if !header.flags.contains(.moreFollow) { Persistence.readCheckpointEnd(&reader, into: &summary) }
                 case .conditionAdded:
                     guard let entry = LogPayload.readCondition(&reader) else { summary.undecodable += 1; return }
                     Persistence.add(entry, to: engine, now: UTCTime(nanoseconds: header.time))
@@ -159,6 +145,22 @@ final class Persistence {
             summary.undecodable += 1
         }
         return summary
+    }
+
+    /// A checkpoint group's end: the latched outputs, then (later formats) the consumers'
+    /// positions, then the uplink's; older checkpoints end earlier.
+    private static func readCheckpointEnd(_ reader: inout ByteReader, into summary: inout Summary) {
+        guard !reader.isAtEnd else { return }
+        for _ in 0..<Int(reader.uint8()) {
+            if let name = reader.name() { summary.latched.append(name) }
+        }
+        guard !reader.isAtEnd else { return }
+        for _ in 0..<Int(reader.uint8()) {
+            if let (monitor, sequence) = LogPayload.readConsumer(&reader) { Persistence.set(&summary.consumers, monitor, sequence) }
+        }
+        if !reader.isAtEnd && reader.uint8() == 1, let delivered = LogPayload.readUplink(&reader) {
+            summary.uplinkDelivered = delivered
+        }
     }
 
     static func set<Value>(_ entries: inout [(FixedName, Value)], _ name: FixedName, _ value: Value) {

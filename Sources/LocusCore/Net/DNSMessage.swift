@@ -92,8 +92,8 @@ public enum DNSMessage {
     /// The addresses an answer gives for the query with `id` and `type` (4 bytes each for A, 16
     /// for AAAA, in the answer's order), handed to `body` with the record's TTL; returns how many
     /// there were. CNAME records in the chain are passed over: a recursive server puts the
-    /// addresses of the name they lead to in the same answer. Allocates nothing itself (its
-    /// parts carry `@_noAllocation`); not annotated, so a caller's `body` may keep what it finds.
+    /// addresses of the name they lead to in the same answer.
+    @_noAllocation
     public static func addresses(in message: UnsafeRawBufferPointer, id: UInt16, type: RecordType,
                                  _ body: (UnsafeRawBufferPointer, UInt32) -> Void) -> Result<Int, Failure> {
         addresses(in: message, id: id, type: type, name: nil, body)
@@ -101,6 +101,7 @@ public enum DNSMessage {
 
     /// The same, and the answer's question must be `name` (case-insensitive, RFC 5452 §9.1):
     /// what a resolver checks before it believes an answer.
+    @_noAllocation
     public static func addresses(in message: UnsafeRawBufferPointer, id: UInt16, type: RecordType, name: UnsafeRawBufferPointer?,
                                  _ body: (UnsafeRawBufferPointer, UInt32) -> Void) -> Result<Int, Failure> {
         var reader = DNSReader(message)

@@ -36,6 +36,8 @@ public final class NameLookup {
     /// Answers ignored: from another address, with another id or question, or malformed.
     public private(set) var ignored = 0
     private var lastProblem = "no name server answered"
+    /// An answer's addresses (at most this many are kept).
+    private let answers = UnsafeMutableBufferPointer<IPAddress>.allocate(capacity: 16)
 
     /// `hosts`: what /etc/hosts says of the name (an answer there ends the lookup). `randomID`
     /// gives each query's id; `port` is the name servers' (53; tests use another).
@@ -53,6 +55,8 @@ public final class NameLookup {
         }
     }
 
+    deinit { answers.deallocate() }
+
     /// The query to send now, once (nil: none due).
     public func nextQuery() -> Query? {
         defer { pendingQuery = nil }
@@ -65,13 +69,19 @@ public final class NameLookup {
             ignored += 1
             return nil
         }
-        var found: [IPAddress] = []
+        // The answer's addresses go to a buffer allocated once: the reader allocates nothing,
+        // and neither may what it calls.
+        var count = 0
+        let buffer = answers
         var text = name
         let result = text.withUTF8 { name in
             DNSMessage.addresses(in: message, id: id, type: type, name: UnsafeRawBufferPointer(name)) { bytes, _ in
-                if let address = IPAddress(bytes: bytes) { found.append(address) }
+                guard count < buffer.count, let address = IPAddress(bytes: bytes) else { return }
+                buffer[count] = address
+                count += 1
             }
         }
+        let found = Array(answers[0..<count])
         switch result {
         case .success:
             return finish(.addresses(found))
