@@ -311,7 +311,7 @@ final class BrokerConnection {
             switch stream.receive(into: input) {
             case .bytes(let count):
                 var problem: String? = nil
-                let failure = framer.consume(UnsafeRawBufferPointer(rebasing: input[0..<count])) { packet in
+                let failure = framer.consumeUnchecked(UnsafeRawBufferPointer(rebasing: input[0..<count])) { packet in
                     guard problem == nil else { return }
                     problem = handle(packet, nowNs, received)
                 }

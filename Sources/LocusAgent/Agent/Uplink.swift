@@ -18,7 +18,10 @@ import LocusDevices
 /// and, with `home_assistant = true`, discovery configs under `homeassistant/`.
 ///
 /// Steady state: a turn reads only the log's new bytes (`LogTail`), renders into buffers
-/// allocated at start, and allocates nothing per message.
+/// allocated at start, and allocates nothing per message. That is measured, not annotated:
+/// `@_noAllocation` here would need the bodies of the LocusCore renderers and the window, which
+/// a host release build does not make visible to this module; `Scripts/bench`'s uplink row
+/// counts the turn's allocations (0) and `Scripts/test` checks it.
 final class Uplink: LoopComponent {
     /// The output queue: a turn's messages (`max_inflight` of them at most) and the rest of a
     /// partly sent one.
@@ -331,7 +334,6 @@ final class Uplink: LoopComponent {
     private var hasRoom: Bool { connection.output.count + Uplink.eventRoom <= connection.output.capacity }
 
     /// One QoS 1 message of log record `sequence` (0: not a log record) into the output.
-    @_noAllocation
     private func send(_ topic: UnsafeRawBufferPointer, retain: Bool, sequence: UInt64, timeNs: Int64 = 0, text: StaticString? = nil) {
         let packetID = window.add(sequence: sequence, timeNs: timeNs)
         let body = text.map { UnsafeRawBufferPointer(start: $0.utf8Start, count: $0.utf8CodeUnitCount) } ?? payload.bytes
@@ -402,7 +404,6 @@ final class Uplink: LoopComponent {
     }
 
     /// One log record: false when there is no room for it now (it comes again next turn).
-    @_noAllocation
     private func publish(_ header: LogRecordHeader, _ bytes: UnsafeRawBufferPointer) -> Bool {
         guard window.free >= 2 && hasRoom else { return false }
         var reader = ByteReader(bytes)
@@ -446,7 +447,6 @@ final class Uplink: LoopComponent {
     /// A sighting, published live at QoS 0 when `what` has "sightings" and the connection is up:
     /// at most one a beacon a `sighting_interval`. Sightings are not log records: while the
     /// broker is away they are not kept (the backlog is for events, GPIO changes, visits, fixes).
-    @_noAllocation
     func observe(_ sighting: Sighting) {
         guard settings.content.contains(.sightings), connection.isOpen, hasRoom else { return }
         let timeNs = sighting.time.totalNanoseconds

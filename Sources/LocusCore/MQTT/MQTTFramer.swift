@@ -39,6 +39,17 @@ public struct MQTTFramer: ~Copyable {
     /// bytes after it are not read), or nil.
     @_noAllocation
     public mutating func consume(_ bytes: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void) -> Failure? {
+        frame(bytes, body)
+    }
+
+    /// The same without the allocation check on `body`: for a caller whose packets go on to a
+    /// closure the compiler cannot see (BrokerConnection hands them to the uplink's handler;
+    /// Scripts/bench counts that path's allocations instead).
+    public mutating func consumeUnchecked(_ bytes: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void) -> Failure? {
+        frame(bytes, body)
+    }
+
+    private mutating func frame(_ bytes: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void) -> Failure? {
         if let failure { return failure }
         var index = 0
         while index < bytes.count {
