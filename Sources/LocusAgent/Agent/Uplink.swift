@@ -277,7 +277,7 @@ final class Uplink: LoopComponent {
     private func took(_ step: BrokerConnection.Step, _ now: AgentTime) {
         switch step {
         case .resolved(let addresses, let fromHostsFile):
-            AgentLog.info("locus: uplink: \(settings.broker.host) is \(addresses.map(\.description).joined(separator: ", "))\(fromHostsFile ? " (/etc/hosts)" : "")")
+            AgentLog.info("locus: uplink: \(settings.broker.host) is \(addresses.map { $0.description }.joined(separator: ", "))\(fromHostsFile ? " (/etc/hosts)" : "")")
         case .connected(let address, let port):
             AgentLog.info("locus: uplink: TCP connected to \(address.family == .v6 ? "[\(address)]" : "\(address)"):\(port)")
         case .secured(let agreed):

@@ -86,7 +86,7 @@ enum UplinkCommand {
     private static func say(_ step: BrokerConnection.Step, _ settings: SiteConfig.Uplink) {
         switch step {
         case .resolved(let addresses, let fromHostsFile):
-            Console.out("  DNS: \(settings.broker.host) is \(addresses.map(\.description).joined(separator: ", "))\(fromHostsFile ? " (from /etc/hosts)" : "")\n")
+            Console.out("  DNS: \(settings.broker.host) is \(addresses.map { $0.description }.joined(separator: ", "))\(fromHostsFile ? " (from /etc/hosts)" : "")\n")
         case .connected(let address, let port):
             Console.out("  TCP: connected to \(address.family == .v6 ? "[\(address)]" : "\(address)"):\(port)\n")
         case .secured(let agreed):
