@@ -36,8 +36,10 @@ public final class NameLookup {
     /// Answers ignored: from another address, with another id or question, or malformed.
     public private(set) var ignored = 0
     private var lastProblem = "no name server answered"
-    /// An answer's addresses (at most this many are kept).
-    private let answers = UnsafeMutableBufferPointer<IPAddress>.allocate(capacity: 16)
+    /// An answer's addresses as read (a length byte and 16 address bytes each); at most
+    /// `keptAddresses` are kept.
+    static let keptAddresses = 16
+    private let answers = UnsafeMutableRawBufferPointer.allocate(byteCount: NameLookup.keptAddresses * 17, alignment: 1)
 
     /// `hosts`: what /etc/hosts says of the name (an answer there ends the lookup). `randomID`
     /// gives each query's id; `port` is the name servers' (53; tests use another).
@@ -76,12 +78,24 @@ public final class NameLookup {
         var text = name
         let result = text.withUTF8 { name in
             DNSMessage.addresses(in: message, id: id, type: type, name: UnsafeRawBufferPointer(name)) { bytes, _ in
-                guard count < buffer.count, let address = IPAddress(bytes: bytes) else { return }
-                buffer[count] = address
+                // Raw bytes only (a length, then the address) into the buffer allocated at
+                // start: nothing generic may run inside the allocation-checked reader.
+                guard count < NameLookup.keptAddresses, bytes.count <= 16 else { return }
+                let slot = count * 17
+                buffer[slot] = UInt8(truncatingIfNeeded: bytes.count)
+                if let source = bytes.baseAddress, let target = buffer.baseAddress {
+                    (target + slot + 1).copyMemory(from: source, byteCount: bytes.count)
+                }
                 count += 1
             }
         }
-        let found = Array(answers[0..<count])
+        var found: [IPAddress] = []
+        for index in 0..<count {
+            let start: Int = index * 17 + 1
+            let length: Int = Int(answers[index * 17])
+            let bytes = UnsafeRawBufferPointer(rebasing: answers[start..<(start + length)])
+            if let address = IPAddress(bytes: bytes) { found.append(address) }
+        }
         switch result {
         case .success:
             return finish(.addresses(found))
