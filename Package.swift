@@ -64,13 +64,13 @@ let package = Package(
         ),
         .testTarget(
             name: "LocusDevicesTests",
-            dependencies: ["LocusDevices", "LocusCore", "TestSupport"],
+            dependencies: ["LocusDevices", "LocusCore", "AllocCounter", "TestSupport"],
             swiftSettings: hotPathChecks,
             linkerSettings: [.linkedLibrary("util")]
         ),
         .testTarget(
             name: "LocusAgentTests",
-            dependencies: ["locus", "LocusAgent", "LocusDevices", "LocusCore", "AllocCounter", "LocusMonitor"],
+            dependencies: ["locus", "LocusAgent", "LocusDevices", "LocusCore", "AllocCounter", "LocusMonitor", "TestSupport"],
             swiftSettings: hotPathChecks
         ),
     ]

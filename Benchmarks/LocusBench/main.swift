@@ -407,14 +407,39 @@ func engineWorkload(kind: String, observe: Bool, repeats: Int) {
 /// else happens. `fix`: an NMEA epoch (RMC, GGA) is written before each turn, alternately 80 m and
 /// 120 m north of a 100 m fence's centre (40 m/s, within the default preset's speed filter, so the
 /// updater accepts every fix and never pauses), so every turn decodes a fix, decides an event,
-/// logs both and hands the event on. Both modes set up the agent and run 20 warm-up turns; --decode adds
-/// `repeats` measured turns, whose allocations are counted.
+/// logs both and hands the event on. `uplink`: the `fix` turn on a site with `[uplink]` to the
+/// MQTT broker on 127.0.0.1 at port $LOCUS_BENCH_BROKER_PORT (Scripts/bench starts mosquitto):
+/// the turns first run until the uplink has its CONNACK (at most 100 turns, 10 s), so the
+/// measured turns are the steady state: each publishes its event and the record's state at QoS 1
+/// and reads the PUBACKs that have come back for earlier turns. Both modes set up the agent (and
+/// connect) and run 20 warm-up turns; --decode adds `repeats` measured turns, whose allocations
+/// are counted.
 func agentTurns(kind: String, measure: Bool, repeats: Int) {
     let directory = NSTemporaryDirectory() + "locus-bench-agent-\(getpid())"
     try? FileManager.default.removeItem(atPath: directory)
     defer { try? FileManager.default.removeItem(atPath: directory) }
     if kind == "idle" { setenv("WATCHDOG_USEC", "2", 1) } else { unsetenv("WATCHDOG_USEC") }
-    guard let bench = AgentBenchmark(directory: directory) else { exit(1) }
+    var brokerPort: Int? = nil
+    if kind == "uplink" {
+        guard let port = ProcessInfo.processInfo.environment["LOCUS_BENCH_BROKER_PORT"].flatMap({ Int($0) }) else {
+            print("agent-uplink: set LOCUS_BENCH_BROKER_PORT to an MQTT broker's port on 127.0.0.1")
+            exit(2)
+        }
+        brokerPort = port
+    }
+    guard let bench = AgentBenchmark(directory: directory, brokerPort: brokerPort) else { exit(1) }
+    if brokerPort != nil {
+        let deadline = Date().addingTimeInterval(10)
+        var turns = 0
+        while !bench.uplinkConnected && turns < 100 && Date() < deadline {
+            bench.turn()
+            turns += 1
+        }
+        guard bench.uplinkConnected else {
+            print("agent-uplink: the uplink did not connect to 127.0.0.1:\(brokerPort!) (\(turns) turns)")
+            exit(1)
+        }
+    }
     func checksummed(_ body: String) -> String {
         var checksum: UInt8 = 0
         for byte in body.utf8.dropFirst() { checksum ^= byte }
@@ -428,19 +453,22 @@ func agentTurns(kind: String, measure: Bool, repeats: Int) {
         return Array((checksummed("$GPRMC,\(time),A,\(lat),00700.0000000,E,0.0,0.0,150324,,,A")
             + checksummed("$GPGGA,\(time),\(lat),00700.0000000,E,1,09,0.8,20.0,M,-30.0,M,,")).utf8)
     }
+    let epochTurns = kind == "fix" || kind == "uplink"
     func turn(_ index: Int) {
-        if kind == "fix" { bench.write(epochs[index]) }
+        if epochTurns { bench.write(epochs[index]) }
         bench.turn()
     }
     for index in 0..<warmUp { turn(index) }
     guard measure else { return }
     let fixes = bench.fixes, events = bench.events
+    let published = bench.uplinkPublished, acknowledged = bench.uplinkAcknowledged
     var counted = 0
     for index in warmUp..<(warmUp + repeats) {
-        if kind == "fix" { bench.write(epochs[index]) }
+        if epochTurns { bench.write(epochs[index]) }
         counted += allocations { bench.turn() }
     }
-    print("turns \(repeats) fixes \(bench.fixes - fixes) events \(bench.events - events) allocations \(counted)")
+    print("turns \(repeats) fixes \(bench.fixes - fixes) events \(bench.events - events) allocations \(counted)"
+        + (kind == "uplink" ? " published \(bench.uplinkPublished - published) acknowledged \(bench.uplinkAcknowledged - acknowledged)" : ""))
 }
 
 /// Beacon ranging with 500 beacons of the constraint in range, each heard once a second (RSSI
@@ -562,6 +590,7 @@ case "engine-fix": engineWorkload(kind: "fix", observe: decode, repeats: repeats
 case "engine-sighting": engineWorkload(kind: "sighting", observe: decode, repeats: repeats)
 case "agent-idle": agentTurns(kind: "idle", measure: decode, repeats: repeats)
 case "agent-fix": agentTurns(kind: "fix", measure: decode, repeats: repeats)
+case "agent-uplink": agentTurns(kind: "uplink", measure: decode, repeats: repeats)
 case "ranging-second": rangingWorkload(kind: "second", measure: decode, repeats: repeats)
 case "ranging-line": rangingWorkload(kind: "line", measure: decode, repeats: repeats)
 case "agent-locate": agentLocate(measure: decode, repeats: repeats)

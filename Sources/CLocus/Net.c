@@ -52,6 +52,11 @@ int locus_tcp_connect(const uint8_t *address, size_t address_size, uint16_t port
     return -error;
 }
 
+void locus_tcp_quickack(int fd) {
+    int on = 1;
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &on, sizeof on);
+}
+
 int locus_socket_error(int fd) {
     int error = 0;
     socklen_t length = sizeof error;

@@ -6,10 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 
 #include <mbedtls/ctr_drbg.h>
-#include <mbedtls/entropy.h>
+#include <mbedtls/entropy.h>   // MBEDTLS_ERR_ENTROPY_SOURCE_FAILED
 #include <mbedtls/error.h>
 #include <mbedtls/net_sockets.h>
 #include <mbedtls/pk.h>
@@ -17,7 +18,6 @@
 #include <mbedtls/x509_crt.h>
 
 struct locus_tls_config {
-    mbedtls_entropy_context entropy;
     mbedtls_ctr_drbg_context random;
     mbedtls_x509_crt authorities;
     mbedtls_x509_crt certificate;
@@ -40,20 +40,36 @@ static void say(char *out, size_t size, const char *what, const char *path, int 
     snprintf(out, size, "%s %s: %s", what, path, reason);
 }
 
+/// The random generator's seed straight from the kernel (getrandom(2), blocking only until the
+/// pool is initialised at boot). mbedTLS's own platform source is not used: built against glibc
+/// and linked with musl in the device binary, it fails there.
+static int kernel_entropy(void *unused, unsigned char *output, size_t length) {
+    (void)unused;
+    size_t filled = 0;
+    while (filled < length) {
+        ssize_t got = getrandom(output + filled, length - filled, 0);
+        if (got < 0) {
+            if (errno == EINTR) continue;
+            return MBEDTLS_ERR_ENTROPY_SOURCE_FAILED;
+        }
+        filled += (size_t)got;
+    }
+    return 0;
+}
+
 locus_tls_config *locus_tls_config_new(const char *ca_file, const char *cert_file, const char *key_file, char *message, size_t message_size) {
     locus_tls_config *config = calloc(1, sizeof *config);
     if (!config) {
         snprintf(message, message_size, "out of memory for the TLS configuration");
         return NULL;
     }
-    mbedtls_entropy_init(&config->entropy);
     mbedtls_ctr_drbg_init(&config->random);
     mbedtls_x509_crt_init(&config->authorities);
     mbedtls_x509_crt_init(&config->certificate);
     mbedtls_pk_init(&config->key);
     mbedtls_ssl_config_init(&config->ssl);
     static const unsigned char personal[] = "locus uplink";
-    int result = mbedtls_ctr_drbg_seed(&config->random, mbedtls_entropy_func, &config->entropy, personal, sizeof personal - 1);
+    int result = mbedtls_ctr_drbg_seed(&config->random, kernel_entropy, NULL, personal, sizeof personal - 1);
     if (result != 0) {
         say(message, message_size, "cannot seed the random generator", "(getrandom)", result);
         goto failed;
@@ -117,7 +133,6 @@ void locus_tls_config_free(locus_tls_config *config) {
     mbedtls_x509_crt_free(&config->certificate);
     mbedtls_x509_crt_free(&config->authorities);
     mbedtls_ctr_drbg_free(&config->random);
-    mbedtls_entropy_free(&config->entropy);
     free(config);
 }
 

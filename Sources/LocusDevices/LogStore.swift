@@ -24,7 +24,9 @@ import LocusCore
 // first record of the newest complete checkpoint is never deleted, nor anything after it. Replay
 // starts at that record, so deleting only what lies before it loses no state. With no complete
 // checkpoint in the log nothing is deleted (`retentionBlocked` says so): the engine must write
-// checkpoints for space to be reclaimed.
+// checkpoints for space to be reclaimed. A reader that has not caught up (the uplink, whose
+// `retentionFloor` says where it is) does not hold retention back: the disk comes first, and the
+// records deleted before it read them are counted (`undeliveredDeleted`).
 //
 // Memory: every buffer (one record, one segment path, the segment table) is allocated by `open`;
 // `append`, rotation, retention and sync allocate nothing. The functions doing that work carry
@@ -139,7 +141,8 @@ struct LogSystemCalls {
 }
 
 /// The append-only log of one state directory. One process appends (it holds `log.lock`); readers
-/// of a live log use `LogStore.scan`.
+/// of a live log use `LogStore.scan`, and a reader in that process that follows the log as it
+/// grows uses a `LogTail`.
 public struct LogStore: ~Copyable {
     public let directory: String
     public let segmentSizeBytes: Int64
@@ -160,6 +163,14 @@ public struct LogStore: ~Copyable {
     public private(set) var rotationsDeferred = 0
     /// True while the files exceed `retainBytes` and the retention rule forbids deleting more.
     public private(set) var retentionBlocked = false
+    /// The first sequence number a reader (the uplink) has not delivered; 0 while no reader needs
+    /// protecting. Retention still keeps the log within `retainBytes` (the disk promise comes
+    /// first), but counts what it deletes at or past the floor, so the loss is reported, not silent.
+    public var retentionFloor: UInt64 = 0
+    /// Records at or past `retentionFloor` that retention deleted before they were delivered, and
+    /// the segments that held them.
+    public private(set) var undeliveredDeleted: UInt64 = 0
+    public private(set) var undeliveredDeletedSegments = 0
 
     var systemCalls = LogSystemCalls()
 
@@ -171,11 +182,11 @@ public struct LogStore: ~Copyable {
     /// One encoded record: `append` writes it with a single write(2).
     private let recordBuffer: UnsafeMutableRawBufferPointer
     /// "DIR/" followed by a segment name and a NUL; the name part is rewritten in place.
-    private let pathBuffer: UnsafeMutableBufferPointer<CChar>
+    let pathBuffer: UnsafeMutableBufferPointer<CChar>
     private let pathNameOffset: Int
     /// Segment table, oldest first; the last entry is the active segment.
-    private let segments: UnsafeMutableBufferPointer<Segment>
-    private var segmentCount: Int
+    let segments: UnsafeMutableBufferPointer<Segment>
+    private(set) var segmentCount: Int
 
     struct Segment {
         var firstSequence: UInt64
@@ -720,6 +731,12 @@ extension LogStore {
             let path = pathBuffer.baseAddress!
             let removed = _unsafePerformance { locus_unlink(path) }
             if removed < 0 && SystemError(negated: removed) != .notFound { break }
+            let floor = retentionFloor
+            let end = segments[deleted].nextSequence
+            if floor > 0 && end > floor {
+                undeliveredDeleted &+= end - max(floor, segments[deleted].firstSequence)
+                undeliveredDeletedSegments += 1
+            }
             totalBytes -= segments[deleted].fileBytes
             deleted += 1
         }
@@ -734,7 +751,7 @@ extension LogStore {
 
     /// Writes `sequence` as the 20-digit name part of `pathBuffer`.
     @_noAllocation
-    private func setSegmentPath(_ sequence: UInt64) {
+    func setSegmentPath(_ sequence: UInt64) {
         var value = sequence
         var index = pathNameOffset + LogStore.nameDigits - 1
         while index >= pathNameOffset {
@@ -745,3 +762,27 @@ extension LogStore {
     }
 }
 
+
+// MARK: - Backlog
+
+extension LogStore {
+    /// About how many bytes of the log hold records after `sequence`: the whole files of the
+    /// segments after it, plus the share of its own segment's bytes that its later records take,
+    /// interpolated by sequence numbers (records differ in size, and checkpoints count too), so
+    /// approximate: for telling a backlog of kilobytes from one of megabytes, not for accounting.
+    @_noAllocation
+    public func bytes(after sequence: UInt64) -> Int64 {
+        var total: Int64 = 0
+        for index in 0..<segmentCount {
+            let segment = segments[index]
+            if segment.firstSequence > sequence {
+                total += segment.fileBytes
+            } else if segment.nextSequence > sequence &+ 1 {
+                let records = Double(segment.nextSequence - segment.firstSequence)
+                let after = Double(segment.nextSequence - (sequence + 1))
+                total += Int64(Double(segment.validBytes) * after / records)
+            }
+        }
+        return total
+    }
+}

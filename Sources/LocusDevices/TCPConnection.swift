@@ -48,6 +48,10 @@ public final class TCPConnection {
         return nil
     }
 
+    /// Our ACKs go out at once for a while (TCP_QUICKACK; the kernel ends it by itself): called
+    /// after each read, so a broker's PUBACKs never wait on our delayed ACK behind its Nagle.
+    public func acknowledgeQuickly() { locus_tcp_quickack(descriptor.rawValue) }
+
     public func send(_ bytes: UnsafeRawBufferPointer) -> StreamTransfer {
         guard bytes.count > 0 else { return .bytes(0) }
         let sent = locus_send(descriptor.rawValue, bytes.baseAddress, bytes.count)

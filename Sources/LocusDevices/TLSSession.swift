@@ -76,10 +76,23 @@ public final class TLSSession {
         return terminated(text)
     }
 
+    /// The length of a write mbedTLS could not finish: it must be called again with the same
+    /// bytes and length (its record is already encrypted; a longer length would be counted as
+    /// sent without being sent).
+    private var interruptedWrite: Int? = nil
+
+    /// Writes the front of `bytes` (at most one TLS record); after `.wouldBlock`, call again with
+    /// the same bytes at the front (more may follow them).
     public func write(_ bytes: UnsafeRawBufferPointer) -> StreamTransfer {
         guard bytes.count > 0 else { return .bytes(0) }
-        return transfer(locus_tls_write(session, bytes.baseAddress, bytes.count))
+        let count = min(interruptedWrite ?? bytes.count, bytes.count, TLSSession.maximumRecordBytes)
+        let result = transfer(locus_tls_write(session, bytes.baseAddress, count))
+        if case .wouldBlock = result { interruptedWrite = count } else { interruptedWrite = nil }
+        return result
     }
+
+    /// TLS's largest record payload: one write takes at most this.
+    public static let maximumRecordBytes = 16_384
 
     public func read(into buffer: UnsafeMutableRawBufferPointer) -> StreamTransfer {
         let result = locus_tls_read(session, buffer.baseAddress, buffer.count)

@@ -127,7 +127,7 @@ def answers():
             parsed = dns.message.from_wire(wire)
             addresses = [ipaddress.ip_address(rdata.address).packed.hex()
                          for rrset in parsed.answer if rrset.rdtype == dns.rdatatype.from_text(rdtype) for rdata in rrset]
-        emit(kind="answer", id=query.id, type=rdtype, wire=wire.hex(), addresses=addresses, ttls=ttls, error=error)
+        emit(kind="answer", id=query.id, type=rdtype, name=name, wire=wire.hex(), addresses=addresses, ttls=ttls, error=error)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
+import AllocCounter
 import Foundation
 @testable import LocusAgent
 import LocusCore
+import LocusDevices
 import Testing
 
 /// What the agent keeps besides records — latched outputs and consumers' cursors — survives a
@@ -31,5 +33,138 @@ import Testing
         #expect(summary.latched == [relay])
         #expect(summary.consumers.map { "\($0.0) \($0.1)" } == ["gate 42", "dock 7"])
         #expect(summary.fromCheckpoint != nil)
+    }
+
+    static func directory(_ label: String) -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("locus-persistence-\(label)-\(getpid())").path
+        try? FileManager.default.removeItem(atPath: path)
+        return path
+    }
+
+    static func engine() -> MonitorEngine { MonitorEngine(capacity: MonitorEngine.Capacity(conditions: 8, events: 4)) }
+
+    @Test func theUplinkCursorComesBackFromItsRecord() throws {
+        let directory = Self.directory("uplink-record")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let now = UTCTime(seconds: 1_710_496_800)
+        do {
+            let persistence = try Persistence(directory: directory, log: SiteConfig.Log(), engine: Self.engine())
+            #expect(persistence.rebuild().uplinkDelivered == nil)
+            try persistence.uplink(delivered: 16, time: now)
+            try persistence.uplink(delivered: 17, time: now)
+            #expect(persistence.uplinkDelivered == 17)
+            try persistence.sync()
+        }
+        let persistence = try Persistence(directory: directory, log: SiteConfig.Log(), engine: Self.engine())
+        let summary = persistence.rebuild()
+        #expect(summary.uplinkDelivered == 17 && summary.undecodable == 0)
+    }
+
+    /// Retention deleted the uplink record: the checkpoint at the head of a later segment states
+    /// the cursor. Meanwhile the records past it that retention deleted are counted.
+    @Test func theUplinkCursorComesBackFromACheckpointAfterRetentionDeletedItsRecord() throws {
+        let directory = Self.directory("uplink-checkpoint")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var log = SiteConfig.Log()
+        log.segmentSizeBytes = 1024
+        log.retainBytes = 4096
+        let now = UTCTime(seconds: 1_710_496_800)
+        do {
+            let persistence = try Persistence(directory: directory, log: log, engine: Self.engine())
+            try persistence.uplink(delivered: 3, time: now)
+            let record = persistence.lastSequence
+            for index in 0..<200 { try persistence.marker(.diagnostic, time: now, text: "filler \(index)") }
+            let oldest = try #require(Self.segments(directory).first)
+            #expect(oldest > record, "the uplink record is gone")
+            #expect(persistence.undeliveredDeleted == oldest - 4, "every record from 4 on that retention deleted")
+            // Delivered up to the newest record: what retention deletes next was delivered.
+            try persistence.uplink(delivered: persistence.lastSequence, time: now)
+            let counted = persistence.undeliveredDeleted
+            for index in 0..<20 { try persistence.marker(.diagnostic, time: now, text: "filler \(index)") }
+            #expect(try #require(Self.segments(directory).first) > oldest)
+            #expect(persistence.undeliveredDeleted == counted)
+            try persistence.uplink(delivered: 3, time: now)
+            let again = persistence.lastSequence
+            for index in 0..<200 { try persistence.marker(.diagnostic, time: now, text: "filler \(index)") }
+            #expect(try #require(Self.segments(directory).first) > again, "only a checkpoint states the cursor now")
+            try persistence.sync()
+        }
+        let persistence = try Persistence(directory: directory, log: log, engine: Self.engine())
+        let summary = persistence.rebuild()
+        #expect(summary.fromCheckpoint != nil)
+        #expect(summary.uplinkDelivered == 3 && summary.undecodable == 0)
+    }
+
+    static func segments(_ directory: String) -> [UInt64] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).compactMap { LogStore.sequence(fromFileName: $0) }.sorted()
+    }
+
+    /// A checkpoint written before the uplink ends after the consumers' cursors: it still rebuilds.
+    @Test func aCheckpointWithoutTheUplinkCursorStillRebuilds() throws {
+        let directory = Self.directory("old-checkpoint")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let relay = try #require(FixedName("relay1"))
+        let gate = try #require(FixedName("gate"))
+        do {
+            var store = try LogStore.open(directory: directory)
+            let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: 256, alignment: 8)
+            defer { bytes.deallocate() }
+            var writer = ByteWriter(bytes)
+            writer.put(UInt16(0))
+            writer.put(UInt8(1))
+            writer.put(relay)
+            writer.put(UInt8(1))
+            LogPayload.writeConsumer(monitor: gate, sequence: 9, &writer)
+            try store.append(type: .checkpoint, time: 0, payload: writer.written)
+        }
+        let persistence = try Persistence(directory: directory, log: SiteConfig.Log(), engine: Self.engine())
+        let summary = persistence.rebuild()
+        #expect(summary.fromCheckpoint == 1 && summary.undecodable == 0)
+        #expect(summary.latched == [relay])
+        #expect(summary.consumers.map { "\($0.0) \($0.1)" } == ["gate 9"])
+        #expect(summary.uplinkDelivered == nil)
+    }
+
+    /// The uplink's surface on the agent's log: a tail that reads every record, the cursor
+    /// committed and restored at the next open, the backlog.
+    @Test func theEventLogKeepsTheUplinkCursorAndReadsForIt() throws {
+        let directory = try ComponentHarness.directory("uplink-eventlog")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let state = directory + "/state"
+        let loaded = try ComponentHarness.loaded(directory, EventLogAndOutputsTests.site)
+        do {
+            let engine = EngineSetup.engine(for: loaded.site, board: loaded.board)
+            guard case .success(let log) = EventLog.open(directory: state, loaded: loaded, engine: engine, now: ComponentHarness.at(0).utc) else {
+                Issue.record("the state directory did not open")
+                return
+            }
+            #expect(log.uplinkDelivered == nil)
+            let tail = try #require(log.uplinkTail(after: 0))
+            var sequences: [UInt64] = []
+            let read = try #require(log.readUplink(tail) { header, _ in
+                sequences.append(header.sequence)
+                return true
+            })
+            #expect(read.records == sequences.count && sequences == Array(1...log.newest))
+            #expect(log.backlogBytes(after: 0) > 0 && log.backlogBytes(after: log.newest) == 0)
+            try log.commitUplink(tail.position, ComponentHarness.at(1))
+            #expect(log.uplinkDelivered == sequences.last)
+            // The commit is a record itself, after the tail's position.
+            #expect(log.readUplink(tail) { header, _ in header.typeCode == LogRecordType.uplink.rawValue }?.records == 1)
+            // The loop calls it every turn: nothing new costs no allocation.
+            var idle: LogTailRead? = nil
+            #expect(allocations { idle = log.readUplink(tail) { _, _ in true } } == 0)
+            #expect(idle == LogTailRead())
+            #expect(log.undeliveredDeleted == 0)
+            log.shutdown(now: ComponentHarness.at(2))
+        }
+        let engine = EngineSetup.engine(for: loaded.site, board: loaded.board)
+        guard case .success(let log) = EventLog.open(directory: state, loaded: loaded, engine: engine, now: ComponentHarness.at(3).utc) else {
+            Issue.record("the state directory did not open again")
+            return
+        }
+        let delivered = try #require(log.uplinkDelivered)
+        #expect(delivered > 1)
+        log.shutdown(now: ComponentHarness.at(4))
     }
 }

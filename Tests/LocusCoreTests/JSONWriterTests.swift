@@ -250,4 +250,58 @@ import TestSupport
         }
         #expect(count == 0)
     }
+
+    /// A string joined from pieces: separated as one value, each piece escaped, and taken out
+    /// whole when it does not fit, as any other value would be.
+    @Test func aStringWrittenInPiecesIsOneValue() throws {
+        var line = JSONWriter(capacity: 256)
+        let prefix: [UInt8] = Array(#"site "7"\gw"#.utf8)
+        line.beginObject()
+        line.integer("n", 1)
+        prefix.withUnsafeBytes { prefix in
+            line.beginString("topic")
+            line.stringPart(prefix)
+            line.stringPart("/state/")
+            line.stringPart(FixedName("harbour")!)
+            line.stringPart(byte: UInt8(ascii: "/"))
+            line.stringPart(byte: 0x01)
+            line.endString()
+        }
+        line.beginArray("ids")
+        line.beginString()
+        line.stringPart("a")
+        line.endString()
+        line.beginString()
+        line.endString()
+        line.endArray()
+        line.endObject()
+        let text = line.string
+        #expect(text == #"{"n":1,"topic":"site \"7\"\\gw/state/harbour/\u0001","ids":["a",""]}"#)
+        let decoded = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
+        #expect(decoded?["topic"] as? String == "site \"7\"\\gw/state/harbour/\u{01}")
+
+        var short = JSONWriter(capacity: 16)
+        short.beginArray()
+        short.string("ab")
+        short.beginString()
+        short.stringPart("0123456789")
+        short.stringPart("0123456789")
+        short.endString()
+        let cut = short.string
+        let overflowed = short.overflowed
+        #expect(overflowed)
+        #expect(cut == #"["ab","#)
+
+        let count = allocations {
+            for _ in 0..<100 {
+                line.reset()
+                line.beginString()
+                prefix.withUnsafeBytes { line.stringPart($0) }
+                line.stringPart("/status")
+                line.stringPart(byte: UInt8(ascii: "x"))
+                line.endString()
+            }
+        }
+        #expect(count == 0)
+    }
 }

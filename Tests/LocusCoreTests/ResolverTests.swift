@@ -112,6 +112,19 @@ import Testing
             default:
                 Issue.record("\(line["wire"]!): \(result), expected \(error ?? "addresses")")
             }
+            // The question must be the name asked for, in any case, with or without the final dot.
+            let named = wire.withUnsafeBytes { message in
+                (line["name"] as? String ?? "").uppercased().withCString { text in
+                    DNSMessage.addresses(in: message, id: id, type: type, name: UnsafeRawBufferPointer(start: text, count: strlen(text))) { _, _ in }
+                }
+            }
+            #expect((try? named.get()) == (try? result.get()), "\(line["name"] ?? "")")
+            let other = wire.withUnsafeBytes { message in
+                "other.example.".withCString { text in
+                    DNSMessage.addresses(in: message, id: id, type: type, name: UnsafeRawBufferPointer(start: text, count: strlen(text))) { _, _ in }
+                }
+            }
+            #expect(other == .failure(.notOurs) || error != nil)
             // The same answer is not an answer to another query id.
             let foreign = wire.withUnsafeBytes { DNSMessage.addresses(in: $0, id: id &+ 1, type: type) { _, _ in } }
             #expect(foreign == .failure(.notOurs))

@@ -17,14 +17,18 @@ public final class TestBroker {
 
     /// `listeners`: each listener's own configuration lines (e.g. `cafile`, `certfile`,
     /// `keyfile`, `require_certificate true`); none for a plain listener.
-    public init(listeners: [[String]], persistence: Bool = false) throws {
+    /// `ports`: the listeners' ports when the test has chosen them (a broker that comes back
+    /// where the agent expects it); free ones otherwise.
+    public init(listeners: [[String]], persistence: Bool = false, ports chosen: [UInt16]? = nil) throws {
         guard FileManager.default.isExecutableFile(atPath: Self.executable) else {
             throw BrokerError("\(Self.executable) is missing: run Scripts/install-deps --test (Debian package mosquitto)")
         }
         directory = NSTemporaryDirectory() + "locus-broker-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        ports = try listeners.map { _ in try Self.freePort() }
-        var lines = ["per_listener_settings false", "allow_anonymous true", "persistence \(persistence)",
+        ports = try chosen ?? listeners.map { _ in try Self.freePort() }
+        // max_queued_messages 0: mosquitto queues at most 1,000 QoS 1 messages for a subscriber
+        // by default and drops the rest; a fleet's collector must see every one.
+        var lines = ["per_listener_settings false", "allow_anonymous true", "persistence \(persistence)", "max_queued_messages 0",
                      "log_dest file \(directory)/broker.log", "log_type error", "log_type warning", "log_type notice"]
         if persistence { lines += ["persistence_location \(directory)/"] }
         for (port, options) in zip(ports, listeners) {

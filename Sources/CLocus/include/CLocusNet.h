@@ -19,6 +19,10 @@ enum { LOCUS_EINPROGRESS_RESULT = 1 };
 int locus_tcp_connect(const uint8_t *address, size_t address_size, uint16_t port, int *fd);
 /// The pending error of a socket (SO_ERROR): 0 or -errno.
 int locus_socket_error(int fd);
+/// Acknowledge the peer's data at once (TCP_QUICKACK, which the kernel turns off again by
+/// itself): a broker that sends small packets with Nagle on would otherwise wait for our
+/// delayed ACK (40 ms) between two PUBACKs.
+void locus_tcp_quickack(int fd);
 /// A non-blocking UDP socket for `address_size`'s family (4 or 16), unbound; fd or -errno.
 int locus_udp_open(size_t address_size);
 /// Sends one datagram to `address`:`port`; bytes sent or -errno.

@@ -11,7 +11,8 @@ import LocusDevices
 ///
 ///     open what is due -> register -> wait -> signals -> GNSS fixes -> sightings -> motion
 ///     -> control requests -> engine tick -> update ticks -> events (log, then act: outputs,
-///     subscribers) -> pulses -> subscribers catching up -> receiver writes -> housekeeping
+///     subscribers) -> pulses -> uplink (the log to the broker) -> subscribers catching up
+///     -> receiver writes -> housekeeping
 ///
 /// "Log, then act": an event is appended (and synced per policy) before the GPIO lines move and
 /// subscribers get it, and only then does it become its record's lastEvent.
@@ -31,9 +32,14 @@ final class Agent {
     let sessions: ControlSessions
     let ranging: Ranging
     let starter: ClientStarter
+    /// Present for a site with `[uplink]`.
+    let uplink: Uplink?
+    /// The board's outputs, for the uplink's Home Assistant configs.
+    private let outputNames: [FixedName]
 
     init(loaded: LoadedConfig, engine: MonitorEngine, loop: LoopHousekeeping, gnss: GNSSSource, bluetooth: BluetoothSource,
-         log: EventLog, outputs: Outputs, updates: LiveUpdates, sessions: ControlSessions, ranging: Ranging, starter: ClientStarter) {
+         log: EventLog, outputs: Outputs, updates: LiveUpdates, sessions: ControlSessions, ranging: Ranging, starter: ClientStarter,
+         uplink: Uplink?) {
         self.loaded = loaded
         self.engine = engine
         self.loop = loop
@@ -45,11 +51,13 @@ final class Agent {
         self.sessions = sessions
         self.ranging = ranging
         self.starter = starter
+        self.uplink = uplink
+        outputNames = (loaded.board.gpio?.outputs ?? []).compactMap { FixedName($0.name) }
         // Limits tied together: the poll set holds what every component can register (a turn
         // that finds it full counts and logs it), and a stream's lines fit a connection's buffer.
         poll = PollSet(capacity: loop.maximumDescriptors + gnss.maximumDescriptors + bluetooth.maximumDescriptors
                        + log.maximumDescriptors + outputs.maximumDescriptors + updates.maximumDescriptors + sessions.maximumDescriptors
-                       + ranging.maximumDescriptors + starter.maximumDescriptors)
+                       + ranging.maximumDescriptors + starter.maximumDescriptors + (uplink?.maximumDescriptors ?? 0))
         precondition(poll.capacity >= loop.maximumDescriptors + sessions.capacity, "the poll set holds the loop's own descriptors and every connection")
         precondition(LiveUpdates.streamBytes <= ControlSessions.outputBytes, "a stream's lines must fit a connection's output buffer")
         precondition(Ranging.lineBytes <= ControlSessions.outputBytes, "a ranging line must fit a connection's output buffer")
@@ -65,6 +73,7 @@ final class Agent {
         case locked
         case loop(LoopHousekeeping.Failure)
         case gpio(GPIOError)
+        case uplink(String)
     }
 
     /// A complete agent, set up in order, each step failing with one reason: config -> engine ->
@@ -106,8 +115,22 @@ final class Agent {
         let sessions = ControlSessions(directory: directory, capacity: loaded.site.capacity.subscribers, privacy: loaded.site.fixPrivacy,
                                        access: loaded.accessPolicy)
         let ranging = Ranging(slots: sessions.capacity)
+        var uplink: Uplink? = nil
+        if let settings = loaded.site.uplink {
+            // The log is the uplink's outbox: without one there is nothing durable to send from.
+            guard log.isAvailable else {
+                log.shutdown(now: start)
+                return .failure(.uplink("[uplink] needs the log, and the state directory \(directory) cannot be written"))
+            }
+            log.uplinkBacklogLimit = loaded.site.log.retainBytes / 2
+            log.startUplink()
+            do { uplink = try Uplink(settings, delivered: log.uplinkDelivered, machineID: Uplink.machineID) } catch {
+                log.shutdown(now: start)
+                return .failure(.uplink(error.description))
+            }
+        }
         return .success(Agent(loaded: loaded, engine: engine, loop: loop, gnss: gnss, bluetooth: bluetooth, log: log, outputs: outputs,
-                              updates: updates, sessions: sessions, ranging: ranging, starter: starter))
+                              updates: updates, sessions: sessions, ranging: ranging, starter: starter, uplink: uplink))
     }
 
     // MARK: the loop
@@ -141,6 +164,7 @@ final class Agent {
         register(bluetooth)
         register(updates)
         register(sessions)
+        if let uplink { register(uplink) }
         loop.check(poll)
         guard loop.wait(poll, until: nextDeadline(start), now: start) else { return }
         var now = self.now()
@@ -151,6 +175,7 @@ final class Agent {
         bluetooth.read(poll, now)
         for index in 0..<bluetooth.sightingCount { engine.observe(bluetooth.sighting(index)) }
         if ranging.isActive { for index in 0..<bluetooth.sightingCount { ranging.observe(bluetooth.sighting(index)) } }
+        if let uplink { for index in 0..<bluetooth.sightingCount { uplink.observe(bluetooth.sighting(index)) } }
         bluetooth.checkAdapter(now)
         if updates.readMotion(poll, now, receiver: gnss.receiverState) { takeUpdates(now) }
         serveControl(now)
@@ -162,6 +187,7 @@ final class Agent {
         handleEvents(now)
         starter.service(now) { monitor in (sessions.isOpen(monitor), log.consumerPosition(monitor)) }
         outputs.update(now) { log.appendGPIO($0, now) }
+        uplink?.service(poll, now, log: log, engine: engine, outputs: outputNames)
         sessions.catchUp(log)
         gnss.writeReceiverQueue(now)
         loop.housekeeping(now)
@@ -189,6 +215,7 @@ final class Agent {
         sessions.deadlines(&next)
         ranging.deadlines(&next)
         starter.deadlines(&next)
+        uplink?.deadlines(&next)
         return next.earliest
     }
 
@@ -321,6 +348,10 @@ final class Agent {
         sessions.status(into: &line)
         ranging.status(into: &line)
         starter.status(into: &line)
+        if let uplink {
+            uplink.status(into: &line)
+            uplink.backlogStatus(log, now: now, into: &line)
+        }
         loop.status(into: &line)
     }
 
@@ -367,6 +398,8 @@ final class Agent {
         sessions.shutdown(now: now)
         ranging.shutdown(now: now)
         starter.shutdown(now: now)
+        uplink?.shutdown(now: now)
+        uplink?.commitAtShutdown(log, now: now)
         log.shutdown(now: now)
         AgentLog.notice("locus: stopped: \(gnss.fixesDecoded) fixes, \(bluetooth.sightingsGathered) sightings, \(log.events) events")
     }

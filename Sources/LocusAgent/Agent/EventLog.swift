@@ -3,7 +3,8 @@ import LocusDevices
 
 /// The one writer of the log (the state directory's `StateSession`): events, the GPIO changes
 /// and latches they cause, condition changes, consumers' acknowledgements, fix and visit
-/// records. Every reader reads through a `LogCursor`.
+/// records. Every reader reads through a `LogCursor`, except the uplink, which publishes every
+/// record and follows the log with a `LogTail`.
 ///
 /// "Log, then act": an event is appended (and synced per `[log] sync`) before any other sink
 /// sees it; an append that fails leaves the event pending (nothing is acknowledged that is not
@@ -34,6 +35,10 @@ final class EventLog: LoopComponent {
     private var memorySequence: UInt64 = 0
     /// Consumers' cursors when there is no log.
     private var memoryConsumers: [(FixedName, UInt64)] = []
+    /// The uplink's cursor when there is no log.
+    private var memoryUplinkDelivered: UInt64? = nil
+    /// A failing uplink read is reported once, until a read succeeds again.
+    private var uplinkReadFailing = false
     private var retryAt: MonotonicInstant? = nil
     private var retryDelayNs = EventLog.initialRetryNs
     private(set) var failing = false
@@ -96,6 +101,7 @@ final class EventLog: LoopComponent {
         line.boolean("available", isAvailable)
         if let session { line.integer("last_seq", session.persistence.lastSequence) }
         line.boolean("failing", failing)
+        if uplinkBacklogLimit != nil { line.integer("fixes_held_for_uplink", fixesHeldForUplink) }
         line.endObject()
     }
 
@@ -201,8 +207,42 @@ final class EventLog: LoopComponent {
     func appendFix(_ fix: Fix) {
         guard fix.hasPosition, let timeNs = fix.time?.totalNanoseconds, timeNs >= nextFixLogNs else { return }
         guard let session, let logged = PrivacyFilter.fix(fix, privacy) else { return }
+        guard !holdsFixesForUplink(session) else { return }
         nextFixLogNs = timeNs + fixIntervalNs
         try? session.persistence.fix(logged)
+    }
+
+    /// With an uplink, fix records stop while its undelivered backlog is past half of `[log]
+    /// retain`: when the broker stays away, fixes give way first, so the events outlast the
+    /// outage (retention deletes undelivered records only past `retain`, counted).
+    var uplinkBacklogLimit: Int64? = nil
+    /// Fix records not written because of the backlog, since start.
+    private(set) var fixesHeldForUplink = 0
+    private var holdingFixes = false
+
+    /// An uplink starts: from the log's first record when it has never delivered anything, and
+    /// what retention deletes before delivery is counted from now on.
+    func startUplink() {
+        guard let session, session.persistence.uplinkDelivered == nil else { return }
+        session.persistence.uplinkDelivered = 0
+    }
+
+    private func holdsFixesForUplink(_ session: StateSession) -> Bool {
+        guard let limit = uplinkBacklogLimit else { return false }
+        let backlog = session.persistence.bytes(after: session.persistence.uplinkDelivered ?? 0)
+        if backlog > limit {
+            if !holdingFixes {
+                AgentLog.warning("locus: log: the uplink's backlog (\(Quantity.describe(bytes: backlog))) is past half of [log] retain: fix records are not logged until it drains (events still are)")
+            }
+            holdingFixes = true
+            fixesHeldForUplink += 1
+            return true
+        }
+        if holdingFixes {
+            AgentLog.notice("locus: log: the uplink's backlog is below half of [log] retain: fix records are logged again (\(fixesHeldForUplink) held back so far)")
+            holdingFixes = false
+        }
+        return false
     }
 
     func appendVisit(_ visit: Visit, _ now: AgentTime) {
@@ -295,4 +335,46 @@ final class EventLog: LoopComponent {
         if let session { try session.persistence.consumer(monitor: monitor, sequence: sequence, time: now.utc) }
         Persistence.set(&memoryConsumers, monitor, sequence)
     }
+
+    // MARK: the uplink
+
+    /// The last record the broker acknowledged, as the log last stated it (nil: none yet).
+    var uplinkDelivered: UInt64? {
+        guard let session else { return memoryUplinkDelivered }
+        return session.persistence.uplinkDelivered
+    }
+
+    /// The broker acknowledged every record up to `delivered`: the cursor, in the log first (so a
+    /// restart resends only what was not acknowledged).
+    func commitUplink(_ delivered: UInt64, _ now: AgentTime) throws(LogStoreError) {
+        if let session { try session.persistence.uplink(delivered: delivered, time: now.utc) }
+        memoryUplinkDelivered = delivered
+    }
+
+    /// A reader's place after `after`, following the log as it grows; nil without a log.
+    func uplinkTail(after: UInt64) -> LogTail? {
+        session?.persistence.tail(after: after)
+    }
+
+    /// The records after the tail's position, in order, until `body` returns false (not taken:
+    /// handed again next time) or the log's end. `body` must not append to the log (commit after
+    /// this returns). nil when there is no log or it cannot be read (said once per failure streak).
+    func readUplink(_ tail: LogTail, _ body: (LogRecordHeader, UnsafeRawBufferPointer) -> Bool) -> LogTailRead? {
+        guard let session else { return nil }
+        do {
+            let read = try session.persistence.read(tail, body)
+            uplinkReadFailing = false
+            return read
+        } catch {
+            if !uplinkReadFailing { AgentLog.warning("locus: uplink: reading the log: \(error)") }
+            uplinkReadFailing = true
+            return nil
+        }
+    }
+
+    /// Records retention deleted before the uplink delivered them (since start).
+    var undeliveredDeleted: UInt64 { session?.persistence.undeliveredDeleted ?? 0 }
+
+    /// About how many bytes of the log lie after `after`: the uplink's backlog on disk.
+    func backlogBytes(after: UInt64) -> Int64 { session?.persistence.bytes(after: after) ?? 0 }
 }

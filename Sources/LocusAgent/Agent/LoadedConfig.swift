@@ -96,6 +96,7 @@ struct LoadedConfig {
             changes.append("[updates] changes take effect at the next start")
         }
         if fresh.boardPath != boardPath { changes.append("a different board file takes effect at the next start") }
+        if fresh.site.uplink != site.uplink { changes.append("[uplink] changes take effect at the next start") }
         return changes
     }
 }

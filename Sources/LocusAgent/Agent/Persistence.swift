@@ -19,6 +19,12 @@ final class Persistence {
     var latched: [FixedName] = []
     /// Consumers' cursors (monitor, last event taken), stated by every checkpoint like latches.
     var consumers: [(FixedName, UInt64)] = []
+    /// The last record the uplink delivered (nil: no uplink has delivered anything), stated by
+    /// every checkpoint, so retention deleting its `uplink` records never loses it. Retention
+    /// counts what it deletes past it.
+    var uplinkDelivered: UInt64? = nil {
+        didSet { protectUndelivered() }
+    }
 
     struct Summary {
         var records = 0
@@ -31,6 +37,7 @@ final class Persistence {
         /// Latched outputs, as the log last stated them.
         var latched: [FixedName] = []
         var consumers: [(FixedName, UInt64)] = []
+        var uplinkDelivered: UInt64? = nil
     }
 
     init(directory: String, log: SiteConfig.Log, engine: MonitorEngine) throws(LogStoreError) {
@@ -54,6 +61,11 @@ final class Persistence {
     /// reopening rescans the segments and cuts what did not make it.
     func reopen() throws(LogStoreError) {
         store = try Persistence.openStore(directory, settings)
+        protectUndelivered()
+    }
+
+    private func protectUndelivered() {
+        store.retentionFloor = uplinkDelivered.map { $0 &+ 1 } ?? 0
     }
 
     /// The sequence number of the newest record.
@@ -103,17 +115,7 @@ final class Persistence {
                         engine.restore(event)
                         summary.conditions += 1
                     }
-                    if !header.flags.contains(.moreFollow) && !reader.isAtEnd {
-                        let latches = Int(reader.uint8())
-                        for _ in 0..<latches {
-                            if let name = reader.name() { summary.latched.append(name) }
-                        }
-                        if !reader.isAtEnd {
-                            for _ in 0..<Int(reader.uint8()) {
-                                if let (monitor, sequence) = LogPayload.readConsumer(&reader) { Persistence.set(&summary.consumers, monitor, sequence) }
-                            }
-                        }
-                    }
+                    if !header.flags.contains(.moreFollow) { Persistence.readCheckpointEnd(&reader, into: &summary) }
                 case .conditionAdded:
                     guard let entry = LogPayload.readCondition(&reader) else { summary.undecodable += 1; return }
                     Persistence.add(entry, to: engine, now: UTCTime(nanoseconds: header.time))
@@ -132,6 +134,9 @@ final class Persistence {
                 case .consumer:
                     guard let (monitor, sequence) = LogPayload.readConsumer(&reader) else { summary.undecodable += 1; return }
                     Persistence.set(&summary.consumers, monitor, sequence)
+                case .uplink:
+                    guard let delivered = LogPayload.readUplink(&reader) else { summary.undecodable += 1; return }
+                    summary.uplinkDelivered = delivered
                 default:
                     break
                 }
@@ -140,6 +145,22 @@ final class Persistence {
             summary.undecodable += 1
         }
         return summary
+    }
+
+    /// A checkpoint group's end: the latched outputs, then (later formats) the consumers'
+    /// positions, then the uplink's; older checkpoints end earlier.
+    private static func readCheckpointEnd(_ reader: inout ByteReader, into summary: inout Summary) {
+        guard !reader.isAtEnd else { return }
+        for _ in 0..<Int(reader.uint8()) {
+            if let name = reader.name() { summary.latched.append(name) }
+        }
+        guard !reader.isAtEnd else { return }
+        for _ in 0..<Int(reader.uint8()) {
+            if let (monitor, sequence) = LogPayload.readConsumer(&reader) { Persistence.set(&summary.consumers, monitor, sequence) }
+        }
+        if !reader.isAtEnd && reader.uint8() == 1, let delivered = LogPayload.readUplink(&reader) {
+            summary.uplinkDelivered = delivered
+        }
     }
 
     static func set<Value>(_ entries: inout [(FixedName, Value)], _ name: FixedName, _ value: Value) {
@@ -160,9 +181,11 @@ final class Persistence {
         let engine = self.engine
         let latched = self.latched
         let consumers = self.consumers
+        let uplinkDelivered = self.uplinkDelivered
         let payload = writer.written
         return try store.append(type: type, time: time, payload: payload) { (store: inout LogStore) throws(LogStoreError) in
-            try Persistence.writeCheckpoint(engine, latched: latched, consumers: consumers, into: &store, time: time)
+            try Persistence.writeCheckpoint(engine, latched: latched, consumers: consumers, uplinkDelivered: uplinkDelivered,
+                                            into: &store, time: time)
         }
     }
 
@@ -194,6 +217,30 @@ final class Persistence {
         Persistence.set(&consumers, monitor, sequence)
     }
 
+    /// The broker acknowledged every record up to `delivered`: the uplink's cursor, in the log
+    /// first. The records up to it no longer count as undelivered, whether or not this append
+    /// makes it (a failed append resends them after a restart, at worst).
+    func uplink(delivered: UInt64, time: UTCTime) throws(LogStoreError) {
+        store.retentionFloor = delivered &+ 1
+        _ = try append(.uplink, time: time.totalNanoseconds) { LogPayload.writeUplink(sequence: delivered, &$0) }
+        uplinkDelivered = delivered
+    }
+
+    /// A reader's place after `sequence`, for `read`.
+    func tail(after sequence: UInt64) -> LogTail { LogTail(after: sequence) }
+
+    /// The records after the tail's position, in order, until `body` returns false (see
+    /// `LogStore.read`: `body` must not append).
+    func read(_ tail: LogTail, _ body: (LogRecordHeader, UnsafeRawBufferPointer) -> Bool) throws(LogStoreError) -> LogTailRead {
+        try store.read(tail, body)
+    }
+
+    /// Records retention deleted before the uplink delivered them, since the log was opened.
+    var undeliveredDeleted: UInt64 { store.undeliveredDeleted }
+
+    /// About how many bytes of the log lie after `sequence` (the uplink's backlog).
+    func bytes(after sequence: UInt64) -> Int64 { store.bytes(after: sequence) }
+
     func visit(_ visit: Visit) throws(LogStoreError) {
         _ = try append(.visit, time: (visit.departure ?? visit.arrival).totalNanoseconds) { LogPayload.write(visit, &$0) }
     }
@@ -221,15 +268,17 @@ final class Persistence {
 
     /// Writes a checkpoint group now (e.g. after start-up, so the next start reads little).
     func checkpoint(time: UTCTime) throws(LogStoreError) {
-        try Persistence.writeCheckpoint(engine, latched: latched, consumers: consumers, into: &store, time: time.totalNanoseconds)
+        try Persistence.writeCheckpoint(engine, latched: latched, consumers: consumers, uplinkDelivered: uplinkDelivered, into: &store,
+                                        time: time.totalNanoseconds)
     }
 
     /// Every record of every monitor as checkpoint records: as many (condition, lastEvent)
     /// entries per record as fit, the group marked with `.moreFollow` / `.continuation`. The
-    /// group's last record ends with the latched outputs (count, names), in a record of its own
-    /// when the entries leave no room.
+    /// group's last record ends with the latched outputs (count, names), the consumers' cursors
+    /// (count, entries) and the uplink's (a presence byte, then the sequence number), in a record
+    /// of its own when the entries leave no room.
     static func writeCheckpoint(_ engine: MonitorEngine, latched: [FixedName], consumers: [(FixedName, UInt64)] = [],
-                                into store: inout LogStore, time: Int64) throws(LogStoreError) {
+                                uplinkDelivered: UInt64? = nil, into store: inout LogStore, time: Int64) throws(LogStoreError) {
         var entries: [(LogPayload.ConditionEntry, MonitorEvent)] = []
         engine.forEachRecord { monitor, identifier, record in
             entries.append((LogPayload.ConditionEntry(monitor: monitor, identifier: identifier, condition: record.condition,
@@ -239,7 +288,7 @@ final class Persistence {
         let perRecord = (LogRecord.maximumPayloadSize - 2) / (LogPayload.maximumConditionSize + LogPayload.maximumEventSize)
         let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: LogRecord.maximumPayloadSize, alignment: 8)
         defer { bytes.deallocate() }
-        let latchBytes = 2 + latched.count * (FixedName.capacity + 1) + consumers.count * (FixedName.capacity + 9)
+        let latchBytes = 2 + latched.count * (FixedName.capacity + 1) + consumers.count * (FixedName.capacity + 9) + 1 + 8
         var start = 0
         var first = true
         var latchesWritten = false
@@ -258,6 +307,8 @@ final class Persistence {
                 for name in latched { writer.put(name) }
                 writer.put(UInt8(consumers.count))
                 for (monitor, sequence) in consumers { LogPayload.writeConsumer(monitor: monitor, sequence: sequence, &writer) }
+                writer.put(UInt8(uplinkDelivered == nil ? 0 : 1))
+                if let uplinkDelivered { LogPayload.writeUplink(sequence: uplinkDelivered, &writer) }
                 latchesWritten = true
             }
             if !latchesWritten { flags.insert(.moreFollow) }

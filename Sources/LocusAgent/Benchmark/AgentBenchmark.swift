@@ -8,14 +8,16 @@ import LocusDevices
 ///
 /// Two workloads: an idle turn (the systemd watchdog set to fire every turn, nothing else to do)
 /// and a turn with a fix and an event (one NMEA epoch written, alternately inside and outside the
-/// fence: the fix is decided, the event is logged and handled).
+/// fence: the fix is decided, the event is logged and handled). With `brokerPort` the site has an
+/// `[uplink]` to an MQTT broker on 127.0.0.1 at that port (Scripts/bench starts mosquitto), so
+/// the fix turn also publishes the event and its state at QoS 1 and reads earlier PUBACKs.
 public final class AgentBenchmark {
     let agent: Agent
     let master: Int32
     let directory: String
 
     /// nil (with the reason on standard error) when the site cannot be set up.
-    public init?(directory: String) {
+    public init?(directory: String, brokerPort: Int? = nil) {
         self.directory = directory
         let state = Paths.join(directory, "state")
         _ = Files.makeDirectory(directory, mode: 0o750)
@@ -32,7 +34,7 @@ public final class AgentBenchmark {
         dwell = "0s"
         accuracy_gate = false
 
-        """
+        """ + (brokerPort.map { "[uplink]\nbroker = \"mqtt://127.0.0.1:\($0)\"\ngateway = \"bench\"\nmax_inflight = 16\n" } ?? "")
         _ = Files.replace(Paths.join(directory, "board.toml"), contents: board)
         _ = Files.replace(Paths.join(directory, "site.toml"), contents: site)
         guard case .success(let (master, slave)) = Files.openPseudoTerminal(), Files.symlink(slave, at: Paths.join(state, "gnss")) == nil else {
@@ -58,6 +60,14 @@ public final class AgentBenchmark {
     }
 
     public var fixes: Int { agent.gnss.fixesDecoded }
+
+    // MARK: uplink
+
+    /// The uplink has its CONNACK (false without `[uplink]`).
+    public var uplinkConnected: Bool { agent.uplink?.isConnected ?? false }
+    /// QoS 1 messages published and acknowledged (PUBACK) since start.
+    public var uplinkPublished: Int { agent.uplink?.published ?? 0 }
+    public var uplinkAcknowledged: Int { agent.uplink?.acknowledged ?? 0 }
 
     // MARK: single location request
 

@@ -148,6 +148,22 @@ public enum CommandLineInterface {
             """,
             run: AgentCommands.status),
         Command(
+            name: "uplink", summary: "the MQTT uplink: test the site's broker settings, or the running agent's uplink",
+            usage: "locus uplink (test [--config SITE.toml] | status [--state DIR])",
+            details: """
+            test connects once with the site file's [uplink] settings (default
+            /etc/locus/site.toml) and reports each step: the broker's name looked up (/etc/hosts,
+            then DNS), TCP, the TLS handshake with the broker's certificate checked against
+            ca_file and the host name, CONNECT, and a QoS 1 test message to <prefix>/test with
+            its PUBACK. It uses its own client id (<client id>-test) and a clean session, so a
+            running agent's session is left alone. Exit 0 when every step worked, else the step
+            that failed and why.
+            status asks the running agent (state directory DIR) and prints one line: connected or
+            not, the delivered cursor, the backlog (records, bytes, age of the oldest), records
+            retention deleted before delivery, messages published and acknowledged, the last error.
+            """,
+            run: UplinkCommand.run),
+        Command(
             name: "updates", summary: "live location updates from a running agent, as JSON lines",
             usage: "locus updates [--state DIR] [--config PRESET] [--accuracy TIER] [--significant-change[=M]] [--follow]",
             details: """

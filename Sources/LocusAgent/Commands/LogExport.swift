@@ -194,6 +194,9 @@ enum LogExport {
             guard let (monitor, sequence) = LogPayload.readConsumer(&reader) else { line.string("error", "undecodable consumer payload"); break }
             line.string("monitor", monitor)
             line.integer("taken_seq", sequence)
+        case .uplink?:
+            guard let delivered = LogPayload.readUplink(&reader) else { line.string("error", "undecodable uplink payload"); break }
+            line.integer("delivered_seq", delivered)
         case .fix?:
             guard let fix = LogPayload.readFix(&reader) else { line.string("error", "undecodable fix payload"); break }
             writeMembers(fix, into: &line)

@@ -39,6 +39,8 @@ enum RunCommand {
             return .failure(ExitStatus(code: CommandLineInterface.failure("run", "cannot receive signals: \(error)")))
         case .failure(.gpio(let error)):
             return .failure(ExitStatus(code: CommandLineInterface.failure("run", error.description)))
+        case .failure(.uplink(let reason)):
+            return .failure(ExitStatus(code: CommandLineInterface.failure("run", "uplink: \(reason)")))
         }
     }
 }

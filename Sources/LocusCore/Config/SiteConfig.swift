@@ -166,6 +166,51 @@ public struct SiteConfig {
         public init() {}
     }
 
+    /// `[uplink]`: the MQTT broker the log's events are published to (docs/uplink.md).
+    public struct Uplink: Equatable {
+        /// What is published (`what`).
+        public struct Content: OptionSet, Sendable, Equatable {
+            public let rawValue: Int
+            public init(rawValue: Int) { self.rawValue = rawValue }
+            public static let events = Content(rawValue: 1)
+            public static let gpio = Content(rawValue: 2)
+            public static let visits = Content(rawValue: 4)
+            public static let fixes = Content(rawValue: 8)
+            public static let sightings = Content(rawValue: 16)
+            public static let names: [(String, Content)] = [("events", .events), ("gpio", .gpio), ("visits", .visits),
+                                                            ("fixes", .fixes), ("sightings", .sightings)]
+        }
+
+        /// Debian's bundle of the public CAs (package ca-certificates): the default `ca_file` for mqtts.
+        public static let systemCAFile = "/etc/ssl/certs/ca-certificates.crt"
+
+        public var broker: BrokerAddress
+        /// Default: the gateway id.
+        public var clientID: String? = nil
+        /// Default: the machine id (/etc/machine-id), stable across restarts.
+        public var gateway: String? = nil
+        /// Default: `locus/<gateway>`.
+        public var topicPrefix: String? = nil
+        public var keepAliveMs: Int64 = 60_000
+        /// mqtts only; default `systemCAFile`.
+        public var caFile: String? = nil
+        public var certFile: String? = nil
+        public var keyFile: String? = nil
+        public var username: String? = nil
+        /// A file holding the password (never the password in the site file).
+        public var passwordFile: String? = nil
+        public var content: Content = [.events, .gpio, .visits]
+        /// QoS 1 messages sent and not yet acknowledged, at most.
+        public var maxInflight = 16
+        /// At most one fix a `fixIntervalMs`, one sighting of a beacon a `sightingIntervalMs`.
+        public var fixIntervalMs: Int64 = 10_000
+        public var sightingIntervalMs: Int64 = 10_000
+        /// Home Assistant MQTT discovery.
+        public var homeAssistant = false
+
+        public init(broker: BrokerAddress) { self.broker = broker }
+    }
+
     /// Path of the board file as written (relative to the site file's directory when relative).
     public var board: String
     public var stateDirectory: String = "/var/lib/locus"
@@ -174,6 +219,7 @@ public struct SiteConfig {
     public var updates = Updates()
     public var fixPrivacy: FixPrivacy = .full
     public var access = Access()
+    public var uplink: Uplink? = nil
     public var monitors: [MonitorConfig] = []
     public var actions: [ActionConfig] = []
 

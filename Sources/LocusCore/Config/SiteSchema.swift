@@ -27,6 +27,10 @@ enum SiteSchema {
             site.access = readAccess(&section)
             section.finish()
         }
+        if var section = root.table("uplink") {
+            site.uplink = readUplink(&section)
+            section.finish()
+        }
         if var section = root.table("monitor") {
             site.monitors = readMonitors(&section)
             section.finish()
@@ -144,6 +148,105 @@ enum SiteSchema {
             access.readSocket = grants
         }
         return access
+    }
+
+    /// `[uplink]`: the broker, who the gateway is, TLS files, credentials, what is published and
+    /// how fast. nil when `broker` is missing or wrong (reported).
+    private static func readUplink(_ section: inout TableReader) -> SiteConfig.Uplink? {
+        let report = section.report
+        let brokerText = section.string("broker", required: true)
+        var uplink: SiteConfig.Uplink? = nil
+        if let brokerText {
+            switch BrokerAddress.parse(brokerText) {
+            case .success(let broker): uplink = SiteConfig.Uplink(broker: broker)
+            case .failure(let error): report.fail(at: section.offset(of: "broker"), "'\(section.label("broker"))' = \"\(brokerText)\" \(error.problem)")
+            }
+        }
+        var read = uplink ?? SiteConfig.Uplink(broker: BrokerAddress(tls: true, host: "localhost", address: nil, port: BrokerAddress.tlsPort))
+        if let gateway = section.string("gateway") {
+            if !isGatewayName(gateway) {
+                report.fail(at: section.offset(of: "gateway"), "'\(section.label("gateway"))' = \"\(gateway)\": a gateway id is 1...64 letters, digits, '-', '_' or '.'")
+            }
+            read.gateway = gateway
+        }
+        if let clientID = section.string("client_id") {
+            if clientID.isEmpty || clientID.utf8.count > 128 || !clientID.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) {
+                report.fail(at: section.offset(of: "client_id"), "'\(section.label("client_id"))' must be 1...128 printable ASCII characters without spaces")
+            }
+            read.clientID = clientID
+        }
+        if let prefix = section.string("topic_prefix") {
+            if let problem = topicPrefixProblem(prefix) { report.fail(at: section.offset(of: "topic_prefix"), "'\(section.label("topic_prefix"))' = \"\(prefix)\" \(problem)") }
+            read.topicPrefix = prefix
+        }
+        // MQTT's keep-alive is a 16-bit count of seconds.
+        if let keepAlive = section.duration("keepalive", in: 5_000...65_535_000) { read.keepAliveMs = keepAlive }
+        read.caFile = uplinkFile(&section, "ca_file", tls: read.broker.tls)
+        read.certFile = uplinkFile(&section, "cert_file", tls: read.broker.tls)
+        read.keyFile = uplinkFile(&section, "key_file", tls: read.broker.tls)
+        if (read.certFile == nil) != (read.keyFile == nil) {
+            let present = read.certFile == nil ? "key_file" : "cert_file"
+            report.fail(at: section.offset(of: present), "'\(section.label(present))' needs '\(section.label(present == "cert_file" ? "key_file" : "cert_file"))' too (mutual TLS takes the certificate and its key)")
+        }
+        if let username = section.string("username") {
+            if username.isEmpty { report.fail(at: section.offset(of: "username"), "'\(section.label("username"))' must not be empty") }
+            read.username = username
+        }
+        if let passwordFile = section.string("password_file") {
+            if passwordFile.isEmpty { report.fail(at: section.offset(of: "password_file"), "'\(section.label("password_file"))' must name a file") }
+            if read.username == nil {
+                report.fail(at: section.offset(of: "password_file"), "'\(section.label("password_file"))' needs '\(section.label("username"))' (MQTT 3.1.1 sends no password without a user name)")
+            }
+            read.passwordFile = passwordFile
+        }
+        if section.has("password") {
+            report.fail(at: section.offset(of: "password"), "'\(section.label("password"))': the password does not go in the site file; put it in a file readable by the locus user only and name it in 'password_file'")
+            _ = section.string("password")
+        }
+        if let words = section.strings("what") {
+            var content = SiteConfig.Uplink.Content()
+            for (index, word) in words.enumerated() {
+                if let kind = SiteConfig.Uplink.Content.names.first(where: { $0.0 == word })?.1 {
+                    content.insert(kind)
+                } else {
+                    var message = "'\(section.label("what"))' has \"\(word)\", which is not one of: events | gpio | visits | fixes | sightings"
+                    if let suggestion = Spelling.closest(to: word, among: SiteConfig.Uplink.Content.names.map { $0.0 }) { message += " (did you mean \"\(suggestion)\"?)" }
+                    report.fail(at: section.offset(of: "what", element: index), message)
+                }
+            }
+            read.content = content
+        }
+        if let inflight = section.integer("max_inflight", in: 1...1024) { read.maxInflight = Int(inflight) }
+        if let interval = section.duration("fix_interval", in: 0...86_400_000) { read.fixIntervalMs = interval }
+        if let interval = section.duration("sighting_interval", in: 0...86_400_000) { read.sightingIntervalMs = interval }
+        if let homeAssistant = section.boolean("home_assistant") { read.homeAssistant = homeAssistant }
+        return uplink == nil ? nil : read
+    }
+
+    /// A TLS file key: a path, and only with mqtts.
+    private static func uplinkFile(_ section: inout TableReader, _ key: String, tls: Bool) -> String? {
+        guard let path = section.string(key) else { return nil }
+        if path.isEmpty { section.report.fail(at: section.offset(of: key), "'\(section.label(key))' must name a file") }
+        if !tls { section.report.fail(at: section.offset(of: key), "'\(section.label(key))' is for TLS: the broker is mqtt:// (plain); write mqtts://") }
+        return path
+    }
+
+    static func isGatewayName(_ text: String) -> Bool {
+        let bytes = text.utf8
+        guard !bytes.isEmpty, bytes.count <= 64 else { return false }
+        return bytes.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) || $0 == 0x5F || $0 == 0x2D || $0 == 0x2E }
+    }
+
+    /// Why `prefix` cannot start the uplink's topics, or nil (MQTT 3.1.1 §4.7).
+    static func topicPrefixProblem(_ prefix: String) -> String? {
+        if prefix.isEmpty { return "is empty" }
+        if prefix.utf8.count > 200 { return "is longer than 200 bytes" }
+        if prefix.hasPrefix("$") { return "starts with '$', which brokers keep for themselves ($SYS)" }
+        if prefix.hasSuffix("/") { return "ends with '/' (the uplink adds '/event/...' itself)" }
+        if prefix.utf8.contains(where: { $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "#") || $0 == 0 }) {
+            return "has '+', '#' or NUL, which are not allowed in a topic name"
+        }
+        return nil
     }
 
     private static func readGroups(_ section: inout TableReader, _ key: String) -> [SiteConfig.Access.Group] {

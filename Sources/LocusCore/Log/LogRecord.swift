@@ -51,7 +51,9 @@ public enum LogRecordType: UInt8, Sendable, CaseIterable, CustomStringConvertibl
     case consumer = 10
     /// A stay at one place (CLVisit): arrival, departure, centre and radius.
     case visit = 11
-    // 12...127 reserved for later record kinds; 128...255 for site or test use.
+    /// How far the MQTT uplink has delivered the log to the broker (see `LogPayload.writeUplink`).
+    case uplink = 12
+    // 13...127 reserved for later record kinds; 128...255 for site or test use.
 
     /// The name in the export (a static string, for writers that must not allocate).
     public var name: StaticString {
@@ -67,6 +69,7 @@ public enum LogRecordType: UInt8, Sendable, CaseIterable, CustomStringConvertibl
         case .gpio: return "gpio"
         case .consumer: return "consumer"
         case .visit: return "visit"
+        case .uplink: return "uplink"
         }
     }
 

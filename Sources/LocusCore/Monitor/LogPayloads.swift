@@ -414,3 +414,16 @@ extension LogPayload {
         return reader.failed ? nil : (monitor, sequence)
     }
 }
+
+/// `uplink`: the sequence number of the last record the broker acknowledged. Every record up to
+/// it was delivered, so a restart resends from the one after it.
+extension LogPayload {
+    public static func writeUplink(sequence: UInt64, _ writer: inout ByteWriter) {
+        writer.put(sequence)
+    }
+
+    public static func readUplink(_ reader: inout ByteReader) -> UInt64? {
+        let sequence = reader.uint64()
+        return reader.failed ? nil : sequence
+    }
+}

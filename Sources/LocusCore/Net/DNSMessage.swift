@@ -96,6 +96,14 @@ public enum DNSMessage {
     @_noAllocation
     public static func addresses(in message: UnsafeRawBufferPointer, id: UInt16, type: RecordType,
                                  _ body: (UnsafeRawBufferPointer, UInt32) -> Void) -> Result<Int, Failure> {
+        addresses(in: message, id: id, type: type, name: nil, body)
+    }
+
+    /// The same, and the answer's question must be `name` (case-insensitive, RFC 5452 §9.1):
+    /// what a resolver checks before it believes an answer.
+    @_noAllocation
+    public static func addresses(in message: UnsafeRawBufferPointer, id: UInt16, type: RecordType, name: UnsafeRawBufferPointer?,
+                                 _ body: (UnsafeRawBufferPointer, UInt32) -> Void) -> Result<Int, Failure> {
         var reader = DNSReader(message)
         guard let answerID = reader.uint16(), let flags = reader.uint16(), let questions = reader.uint16(), let answers = reader.uint16(),
               reader.uint16() != nil, reader.uint16() != nil else { return .failure(.malformed) }
@@ -108,6 +116,7 @@ public enum DNSMessage {
         case let code: return .failure(.serverFailure(code))
         }
         guard questions == 1 else { return .failure(.notOurs) }
+        if let name, !reader.matchName(name) { return .failure(reader.failed ? .malformed : .notOurs) }
         guard reader.skipName(), let questionType = reader.uint16(), reader.uint16() == 1, questionType == type.rawValue else {
             return .failure(reader.failed ? .malformed : .notOurs)
         }
@@ -152,6 +161,37 @@ struct DNSReader {
         defer { offset += Int(length) }
         return UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + Int(length)])
     }
+
+    /// Whether the name here is `expected` ("broker.example", a trailing dot allowed), compared
+    /// without regard to ASCII case; the position does not move (`skipName` steps over it).
+    @_noAllocation
+    mutating func matchName(_ expected: UnsafeRawBufferPointer) -> Bool {
+        var count = expected.count
+        if count > 0 && expected[count - 1] == UInt8(ascii: ".") { count -= 1 }
+        var at = offset
+        var position = 0
+        while at < bytes.count {
+            let length = Int(bytes[at])
+            guard length & 0xC0 == 0 else { return false }   // a question's name is not compressed
+            if length == 0 { return position == count + 1 || (count == 0 && position == 0) }
+            if position > 0 {
+                guard position - 1 < count, expected[position - 1] == UInt8(ascii: ".") else { return false }
+            }
+            guard at + 1 + length <= bytes.count else { failed = true; return false }
+            for index in 0..<length {
+                let mine = bytes[at + 1 + index], theirs = position + index < count ? expected[position + index] : 0
+                guard position + index < count, DNSReader.folded(mine) == DNSReader.folded(theirs) else { return false }
+            }
+            position += length + 1
+            at += 1 + length
+        }
+        failed = true
+        return false
+    }
+
+    /// ASCII letters compare without regard to case in names (RFC 4343).
+    @inline(__always)
+    static func folded(_ byte: UInt8) -> UInt8 { byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte }
 
     /// Steps over a name: labels ending in a zero byte, or in a compression pointer (§4.1.4).
     /// Only the name's own bytes are walked here; where a pointer leads is not needed.

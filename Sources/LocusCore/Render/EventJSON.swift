@@ -5,12 +5,30 @@ public enum EventJSON {
     @_noAllocation
     public static func write(_ event: MonitorEvent, sequence: Int64, into line: inout JSONWriter) {
         line.beginObject()
+        writeMembers(event, sequence: sequence, into: &line)
+        line.endObject()
+    }
+
+    /// The event's members, for objects that extend it (the uplink's payload adds the gateway).
+    @_noAllocation
+    public static func writeMembers(_ event: MonitorEvent, sequence: Int64, into line: inout JSONWriter) {
         line.string("monitor", event.monitor)
         line.string("identifier", event.identifier)
         line.string("state", event.state.name)
         line.time("date", event.date)
         line.integer("seq", sequence)
-        if let refinement = event.refinement {
+        writeRefinement(event.refinement, into: &line)
+        line.beginArray("diagnostics")
+        event.diagnostics.forEachName { line.string($0) }
+        line.endArray()
+        line.key("explain")
+        write(event.explanation, into: &line)
+    }
+
+    /// "refinement": the beacon that satisfied a wildcard condition, or null.
+    @_noAllocation
+    static func writeRefinement(_ refinement: BeaconIdentity?, into line: inout JSONWriter) {
+        if let refinement {
             line.beginObject("refinement")
             line.string("uuid", refinement.uuid)
             line.integer("major", Int64(refinement.major))
@@ -19,12 +37,6 @@ public enum EventJSON {
         } else {
             line.null("refinement")
         }
-        line.beginArray("diagnostics")
-        event.diagnostics.forEachName { line.string($0) }
-        line.endArray()
-        line.key("explain")
-        write(event.explanation, into: &line)
-        line.endObject()
     }
 
     /// Why the event happened: the observation's source and its measurements.

@@ -29,6 +29,8 @@ public struct JSONWriter: ~Copyable {
     private var hasMember: UInt32 = 0
     /// A key was just written: the value that follows takes no separator.
     private var afterKey = false
+    /// Where the string `beginString` opened starts (its quote), or -1.
+    private var pieceStart = -1
 
     public static let maximumDepth = 32
 
@@ -55,6 +57,7 @@ public struct JSONWriter: ~Copyable {
         depth = 0
         hasMember = 0
         afterKey = false
+        pieceStart = -1
     }
 
     // MARK: structure
@@ -226,6 +229,73 @@ public struct JSONWriter: ~Copyable {
             escaped(bytes)
         }
         put(UInt8(ascii: "\""))
+    }
+
+    // MARK: a string value in pieces
+
+    /// Opens a string value whose text comes in pieces (`stringPart`) until `endString`: a
+    /// topic or an id joined from a prefix and names, written without joining them first.
+    /// Nothing else may be written before `endString`.
+    @_noAllocation
+    public mutating func beginString() {
+        precondition(pieceStart < 0, "a string opened inside a string")
+        separate()
+        pieceStart = count
+        guard reserve(1) else { return }
+        put(UInt8(ascii: "\""))
+    }
+
+    @_noAllocation
+    public mutating func beginString(_ key: StaticString) {
+        self.key(key)
+        beginString()
+    }
+
+    /// Text of the open string, escaped as `string(bytes:)` escapes.
+    @_noAllocation
+    public mutating func stringPart(_ bytes: UnsafeRawBufferPointer) {
+        precondition(pieceStart >= 0, "a string part outside beginString/endString")
+        let escapedCount = JSONWriter.escapedCount(bytes)
+        guard reserve(escapedCount) else { return }
+        if escapedCount == bytes.count {
+            for byte in bytes { put(byte) }
+        } else {
+            escaped(bytes)
+        }
+    }
+
+    @_noAllocation
+    public mutating func stringPart(_ value: StaticString) {
+        stringPart(UnsafeRawBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount))
+    }
+
+    @_noAllocation
+    public mutating func stringPart(_ value: FixedName) {
+        precondition(pieceStart >= 0, "a string part outside beginString/endString")
+        guard reserve(value.count) else { return }
+        for index in 0..<value.count { put(value[index]) }
+    }
+
+    /// One byte of the open string's text (escaped when JSON needs it): for text mapped byte by
+    /// byte, such as an id made from a name.
+    @_noAllocation
+    public mutating func stringPart(byte: UInt8) {
+        precondition(pieceStart >= 0, "a string part outside beginString/endString")
+        guard reserve(JSONWriter.escapedWidth(byte)) else { return }
+        escaped(byte: byte)
+    }
+
+    /// Closes the string; one that did not fit is taken out whole, so the line is cut at a
+    /// value boundary as with any other value.
+    @_noAllocation
+    public mutating func endString() {
+        precondition(pieceStart >= 0, "endString without beginString")
+        if reserve(1) {
+            put(UInt8(ascii: "\""))
+        } else if count > pieceStart {
+            count = pieceStart
+        }
+        pieceStart = -1
     }
 
     @_noAllocation
@@ -664,38 +734,43 @@ public struct JSONWriter: ~Copyable {
     /// The bytes `escaped` writes for `bytes`.
     private static func escapedCount(_ bytes: UnsafeRawBufferPointer) -> Int {
         var total = 0
-        for byte in bytes {
-            total += 1
-            guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
-            switch byte {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "\n"), UInt8(ascii: "\r"), UInt8(ascii: "\t"): total += 1
-            default: total += 5
-            }
-        }
+        for byte in bytes { total += escapedWidth(byte) }
         return total
+    }
+
+    @inline(__always)
+    private static func escapedWidth(_ byte: UInt8) -> Int {
+        guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { return 1 }
+        switch byte {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "\n"), UInt8(ascii: "\r"), UInt8(ascii: "\t"): return 2
+        default: return 6
+        }
     }
 
     /// Escapes what JSON requires; the caller has reserved `escapedCount` bytes: the quote, the backslash and control bytes (below 0x20, as
     /// \u00XX with upper-case digits).
     private mutating func escaped(_ bytes: UnsafeRawBufferPointer) {
-        for byte in bytes {
-            switch byte {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
-                put(UInt8(ascii: "\\"))
-                put(byte)
-            case UInt8(ascii: "\n"): escape(UInt8(ascii: "n"))
-            case UInt8(ascii: "\r"): escape(UInt8(ascii: "r"))
-            case UInt8(ascii: "\t"): escape(UInt8(ascii: "t"))
-            case 0..<0x20:
-                put(UInt8(ascii: "\\"))
-                put(UInt8(ascii: "u"))
-                put(UInt8(ascii: "0"))
-                put(UInt8(ascii: "0"))
-                put(JSONWriter.hexDigit(byte >> 4, upper: true))
-                put(JSONWriter.hexDigit(byte & 0x0F, upper: true))
-            default:
-                put(byte)
-            }
+        for byte in bytes { escaped(byte: byte) }
+    }
+
+    @inline(__always)
+    private mutating func escaped(byte: UInt8) {
+        switch byte {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"):
+            put(UInt8(ascii: "\\"))
+            put(byte)
+        case UInt8(ascii: "\n"): escape(UInt8(ascii: "n"))
+        case UInt8(ascii: "\r"): escape(UInt8(ascii: "r"))
+        case UInt8(ascii: "\t"): escape(UInt8(ascii: "t"))
+        case 0..<0x20:
+            put(UInt8(ascii: "\\"))
+            put(UInt8(ascii: "u"))
+            put(UInt8(ascii: "0"))
+            put(UInt8(ascii: "0"))
+            put(JSONWriter.hexDigit(byte >> 4, upper: true))
+            put(JSONWriter.hexDigit(byte & 0x0F, upper: true))
+        default:
+            put(byte)
         }
     }
 

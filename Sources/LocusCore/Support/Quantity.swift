@@ -56,6 +56,16 @@ public enum Quantity {
     }
 
     /// Splits "12.5ms" into ("12.5", "ms"); digits with at most one '.', then letters.
+    /// A size for people: "512 B", "12.5 KiB", "1.2 MiB", "3.0 GiB" (one decimal, binary units).
+    public static func describe(bytes: Int64) -> String {
+        let units: [(Int64, String)] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")]
+        for (size, name) in units where bytes >= size {
+            let tenths = (bytes * 10 + size / 2) / size
+            return "\(tenths / 10).\(tenths % 10) \(name)"
+        }
+        return "\(bytes) B"
+    }
+
     private static func split(_ text: String) -> (number: [UInt8], unit: String)? {
         let bytes = Array(text.utf8)
         var index = 0

@@ -1,0 +1,154 @@
+import LocusCore
+import LocusDevices
+
+/// `locus uplink test [--config SITE.toml]`: one connection with the site's `[uplink]` settings,
+/// each step reported for a technician on site (DNS, TCP, TLS, CONNECT, a test message and its
+/// PUBACK), exit 0 only when all of them worked.
+/// `locus uplink status [--state DIR]`: the running agent's uplink in one line.
+enum UplinkCommand {
+    static let usage = "usage: locus uplink (test [--config SITE.toml] | status [--state DIR])"
+
+    static func run(_ arguments: [String]) -> Int32 {
+        guard let verb = arguments.first else { return CommandLineInterface.usageError("uplink: test or status?", hint: usage) }
+        switch verb {
+        case "test": return test(Array(arguments.dropFirst()))
+        case "status": return status(Array(arguments.dropFirst()))
+        default: return CommandLineInterface.usageError("uplink: unknown '\(verb)'", hint: usage)
+        }
+    }
+
+    // MARK: test
+
+    static func test(_ arguments: [String]) -> Int32 {
+        var configPath = RunCommand.defaultConfig
+        if arguments.count == 2 && arguments[0] == "--config" {
+            configPath = arguments[1]
+        } else if !arguments.isEmpty {
+            return CommandLineInterface.usageError("uplink test: unexpected argument '\(arguments[0])'", hint: usage)
+        }
+        guard case .success(let loaded) = LoadedConfig.load(configPath) else { return 1 }
+        guard let settings = loaded.site.uplink else {
+            return CommandLineInterface.failure("uplink test", "\(configPath) has no [uplink] section")
+        }
+        guard let gateway = settings.gateway ?? Uplink.machineID() else {
+            return CommandLineInterface.failure("uplink test", "no gateway id: /etc/machine-id cannot be read; set uplink.gateway")
+        }
+        let prefix = settings.topicPrefix ?? UplinkTopics.defaultPrefix(gateway: gateway)
+        // Its own client id and a clean session: the running agent's session is left alone (a
+        // second connection with its id would throw it off the broker).
+        let options = Uplink.connectOptions(settings, clientID: (settings.clientID ?? gateway) + "-test", statusTopic: prefix + "/status", will: false)
+        let connection = BrokerConnection(settings: BrokerConnection.Settings(broker: settings.broker, tls: nil, connect: options),
+                                          outputBytes: 4096)
+        Console.out("uplink test: \(settings.broker) as gateway \(gateway), topics under \(prefix)/\n")
+        if let problem = Uplink.loadCredentials(settings, into: connection) { return failed(problem) }
+        let start = MonotonicClock.instant.nanoseconds
+        var elapsed: String { "\((MonotonicClock.instant.nanoseconds - start) / 1_000_000) ms" }
+        if let problem = connection.start(nowNs: start) { return report(connection, elapsed, failure: problem) }
+        var acknowledged = false
+        var packetID: UInt16 = 0
+        var poll = PollSet(capacity: connection.maximumDescriptors)
+        while !acknowledged {
+            poll.removeAll()
+            connection.register(in: &poll)
+            let now = MonotonicClock.instant.nanoseconds
+            let waitMs = max(0, min(1000, ((connection.deadlineNs() ?? now + 1_000_000_000) - now) / 1_000_000))
+            _ = poll.wait(timeoutMs: Int32(waitMs))
+            let problem = connection.service(poll, nowNs: MonotonicClock.instant.nanoseconds)
+            while let packet = connection.nextIncoming() {
+                if case .acknowledged(let id) = packet, id == packetID { acknowledged = true }
+            }
+            var opened = false
+            connection.takeSteps { step in
+                say(step, settings)
+                if case .accepted = step { opened = true }
+            }
+            if let problem { return report(connection, elapsed, failure: problem) }
+            if opened {
+                Console.out("  CONNECT accepted (\(elapsed))\n")
+                var payload = JSONWriter(capacity: UplinkJSON.maximumTestBytes)
+                var topics = UplinkTopics(prefix: prefix, gateway: gateway)
+                UplinkJSON.test(gateway: topics.gateway, time: UTCTime(nanoseconds: Clock.realtimeNs()), into: &payload)
+                packetID = 1
+                guard connection.output.publish(topic: topics.test(), payload: payload.bytes, qos: .atLeastOnce, retain: false, packetID: packetID) else {
+                    return failed("the test message does not fit")
+                }
+                if let problem = connection.flush(MonotonicClock.instant.nanoseconds) { return failed(problem) }
+                Console.out("  published a test message to \(prefix)/test (QoS 1)\n")
+            }
+        }
+        Console.out("  PUBACK received (\(elapsed)): the broker has the message\n")
+        _ = connection.output.disconnect()
+        _ = connection.flush(MonotonicClock.instant.nanoseconds)
+        connection.close()
+        Console.out("uplink test: passed\n")
+        return 0
+    }
+
+    private static func say(_ step: BrokerConnection.Step, _ settings: SiteConfig.Uplink) {
+        switch step {
+        case .resolved(let addresses, let fromHostsFile):
+            Console.out("  DNS: \(settings.broker.host) is \(addresses.map { $0.description }.joined(separator: ", "))\(fromHostsFile ? " (from /etc/hosts)" : "")\n")
+        case .connected(let address, let port):
+            Console.out("  TCP: connected to \(address.family == .v6 ? "[\(address)]" : "\(address)"):\(port)\n")
+        case .secured(let agreed):
+            Console.out("  TLS: \(agreed); the broker's certificate is valid for \(settings.broker.host)\n")
+        case .accepted:
+            break
+        }
+    }
+
+    private static func report(_ connection: BrokerConnection, _ elapsed: String, failure: String) -> Int32 {
+        connection.takeSteps { _ in }
+        return failed("\(failure) (after \(elapsed))")
+    }
+
+    private static func failed(_ problem: String) -> Int32 {
+        Console.out("  FAILED: \(problem)\n")
+        return CommandLineInterface.failure("uplink test", problem)
+    }
+
+    // MARK: status
+
+    static func status(_ arguments: [String]) -> Int32 {
+        var rest = arguments
+        let directory: String
+        switch AgentCommands.stateDirectory(&rest, usage: usage) {
+        case .success(let value): directory = value
+        case .failure(let status): return status.code
+        }
+        guard rest.isEmpty else { return CommandLineInterface.usageError("uplink status: unexpected argument '\(rest[0])'", hint: usage) }
+        var client: AgentClient
+        switch AgentCommands.connect(directory, "uplink status", for: .reading) {
+        case .success(let value): client = value
+        case .failure(let status): return status.code
+        }
+        switch client.request({ $0.string("op", "status") }) {
+        case .success(let reply):
+            if let message = AgentClient.errorMessage(reply) { return CommandLineInterface.failure("uplink status", message) }
+            guard let status = try? JSONParser.parse(reply), let uplink = status["uplink"] else {
+                return CommandLineInterface.failure("uplink status", "the agent has no [uplink] (its site file has none)")
+            }
+            Console.out(line(uplink, backlog: status["uplink_backlog"]) + "\n")
+            return 0
+        case .failure(let status):
+            return status.code
+        }
+    }
+
+    /// "uplink: connected to mqtts://host:8883, cursor 1234, backlog 56 records / 1.2 MiB, oldest 3 h"
+    static func line(_ uplink: JSONValue, backlog: JSONValue?) -> String {
+        var text = "uplink: \(uplink["state"]?.string ?? "?") (\(uplink["broker"]?.string ?? "?") as \(uplink["gateway"]?.string ?? "?"))"
+        text += ", cursor \(Int(uplink["cursor"]?.number ?? 0))"
+        if let backlog {
+            let records = Int(backlog["records"]?.number ?? 0)
+            let bytes = Int64(backlog["bytes"]?.number ?? 0)
+            text += ", backlog \(records) records / \(Quantity.describe(bytes: bytes))"
+            if let age = backlog["oldest_age_s"]?.number { text += ", oldest \(Quantity.describe(nanoseconds: Int64(age) * 1_000_000_000))" }
+            let deleted = Int(backlog["deleted_undelivered"]?.number ?? 0)
+            if deleted > 0 { text += ", \(deleted) records deleted undelivered at [log] retain" }
+        }
+        text += ", \(Int(uplink["published"]?.number ?? 0)) published, \(Int(uplink["acknowledged"]?.number ?? 0)) acknowledged"
+        if let error = uplink["last_error"]?.string { text += "; last error: \(error)" }
+        return text
+    }
+}

@@ -1,0 +1,402 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// The uplink end to end: `locus run` on the simulated board publishes its log to a real broker
+/// (Debian's mosquitto on 127.0.0.1, no persistence) and a subscriber written from the standard
+/// (`TestCollector`) collects. The reference is the log itself (`locus events`): after dedupe by
+/// (gateway, seq), what the broker delivered equals it, in order, through kill -9 of the agent,
+/// broker restarts, a long outage and TLS.
+///
+/// Sizes: LOCUS_UPLINK_KILLS (100), LOCUS_UPLINK_RESTARTS (20), LOCUS_UPLINK_OUTAGE_HOURS (6 in
+/// CI; 24 is the full simulated day: `LOCUS_UPLINK_OUTAGE_HOURS=24 swift test --filter Uplink`).
+@Suite(.serialized) struct UplinkAgentTests {
+    static let gateway = "gw-e2e"
+    static let fences = 10
+
+    static func environment(_ name: String, _ fallback: Int) -> Int {
+        Int(ProcessInfo.processInfo.environment[name] ?? "") ?? fallback
+    }
+
+    /// A site with fences every 100 m north of 45.0 N and an `[uplink]` to `broker`.
+    static func site(_ name: String, broker: String, uplinkExtra: String = "") throws -> AgentEndToEndTests.Site {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("locus-uplink-\(name)-\(getpid())").path
+        try? FileManager.default.removeItem(atPath: directory)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        var site = """
+        board = "\(repositoryRoot)/Boards/sim.toml"
+        [log]
+        fix_interval = "60s"
+        [uplink]
+        broker = "\(broker)"
+        gateway = "\(gateway)"
+        \(uplinkExtra)
+
+        """
+        for index in 0..<fences {
+            site += "[[monitor.road.condition]]\nid = \"f\(index)\"\n"
+            site += "circle = { lat = \(String(format: "%.7f", 45.0 + Double(index + 1) * 100 / 111_132.0)), lon = 7.0, radius = 30.0 }\n"
+            site += "exit_margin = 0.0\n"
+        }
+        let sitePath = directory + "/site.toml"
+        try site.write(toFile: sitePath, atomically: true, encoding: .utf8)
+        return AgentEndToEndTests.Site(directory: directory, sitePath: sitePath, state: directory + "/state")
+    }
+
+    /// NMEA for `hours` of a vehicle driving up and down the fenced road at 10 m/s, a fix every
+    /// 2 s from 2024-03-14T00:00:00Z: 20 events every 220 s.
+    static func shuttle(hours: Int) -> String { shuttle(seconds: 0..<(hours * 3600)) }
+
+    /// The shuttle's fixes for the seconds `span` after its start (a fix every 2 s).
+    static func shuttle(seconds span: Range<Int>) -> String {
+        func checksummed(_ body: String) -> String {
+            var checksum: UInt8 = 0
+            for byte in body.utf8.dropFirst() { checksum ^= byte }
+            return body + String(format: "*%02X\r\n", checksum)
+        }
+        var text = ""
+        let leg = 1_100.0 // metres each way: 0 ... 1,100 m north
+        for step in (span.lowerBound / 2)..<(span.upperBound / 2) {
+            let second = step * 2
+            let travelled = Double(second) * 10.0
+            let phase = travelled.truncatingRemainder(dividingBy: 2 * leg)
+            let north = phase < leg ? phase : 2 * leg - phase
+            let latitude = 45.0 + north / 111_132.0
+            let degrees = Int(latitude)
+            let minutes = (latitude - Double(degrees)) * 60
+            let time = String(format: "%02d%02d%02d.00", second / 3600 % 24, second / 60 % 60, second % 60)
+            let date = String(format: "%02d0324", 14 + second / 86_400)
+            let lat = String(format: "%02d%010.7f,N", degrees, minutes)
+            text += checksummed("$GPRMC,\(time),A,\(lat),00700.0000000,E,19.4,0.0,\(date),,,A")
+            text += checksummed("$GPGGA,\(time),\(lat),00700.0000000,E,1,09,0.8,20.0,M,-30.0,M,,")
+        }
+        return text
+    }
+
+    /// The log's events by the replay of `hours` of the shuttle (the agent then has a backlog).
+    static func logEvents(_ site: AgentEndToEndTests.Site, hours: Int) throws {
+        try logEvents(site, seconds: 0..<(hours * 3600))
+    }
+
+    static func logEvents(_ site: AgentEndToEndTests.Site, seconds: Range<Int>) throws {
+        let nmea = site.directory + "/shuttle.nmea"
+        try shuttle(seconds: seconds).write(toFile: nmea, atomically: true, encoding: .utf8)
+        let replay = try locus(["replay", "--config", site.sitePath, "--nmea", nmea, "--state", site.state, "--speed", "max"])
+        #expect(replay.status == 0, "\(replay.error)")
+    }
+
+    /// `locus events`: seq -> the event's JSON object.
+    static func events(_ site: AgentEndToEndTests.Site) throws -> [(Int, [String: Any])] {
+        let run = try locus(["events", "--state", site.state])
+        #expect(run.status == 0, "\(run.error)")
+        return run.output.split(separator: "\n").compactMap { line in
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                  let sequence = object["seq"] as? Int else { return nil }
+            return (sequence, object)
+        }
+    }
+
+    /// The event messages' sequence numbers in arrival order.
+    static func eventSequences(_ messages: [TestCollector.Message]) -> [Int] {
+        messages.filter { $0.topic.hasPrefix("locus/\(gateway)/event/") }.compactMap { $0.json?["seq"] as? Int }
+    }
+
+    /// What the broker delivered equals the log: every event once after dedupe by (gateway,
+    /// seq), with the same content, on its topic; first deliveries in log order.
+    static func expectDelivered(_ messages: [TestCollector.Message], equal logged: [(Int, [String: Any])], _ context: String) {
+        var firstSeen: [Int] = []
+        var byKey: [Int: [String: Any]] = [:]
+        for message in messages where message.topic.hasPrefix("locus/\(gateway)/event/") {
+            guard let object = message.json, let sequence = object["seq"] as? Int else {
+                Issue.record("\(context): an event message that is not JSON with seq: \(message.text)")
+                continue
+            }
+            #expect(object["gateway"] as? String == gateway, "\(context)")
+            #expect(message.topic == "locus/\(gateway)/event/\(object["monitor"] ?? "")/\(object["identifier"] ?? "")", "\(context)")
+            if let earlier = byKey[sequence] {
+                #expect(NSDictionary(dictionary: earlier).isEqual(to: object), "\(context): seq \(sequence) sent twice with different content")
+            } else {
+                byKey[sequence] = object
+                firstSeen.append(sequence)
+            }
+        }
+        #expect(firstSeen == firstSeen.sorted(), "\(context): first deliveries out of log order")
+        #expect(Set(byKey.keys) == Set(logged.map(\.0)), "\(context): delivered \(byKey.count) distinct events, the log has \(logged.count); missing \(Set(logged.map(\.0)).subtracting(byKey.keys).sorted().prefix(10))")
+        for (sequence, event) in logged {
+            guard var delivered = byKey[sequence] else { continue }
+            delivered.removeValue(forKey: "gateway")
+            #expect(NSDictionary(dictionary: delivered).isEqual(to: event), "\(context): seq \(sequence) differs from the log: \(delivered) vs \(event)")
+        }
+    }
+
+    static func startAgent(_ site: AgentEndToEndTests.Site, binary: String? = nil) throws -> AgentEndToEndTests.Agent {
+        try AgentEndToEndTests.start(site, binary: binary)
+    }
+
+    static func uplinkStatus(_ site: AgentEndToEndTests.Site) throws -> String {
+        try locus(["uplink", "status", "--state", site.state]).output
+    }
+
+    // MARK: the tests
+
+    @Test func everyEventReachesTheBrokerOnceInLogOrderWithRetainedStateAndStatus() throws {
+        let broker = try TestBroker(listeners: [[]])
+        let port = broker.ports[0]
+        let site = try Self.site("basic", broker: "mqtt://127.0.0.1:\(port)", uplinkExtra: "what = [\"events\", \"gpio\", \"visits\"]")
+        defer { try? FileManager.default.removeItem(atPath: site.directory) }
+        try Self.logEvents(site, hours: 1)
+        let logged = try Self.events(site)
+        #expect(logged.count >= 300, "the replay logged \(logged.count) events")
+        let collector = try TestCollector(port: port, filters: ["locus/\(Self.gateway)/#"])
+        let agent = try Self.startAgent(site)
+        let drained = collector.wait(seconds: 60) { Set(Self.eventSequences($0)).count >= logged.count }
+        #expect(drained, "collected \(Set(Self.eventSequences(collector.messages)).count) of \(logged.count); \((try? Self.uplinkStatus(site)) ?? ""); agent: \(agent.log)")
+        Self.expectDelivered(collector.messages, equal: logged, "basic")
+        // One connection: nothing was sent twice.
+        #expect(Self.eventSequences(collector.messages).count == logged.count)
+        // Every event's state went to its retained topic after it; at the connection, which the
+        // broker did not know, every record's state went first (seq 0: not a log record).
+        let states = collector.messages.filter { $0.topic.hasPrefix("locus/\(Self.gateway)/state/") }
+        #expect(states.filter { ($0.json?["seq"] as? Int ?? -1) > 0 }.count == logged.count)
+        #expect(states.filter { $0.json?["seq"] as? Int == 0 }.count == Self.fences)
+
+        // A dashboard that subscribes now gets each record's state at once (retained), and the
+        // status "online".
+        let late = try TestCollector(port: port, filters: ["locus/\(Self.gateway)/state/#", "locus/\(Self.gateway)/status"])
+        #expect(late.wait(seconds: 5) { $0.count >= Self.fences + 1 })
+        var lastState: [String: String] = [:]
+        for (_, event) in logged { lastState["\(event["monitor"]!)/\(event["identifier"]!)"] = event["state"] as? String }
+        for message in late.messages where message.topic.contains("/state/") {
+            #expect(message.retained)
+            let key = String(message.topic.dropFirst("locus/\(Self.gateway)/state/".count))
+            #expect(message.json?["state"] as? String == lastState[key], "\(key)")
+        }
+        #expect(late.messages.first { $0.topic.hasSuffix("/status") }?.text == "online")
+        let status = try Self.uplinkStatus(site)
+        #expect(status.hasPrefix("uplink: connected (mqtt://127.0.0.1:\(port) as \(Self.gateway)), cursor "), "\(status)")
+        #expect(status.contains("backlog 0 records"), "\(status)")
+
+        // A clean stop says "offline" (the will is for the unclean ones).
+        #expect(agent.stop() == 0)
+        let after = try TestCollector(port: port, filters: ["locus/\(Self.gateway)/status"])
+        #expect(after.wait(seconds: 5) { $0.last?.text == "offline" }, "\(after.messages.map(\.text))")
+    }
+
+    @Test func killNineWhilePublishingLosesNothing() throws {
+        let broker = try TestBroker(listeners: [[]])
+        let port = broker.ports[0]
+        let site = try Self.site("kill", broker: "mqtt://127.0.0.1:\(port)", uplinkExtra: "max_inflight = 4")
+        defer { try? FileManager.default.removeItem(atPath: site.directory) }
+        let collector = try TestCollector(port: port, filters: ["locus/\(Self.gateway)/event/#"])
+        let binary = try locusBinary()
+        var generator = SplitMix64(seed: 0x0B5E55ED)
+        let rounds = Self.environment("LOCUS_UPLINK_KILLS", 100)
+        var killedWhilePublishing = 0
+        for round in 0..<rounds {
+            // New events while the agent is down (the vehicle's next 40 minutes), then the agent
+            // publishes them and what it had not committed, and is killed mid-way.
+            try Self.logEvents(site, seconds: (round * 2400)..<((round + 1) * 2400))
+            let logged = try Self.events(site).count
+            let before = collector.messages.count
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: binary)
+            process.arguments = ["run", "--config", site.sitePath, "--state", site.state]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            _ = collector.wait(seconds: 10) { $0.count > before }
+            usleep(useconds_t(generator.next() % 5_000))
+            if collector.messages.count > before && Set(Self.eventSequences(collector.messages)).count < logged { killedWhilePublishing += 1 }
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        #expect(killedWhilePublishing >= rounds * 3 / 4, "only \(killedWhilePublishing) of \(rounds) kills came while events were being published")
+        let logged = try Self.events(site)
+        let agent = try Self.startAgent(site)
+        let drained = collector.wait(seconds: 60) { Set(Self.eventSequences($0)).count >= logged.count }
+        #expect(drained, "agent: \(agent.log)")
+        _ = agent.stop()
+        Self.expectDelivered(collector.messages, equal: logged, "after \(rounds) kill -9")
+        let verify = try locus(["log", "verify", "--state", site.state])
+        #expect(verify.status == 0, "\(verify.error)")
+    }
+
+    @Test func brokerRestartsWithoutPersistenceLoseNothing() throws {
+        let broker = try TestBroker(listeners: [[]])
+        let port = broker.ports[0]
+        let site = try Self.site("restarts", broker: "mqtt://127.0.0.1:\(port)", uplinkExtra: "max_inflight = 2")
+        defer { try? FileManager.default.removeItem(atPath: site.directory) }
+        try Self.logEvents(site, hours: 4)
+        let collector = try TestCollector(port: port, filters: ["locus/\(Self.gateway)/event/#"])
+        let agent = try Self.startAgent(site)
+        // Live events too: the vehicle keeps driving while the broker comes and goes.
+        let feed = try AgentEndToEndTests.feed(site, nmea: Self.shuttle(hours: 1), hci: nil, speed: "40")
+        // SIGKILL: the test runner's blocked SIGTERM is inherited by its children.
+        defer { kill(feed.processIdentifier, SIGKILL); feed.waitUntilExit() }
+        let restarts = Self.environment("LOCUS_UPLINK_RESTARTS", 20)
+        var generator = SplitMix64(seed: 0x2E57A27)
+        func connections() -> Int { agent.log.components(separatedBy: "uplink: connected to").count - 1 }
+        for restart in 0..<restarts {
+            // Down at a random moment of a connection that is publishing.
+            // Each restart ends a connection: the first, then the one after each restart.
+            try AgentEndToEndTests.waitFor("the agent's connection \(restart + 1)", seconds: 30) { connections() > restart }
+            usleep(useconds_t(100_000 + generator.next() % 400_000))
+            broker.stop()
+            try broker.start()
+            // Listening again before the agent's first retry (at least 0.75 s after its loss).
+            try collector.connect()
+        }
+        kill(feed.processIdentifier, SIGKILL)
+        feed.waitUntilExit()
+        usleep(500_000)
+        let logged = try Self.events(site)
+        let drained = collector.wait(seconds: 90) { Set(Self.eventSequences($0)).count >= logged.count }
+        #expect(drained, "agent: \(agent.log)")
+        try AgentEndToEndTests.waitFor("the connection after the last restart", seconds: 30) { connections() > restarts }
+        _ = agent.stop()
+        Self.expectDelivered(collector.messages, equal: try Self.events(site), "after \(restarts) broker restarts")
+        let reconnects = agent.log.components(separatedBy: "uplink: connected to").count - 1
+        #expect(reconnects == restarts + 1, "the agent connected \(reconnects) times for \(restarts) restarts")
+    }
+
+    @Test func aLongOutageBuildsABacklogThatDrainsInOrder() throws {
+        let port = try TestBroker.freePort()
+        let site = try Self.site("outage", broker: "mqtt://127.0.0.1:\(port)")
+        defer { try? FileManager.default.removeItem(atPath: site.directory) }
+        let hours = Self.environment("LOCUS_UPLINK_OUTAGE_HOURS", 6)
+        try Self.logEvents(site, hours: hours)
+        let logged = try Self.events(site)
+        let agent = try Self.startAgent(site)
+        usleep(1_500_000)
+        let waiting = try Self.uplinkStatus(site)
+        #expect(waiting.hasPrefix("uplink: waiting to reconnect"), "\(waiting)")
+        #expect(waiting.contains("cannot connect to 127.0.0.1:\(port): Connection refused"), "\(waiting)")
+        #expect(waiting.contains("cursor 0, backlog "), "\(waiting)")
+        // The broker comes back on the same port.
+        let broker = try TestBroker(listeners: [[]], ports: [port])
+        let collector = try TestCollector(port: broker.ports[0], filters: ["locus/\(Self.gateway)/event/#"])
+        let drained = collector.wait(seconds: 120) { Set(Self.eventSequences($0)).count >= logged.count }
+        #expect(drained, "collected \(Set(Self.eventSequences(collector.messages)).count) of \(logged.count); agent: \(agent.log)")
+        _ = agent.stop()
+        Self.expectDelivered(collector.messages, equal: logged, "after \(hours) h of outage")
+        #expect(Self.eventSequences(collector.messages) == logged.map(\.0), "the backlog drained once, in order")
+    }
+
+    /// Certificates made by openssl for this run (Tests/Fixtures/make-test-certs.sh).
+    static func certificates() throws -> String {
+        let directory = NSTemporaryDirectory() + "locus-uplink-certs-\(getpid())"
+        if FileManager.default.fileExists(atPath: directory + "/client.key") { return directory }
+        let make = Process()
+        make.executableURL = URL(fileURLWithPath: repositoryRoot + "/Tests/Fixtures/make-test-certs.sh")
+        make.arguments = [directory]
+        try make.run()
+        make.waitUntilExit()
+        guard make.terminationStatus == 0 else { throw TestBroker.BrokerError("make-test-certs.sh failed (is openssl installed?)") }
+        return directory
+    }
+
+    @Test func overTLSTheSiteCAIsTrustedAnotherIsRefusedAndHomeAssistantIsAnnounced() throws {
+        let certificates = try Self.certificates()
+        let broker = try TestBroker(listeners: [
+            ["cafile \(certificates)/ca.crt", "certfile \(certificates)/server.crt", "keyfile \(certificates)/server.key"],
+            ["cafile \(certificates)/ca.crt", "certfile \(certificates)/server.crt", "keyfile \(certificates)/server.key", "require_certificate true"],
+            [],
+        ])
+        let (tls, mutual, plain) = (broker.ports[0], broker.ports[1], broker.ports[2])
+        let site = try Self.site("tls", broker: "mqtts://localhost:\(tls)",
+                                 uplinkExtra: "ca_file = \"\(certificates)/ca.crt\"\nhome_assistant = true")
+        defer { try? FileManager.default.removeItem(atPath: site.directory) }
+
+        // A technician's check: each step, then passed.
+        let check = try locus(["uplink", "test", "--config", site.sitePath])
+        #expect(check.status == 0, "\(check.output)\(check.error)")
+        for step in ["DNS: localhost is 127.0.0.1", "(from /etc/hosts)", "TCP: connected to 127.0.0.1:\(tls)", "TLS: TLSv1.",
+                     "the broker's certificate is valid for localhost", "CONNECT accepted", "PUBACK received", "uplink test: passed"] {
+            #expect(check.output.contains(step), "missing '\(step)' in:\n\(check.output)")
+        }
+        // Mutual TLS: with the client certificate, and refused without it.
+        let mutualSite = try Self.site("mtls", broker: "mqtts://localhost:\(mutual)", uplinkExtra: """
+            ca_file = "\(certificates)/ca.crt"
+            cert_file = "\(certificates)/client.crt"
+            key_file = "\(certificates)/client.key"
+            """)
+        defer { try? FileManager.default.removeItem(atPath: mutualSite.directory) }
+        let mutualCheck = try locus(["uplink", "test", "--config", mutualSite.sitePath])
+        #expect(mutualCheck.status == 0, "\(mutualCheck.output)\(mutualCheck.error)")
+        let noClientCertificate = try Self.site("mtls-none", broker: "mqtts://localhost:\(mutual)", uplinkExtra: "ca_file = \"\(certificates)/ca.crt\"")
+        defer { try? FileManager.default.removeItem(atPath: noClientCertificate.directory) }
+        let refused = try locus(["uplink", "test", "--config", noClientCertificate.sitePath])
+        #expect(refused.status == 1 && refused.error.contains("client certificate"), "\(refused.output)\(refused.error)")
+
+        // The agent publishes over TLS; the fleet reads on the broker's plain listener.
+        try Self.logEvents(site, hours: 1)
+        let logged = try Self.events(site)
+        let collector = try TestCollector(port: plain, filters: ["locus/\(Self.gateway)/#"])
+        let discovery = try TestCollector(port: plain, filters: ["homeassistant/#"])
+        let agent = try Self.startAgent(site)
+        #expect(collector.wait(seconds: 60) { Set(Self.eventSequences($0)).count >= logged.count }, "agent: \(agent.log)")
+        Self.expectDelivered(collector.messages, equal: logged, "over TLS")
+        #expect(agent.log.contains("certificate verified for localhost"), "\(agent.log)")
+
+        // Home Assistant: a binary_sensor per condition on its state topic, with the gateway's
+        // availability; announced again when Home Assistant says it is back.
+        #expect(discovery.wait(seconds: 10) { $0.count >= Self.fences + 3 })
+        let configs = discovery.messages.filter { $0.topic.hasPrefix("homeassistant/binary_sensor/") && $0.topic.hasSuffix("/config") }
+        // The simulated board's outputs (relay1, relay2, buzzer) are announced too.
+        #expect(configs.count == Self.fences + 3, "\(discovery.messages.map(\.topic))")
+        #expect(configs.filter { $0.topic.contains("_gpio_") }.count == 3, "\(discovery.messages.map(\.topic))")
+        if let first = configs.first?.json {
+            #expect((first["state_topic"] as? String)?.hasPrefix("locus/\(Self.gateway)/state/road/f") == true, "\(first)")
+            #expect(first["availability_topic"] as? String == "locus/\(Self.gateway)/status")
+            #expect(first["device_class"] as? String == "presence")
+            #expect(first["payload_on"] as? String == "satisfied")
+        }
+        let online = Process()
+        online.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_pub")
+        online.arguments = ["-h", "127.0.0.1", "-p", "\(plain)", "-t", "homeassistant/status", "-m", "online"]
+        try online.run()
+        online.waitUntilExit()
+        #expect(discovery.wait(seconds: 10) { $0.count >= 2 * (Self.fences + 3) }, "configs after Home Assistant's online: \(discovery.messages.count)")
+        _ = agent.stop()
+
+        // Another CA: refused in the handshake with the reason, and nothing sent in clear.
+        let wrong = try Self.site("tls-wrong-ca", broker: "mqtts://localhost:\(tls)",
+                                  uplinkExtra: "ca_file = \"\(certificates)/other-ca.crt\"\nclient_id = \"wrong-ca-gateway\"")
+        defer { try? FileManager.default.removeItem(atPath: wrong.directory) }
+        let wrongCheck = try locus(["uplink", "test", "--config", wrong.sitePath])
+        #expect(wrongCheck.status == 1)
+        #expect(wrongCheck.error.hasPrefix("locus: uplink test: unknown CA: "), "\(wrongCheck.error)")
+        #expect(!wrongCheck.output.contains("CONNECT accepted"))
+        try Self.logEvents(wrong, hours: 1)
+        let refusedAgent = try Self.startAgent(wrong)
+        usleep(1_500_000)
+        let status = try Self.uplinkStatus(wrong)
+        _ = refusedAgent.stop()
+        #expect(status.contains("last error: unknown CA: "), "\(status)")
+        #expect(refusedAgent.log.contains("uplink: unknown CA: "), "\(refusedAgent.log)")
+        #expect(!broker.log.contains("wrong-ca-gateway"), "the broker saw the client id: \(broker.log)")
+    }
+
+    @Test func sightingsGoLiveAtMostOneABeaconAnInterval() throws {
+        let broker = try TestBroker(listeners: [[]])
+        let site = try Self.site("sightings", broker: "mqtt://127.0.0.1:\(broker.ports[0])",
+                                 uplinkExtra: "what = [\"events\", \"sightings\"]\nsighting_interval = \"2s\"")
+        defer { try? FileManager.default.removeItem(atPath: site.directory) }
+        let collector = try TestCollector(port: broker.ports[0], filters: ["locus/\(Self.gateway)/sighting/#"])
+        let agent = try Self.startAgent(site)
+        try AgentEndToEndTests.waitFor("the uplink's connection", seconds: 20) { agent.log.contains("uplink: connected to") }
+        // One advertisement every 100 ms for 6 s: at most one message every 2 s.
+        let hci = (0..<60).map { "\(AgentEndToEndTests.trackStart + $0 / 10).\($0 % 10)00 \(AgentEndToEndTests.iBeaconEvent)" }
+            .joined(separator: "\n") + "\n"
+        let feed = try AgentEndToEndTests.feed(site, nmea: nil, hci: hci, speed: "1")
+        defer { kill(feed.processIdentifier, SIGKILL); feed.waitUntilExit() }
+        #expect(collector.wait(seconds: 15) { $0.count >= 3 })
+        usleep(1_000_000)
+        _ = agent.stop()
+        let messages = collector.messages
+        #expect((3...4).contains(messages.count), "\(messages.count) sightings for 6 s at one per 2 s")
+        #expect(messages.first?.topic == "locus/\(Self.gateway)/sighting/E2C56DB5-DFFB-48D2-B060-D0F5A71096E0/100/0", "\(messages.first?.topic ?? "")")
+        #expect(messages.first?.json?["rssi"] != nil && messages.first?.json?["seq"] == nil)
+    }
+}
+
