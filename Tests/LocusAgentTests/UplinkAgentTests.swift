@@ -398,5 +398,71 @@ import TestSupport
         #expect(messages.first?.topic == "locus/\(Self.gateway)/sighting/E2C56DB5-DFFB-48D2-B060-D0F5A71096E0/100/0", "\(messages.first?.topic ?? "")")
         #expect(messages.first?.json?["rssi"] != nil && messages.first?.json?["seq"] == nil)
     }
+
+    /// A broker that takes what the gateway sends and acknowledges none of it, then drops the
+    /// connection after `seconds`: the bytes it received (it answers CONNECT, nothing else).
+    final class Swallower: @unchecked Sendable {
+        private(set) var received = 0
+        private let done = DispatchSemaphore(value: 0)
+
+        init(port: UInt16, seconds: Double) throws {
+            let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var on: Int32 = 1
+            setsockopt(server, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = port.bigEndian
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let bound = withUnsafePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(server, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            }
+            guard bound, listen(server, 1) == 0 else { throw TestBroker.BrokerError("cannot listen on 127.0.0.1:\(port)") }
+            Thread {
+                let client = accept(server, nil, nil)
+                var buffer = [UInt8](repeating: 0, count: 65536)
+                var answered = false
+                let end = Date().addingTimeInterval(seconds)
+                var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
+                setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                while Date() < end {
+                    let got = buffer.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }
+                    if got == 0 { break }
+                    if got < 0 { continue }
+                    if !answered {
+                        let connack: [UInt8] = [0x20, 0x02, 0x00, 0x00]
+                        connack.withUnsafeBytes { _ = send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                        answered = true
+                    } else {
+                        self.received += got
+                    }
+                }
+                close(client)
+                close(server)
+                self.done.signal()
+            }.start()
+        }
+
+        func wait() { done.wait() }
+    }
+
+    @Test func whatWasInFlightWhenTheConnectionDroppedIsSentAgain() throws {
+        let port = try TestBroker.freePort()
+        let swallower = try Swallower(port: port, seconds: 1.5)
+        let site = try Self.site("in-flight", broker: "mqtt://127.0.0.1:\(port)")
+        defer { try? FileManager.default.removeItem(atPath: site.directory) }
+        try Self.logEvents(site, hours: 1)
+        let logged = try Self.events(site)
+        let agent = try Self.startAgent(site)
+        swallower.wait()
+        #expect(swallower.received > 1000, "the first broker received \(swallower.received) bytes of messages")
+        // The real broker, where the first one was, before the agent's retry.
+        let broker = try TestBroker(listeners: [[]], ports: [port])
+        let collector = try TestCollector(port: broker.ports[0], filters: ["locus/\(Self.gateway)/event/#"])
+        let drained = collector.wait(seconds: 30) { Set(Self.eventSequences($0)).count >= logged.count }
+        #expect(drained, "collected \(Set(Self.eventSequences(collector.messages)).count) of \(logged.count); agent: \(agent.log)")
+        _ = agent.stop()
+        Self.expectDelivered(collector.messages, equal: logged, "after a broker that acknowledged nothing")
+        #expect(collector.messages.first.flatMap { $0.json?["seq"] as? Int } == logged.first?.0, "the next broker got the log from its first event")
+    }
 }
 

@@ -261,6 +261,9 @@ final class Uplink: LoopComponent {
         let wasOpen = openedAt != nil
         openedAt = nil
         if let oldest = window.oldest { oldestAtLossNs = oldest.timeNs }
+        // What was in flight was not acknowledged: the tail goes back to the delivered position,
+        // so the next connection sends it again.
+        tail.reposition(after: window.delivered(readThrough: tail.position))
         window.removeAll()
         let delayNs = backoff.next(random: UInt64.random(in: 0...UInt64.max))
         retryAt = now.monotonic + delayNs
@@ -283,13 +286,11 @@ final class Uplink: LoopComponent {
         }
     }
 
-    /// CONNACK accepted: what was in flight goes again, from the delivered position.
+    /// CONNACK accepted: sending goes on from the delivered position (`lost` put the tail there).
     private func opened(sessionPresent: Bool, _ now: AgentTime) {
         openedAt = now.monotonic
         acknowledgedSinceOpen = 0
-        let delivered = window.delivered(readThrough: tail.position)
-        window.removeAll()
-        tail.reposition(after: delivered)
+        let delivered = tail.position
         announcement = Announcement(status: true, subscribe: settings.homeAssistant, discovery: settings.homeAssistant ? 0 : nil,
                                     states: sessionPresent ? nil : 0)
         lastError = nil
