@@ -131,6 +131,8 @@ final class BrokerConnection {
         case .resolving: return min(lookup?.deadlineNs ?? Int64.max, startedNs + settings.timeoutNs)
         case .connecting, .handshaking, .accepting: return startedNs + settings.timeoutNs
         case .open:
+            // TLS holds decrypted bytes a read had no room for: the socket will not wake us.
+            if let stream, stream.pending > 0 { return 0 }
             guard settings.connect.keepAliveS > 0 else { return nil }
             if let pingSentNs { return pingSentNs + settings.timeoutNs }
             return lastSentNs + Int64(settings.connect.keepAliveS) * 1_000_000_000

@@ -347,7 +347,7 @@ final class Uplink: LoopComponent {
             announcement.status = false
             send(topics.status(), retain: true, sequence: 0, text: "online")
         }
-        if announcement.subscribe && hasRoom {
+        if announcement.subscribe && window.free >= 1 && hasRoom {
             announcement.subscribe = false
             _ = connection.output.subscribe(packetID: window.add(sequence: 0), filter: Uplink.homeAssistantStatus,
                                             qos: .atMostOnce)
