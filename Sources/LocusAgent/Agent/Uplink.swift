@@ -120,12 +120,6 @@ final class Uplink: LoopComponent {
         return id.isEmpty ? nil : String(decoding: id, as: UTF8.self)
     }
 
-    /// Tests point the resolver at their own name server.
-    func useNameServer(port: UInt16, resolvConf: String) {
-        connection.settings.nameServerPort = port
-        connection.settings.resolvConfPath = resolvConf
-    }
-
     var isConnected: Bool { connection.isOpen }
 
     // MARK: the loop's surface
@@ -150,8 +144,11 @@ final class Uplink: LoopComponent {
         line.integer("published", published)
         line.integer("acknowledged", acknowledged)
         if settings.content.contains(.sightings) { line.integer("sightings_published", sightingsPublished) }
+        if let peer = connection.peer { line.string("peer", peer.description) } else { line.null("peer") }
         line.integer("connections", connections)
         line.integer("failures", failures)
+        // PUBACKs for no message in flight: a broker's mistake, counted, never acted on.
+        line.integer("unknown_acknowledgements", unknownAcknowledgements)
         if let lastError { line.string("last_error", lastError) } else { line.null("last_error") }
         line.endObject()
     }
