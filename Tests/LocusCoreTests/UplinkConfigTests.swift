@@ -75,6 +75,7 @@ import Testing
         ("broker = \"mqtts://broker\"\nclient_id = \"\"\n", "'uplink.client_id' must be 1...128 printable ASCII"),
         ("broker = \"mqtts://broker\"\nkeepalive = \"1s\"\n", "uplink.keepalive"),
         ("broker = \"mqtts://broker\"\nmax_inflight = 0\n", "uplink.max_inflight"),
+        ("broker = \"mqtts://broker\"\nmax_inflight = 1\n", "uplink.max_inflight"),
         ("brokr = \"mqtts://broker\"\n", "unknown key 'uplink.brokr' (did you mean 'broker'?)"),
     ] as [(String, String)])
     func mistakesAreReportedWhereTheyAre(text: String, expected: String) {

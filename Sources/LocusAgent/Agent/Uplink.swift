@@ -95,7 +95,7 @@ final class Uplink: LoopComponent {
         self.gateway = gateway
         prefix = settings.topicPrefix ?? UplinkTopics.defaultPrefix(gateway: gateway)
         topics = UplinkTopics(prefix: prefix, gateway: gateway)
-        window = PublishWindow(capacity: max(2, settings.maxInflight))
+        window = PublishWindow(capacity: settings.maxInflight)
         committed = delivered ?? 0
         sightings = .allocate(capacity: Uplink.sightingSlots)
         let versionBytes = Array(LocusVersion.string.utf8.prefix(UplinkJSON.maximumVersionBytes))

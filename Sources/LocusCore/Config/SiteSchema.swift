@@ -216,7 +216,8 @@ enum SiteSchema {
             }
             read.content = content
         }
-        if let inflight = section.integer("max_inflight", in: 1...1024) { read.maxInflight = Int(inflight) }
+        // At least 2: an event is two messages (the event and its retained state).
+        if let inflight = section.integer("max_inflight", in: 2...1024) { read.maxInflight = Int(inflight) }
         if let interval = section.duration("fix_interval", in: 0...86_400_000) { read.fixIntervalMs = interval }
         if let interval = section.duration("sighting_interval", in: 0...86_400_000) { read.sightingIntervalMs = interval }
         if let homeAssistant = section.boolean("home_assistant") { read.homeAssistant = homeAssistant }
