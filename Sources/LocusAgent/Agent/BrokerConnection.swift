@@ -449,7 +449,12 @@ final class BrokerConnection {
 /// Broker packets decoded into what the connection and the uplink act on, inside the framer's
 /// callback (a plain enum: the callback may reach no object, as it allocates nothing).
 enum BrokerPackets {
+    /// Where Home Assistant says "online" when it starts (its discovery's birth message): the
+    /// uplink subscribes to it, and a message there is recognised as it is read.
     static let homeAssistantStatus: StaticString = "homeassistant/status"
+    static var homeAssistantStatusBytes: UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: homeAssistantStatus.utf8Start, count: homeAssistantStatus.utf8CodeUnitCount)
+    }
 
     /// One packet decoded into `queue[slot]` (`packets` counts them).
     @_noAllocation
@@ -467,8 +472,7 @@ enum BrokerPackets {
         case .success(.pingresp):
             queue[slot] = .pingresp
         case .success(.publish(let message)):
-            let status = BrokerPackets.homeAssistantStatus
-            let online = message.topic.elementsEqual(UnsafeRawBufferPointer(start: status.utf8Start, count: status.utf8CodeUnitCount))
+            let online = message.topic.elementsEqual(BrokerPackets.homeAssistantStatusBytes)
                 && message.payload.count == 6 && message.payload[0] == 0x6F && message.payload[5] == 0x65 // "online"
             queue[slot] = .message(online: online, qos: message.qos, packetID: message.packetID)
         case .success:

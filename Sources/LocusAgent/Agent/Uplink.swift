@@ -30,10 +30,6 @@ final class Uplink: LoopComponent {
     /// (a crash resends at most this much).
     static let commitIntervalNs: Int64 = 1_000_000_000
     static let commitMessages = 256
-    /// Where Home Assistant says "online" when it starts (its discovery's birth message).
-    static var homeAssistantStatus: UnsafeRawBufferPointer {
-        UnsafeRawBufferPointer(start: BrokerPackets.homeAssistantStatus.utf8Start, count: BrokerPackets.homeAssistantStatus.utf8CodeUnitCount)
-    }
 
     let settings: SiteConfig.Uplink
     let gateway: String
@@ -346,7 +342,7 @@ final class Uplink: LoopComponent {
         }
         if announcement.subscribe && window.free >= 1 && hasRoom {
             announcement.subscribe = false
-            _ = connection.output.subscribe(packetID: window.add(sequence: 0), filter: Uplink.homeAssistantStatus,
+            _ = connection.output.subscribe(packetID: window.add(sequence: 0), filter: BrokerPackets.homeAssistantStatusBytes,
                                             qos: .atMostOnce)
         }
         if let start = announcement.discovery { announcement.discovery = announceDiscovery(from: start, engine: engine, outputs: outputs) }

@@ -181,6 +181,32 @@ enum SiteSchema {
         }
         // MQTT's keep-alive is a 16-bit count of seconds.
         if let keepAlive = section.duration("keepalive", in: 5_000...65_535_000) { read.keepAliveMs = keepAlive }
+        readUplinkCredentials(&section, into: &read)
+        if let words = section.strings("what") {
+            var content = SiteConfig.Uplink.Content()
+            for (index, word) in words.enumerated() {
+                if let kind = SiteConfig.Uplink.Content.names.first(where: { $0.0 == word })?.1 {
+                    content.insert(kind)
+                } else {
+                    var message = "'\(section.label("what"))' has \"\(word)\", which is not one of: events | gpio | visits | fixes | sightings"
+                    if let suggestion = Spelling.closest(to: word, among: SiteConfig.Uplink.Content.names.map { $0.0 }) { message += " (did you mean \"\(suggestion)\"?)" }
+                    report.fail(at: section.offset(of: "what", element: index), message)
+                }
+            }
+            read.content = content
+        }
+        // At least 2: an event is two messages (the event and its retained state).
+        if let inflight = section.integer("max_inflight", in: 2...1024) { read.maxInflight = Int(inflight) }
+        if let interval = section.duration("fix_interval", in: 0...86_400_000) { read.fixIntervalMs = interval }
+        if let interval = section.duration("sighting_interval", in: 0...86_400_000) { read.sightingIntervalMs = interval }
+        if let homeAssistant = section.boolean("home_assistant") { read.homeAssistant = homeAssistant }
+        return uplink == nil ? nil : read
+    }
+
+    /// `[uplink]`'s TLS files and credentials: files only with mqtts, a certificate with its key,
+    /// a password only in a file and only with a user name.
+    private static func readUplinkCredentials(_ section: inout TableReader, into read: inout SiteConfig.Uplink) {
+        let report = section.report
         read.caFile = uplinkFile(&section, "ca_file", tls: read.broker.tls)
         read.certFile = uplinkFile(&section, "cert_file", tls: read.broker.tls)
         read.keyFile = uplinkFile(&section, "key_file", tls: read.broker.tls)
@@ -203,25 +229,6 @@ enum SiteSchema {
             report.fail(at: section.offset(of: "password"), "'\(section.label("password"))': the password does not go in the site file; put it in a file readable by the locus user only and name it in 'password_file'")
             _ = section.string("password")
         }
-        if let words = section.strings("what") {
-            var content = SiteConfig.Uplink.Content()
-            for (index, word) in words.enumerated() {
-                if let kind = SiteConfig.Uplink.Content.names.first(where: { $0.0 == word })?.1 {
-                    content.insert(kind)
-                } else {
-                    var message = "'\(section.label("what"))' has \"\(word)\", which is not one of: events | gpio | visits | fixes | sightings"
-                    if let suggestion = Spelling.closest(to: word, among: SiteConfig.Uplink.Content.names.map { $0.0 }) { message += " (did you mean \"\(suggestion)\"?)" }
-                    report.fail(at: section.offset(of: "what", element: index), message)
-                }
-            }
-            read.content = content
-        }
-        // At least 2: an event is two messages (the event and its retained state).
-        if let inflight = section.integer("max_inflight", in: 2...1024) { read.maxInflight = Int(inflight) }
-        if let interval = section.duration("fix_interval", in: 0...86_400_000) { read.fixIntervalMs = interval }
-        if let interval = section.duration("sighting_interval", in: 0...86_400_000) { read.sightingIntervalMs = interval }
-        if let homeAssistant = section.boolean("home_assistant") { read.homeAssistant = homeAssistant }
-        return uplink == nil ? nil : read
     }
 
     /// A TLS file key: a path, and only with mqtts.
