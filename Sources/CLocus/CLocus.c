@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -246,6 +247,15 @@ int locus_unlink(const char *path) { return unlink(path) == 0 ? 0 : -errno; }
 int locus_rename(const char *from, const char *to) { return rename(from, to) == 0 ? 0 : -errno; }
 
 int locus_lock_exclusive(int fd) { return (int)RETRY(flock(fd, LOCK_EX | LOCK_NB)); }
+
+void *locus_map_readonly(int fd, int64_t size, int *error) {
+    void *address = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (address == MAP_FAILED) { *error = -errno; return NULL; }
+    *error = 0;
+    return address;
+}
+
+int locus_unmap(void *address, int64_t size) { return munmap(address, (size_t)size) == 0 ? 0 : -errno; }
 
 int locus_is_directory(const char *path) {
     struct stat info;

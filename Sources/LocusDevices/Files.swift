@@ -63,13 +63,22 @@ extension Files {
     /// sees the old or the new contents, never a mix. nil on success.
     @discardableResult
     public static func replace(_ path: String, contents: String, mode: Int32 = 0o640) -> SystemError? {
+        replace(path, bytes: Array(contents.utf8), mode: mode)
+    }
+
+    /// `replace` for bytes (a place index): written, synced, then renamed over `path`.
+    @discardableResult
+    public static func replace(_ path: String, bytes: [UInt8], mode: Int32 = 0o644) -> SystemError? {
         let temporary = path + ".new"
         let fd = locus_open(temporary, Int32(LOCUS_O_WRITE | LOCUS_O_CREATE | LOCUS_O_TRUNCATE), mode)
         if fd < 0 { return SystemError(code: -fd) }
-        var copy = contents
-        let written = copy.withUTF8 { buffer in locus_write_all(fd, buffer.baseAddress, buffer.count) }
+        var written = Int(bytes.withUnsafeBytes { buffer in locus_write_all(fd, buffer.baseAddress, buffer.count) })
+        if written >= 0 { written = Int(locus_fsync(fd)) }
         _ = locus_close(fd)
-        if written < 0 { return SystemError(code: -written) }
+        if written < 0 {
+            _ = locus_unlink(temporary)
+            return SystemError(code: Int32(truncatingIfNeeded: -written))
+        }
         let renamed = locus_rename(temporary, path)
         return renamed < 0 ? SystemError(code: -renamed) : nil
     }

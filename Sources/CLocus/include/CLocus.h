@@ -73,6 +73,10 @@ int locus_unlink(const char *path);
 int locus_rename(const char *from, const char *to);
 /// Exclusive, non-blocking advisory lock (flock). 0, or -EWOULDBLOCK when another holds it.
 int locus_lock_exclusive(int fd);
+/// Maps the first `size` bytes of `fd` read-only (PROT_READ, MAP_PRIVATE): the place index. NULL
+/// with `*error` = -errno on failure.
+void *locus_map_readonly(int fd, int64_t size, int *error);
+int locus_unmap(void *address, int64_t size);
 /// 1 if `path` names a directory, 0 if it names something else, -errno if it cannot be stat'ed.
 int locus_is_directory(const char *path);
 

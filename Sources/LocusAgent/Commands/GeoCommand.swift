@@ -4,14 +4,15 @@ import LocusDevices
 /// `locus geo distance LAT1,LON1 LAT2,LON2`: the geodesic distance on WGS84 in metres, 4
 /// decimals (the number `GeodSolve -i` prints as s12, to within a few nanometres).
 enum GeoCommand {
-    static let usage = "usage: locus geo distance LAT1,LON1 LAT2,LON2"
+    static let usage = "usage: locus geo distance LAT1,LON1 LAT2,LON2 | index | reverse | forward | info (locus help geo)"
 
     static func run(_ arguments: [String]) -> Int32 {
         guard let subcommand = arguments.first else {
-            return CommandLineInterface.usageError("geo needs a subcommand (distance)", hint: usage)
+            return CommandLineInterface.usageError("geo needs a subcommand (distance, index, reverse, forward, info)", hint: usage)
         }
         switch subcommand {
         case "distance": return distance(Array(arguments.dropFirst()))
+        case "index", "reverse", "forward", "info", "fold": return GeocodingCommand.run(subcommand, Array(arguments.dropFirst()))
         default: return CommandLineInterface.usageError("geo: unknown subcommand '\(subcommand)'", hint: usage)
         }
     }
