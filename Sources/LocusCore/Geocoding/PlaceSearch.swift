@@ -27,26 +27,28 @@ extension PlaceIndex {
     /// `Geodesy.distanceM`), within `maximumDistanceM`, or nil. Equal distances go to a site's
     /// place, then to the larger population. No allocation: it may label every fix.
     ///
-    /// How: the k-d tree finds the place with the shortest chord (straight line through the
-    /// Earth between ECEF points), pruning with a bound slightly above that chord; every place
-    /// whose chord is within the bound is kept as a candidate. The bound is the largest geodesic
-    /// distance that chord allows (`Geodesy.distanceBounds`, plus the index's centimetre
-    /// rounding), and a geodesic is never shorter than its chord, so the nearest place by
-    /// geodesic distance is among the candidates; each gets the exact inverse (usually one).
+    /// How: a walk of the k-d trees finds the two places with the shortest chords (straight
+    /// lines through the Earth between ECEF points); the exact geodesic s of the shortest is
+    /// then an upper bound. A geodesic is never shorter than its chord, so only a place whose
+    /// chord is at most s (plus the index's centimetre rounding) can be as near. The chord
+    /// undershoots the geodesic by about c³/(24R²) (1 mm at 10 km, 1 m at 100 km), so the
+    /// second-shortest chord is usually beyond that and the lookup costs one inverse; when it
+    /// is not (near-equal places, or far from every place, mid-ocean), a second walk decides
+    /// every place within the bound by its geodesic, the bound shrinking to the best found.
     @_noAllocation
     public func nearest(to point: GeoPoint, within maximumDistanceM: Double = .infinity, scope: PlaceScope = .any) -> PlaceMatch? {
         guard point.isValid, !(maximumDistanceM < 0) else { return nil }
         var search = NearestPlaceSearch(index: self, point: point, maximumDistanceM: maximumDistanceM, populatedOnly: scope == .populated)
-        if scope != .site { search.collect(0, siteStart) }
-        if scope != .populated { search.collect(siteStart, placeCount) }
-        if search.overflowed {
-            // More near-equal candidates than the buffer holds (a point over 1,000 km from every
-            // place, or many places at one spot): every place within the bound, decided exactly.
-            search.resetForExactPass()
-            if scope != .site { search.decideAll(0, siteStart) }
-            if scope != .populated { search.decideAll(siteStart, placeCount) }
-        } else {
-            search.decideCandidates()
+        if scope != .site { search.shortestChord(0, siteStart) }
+        if scope != .populated { search.shortestChord(siteStart, placeCount) }
+        guard search.shortest >= 0 else { return nil }
+        search.decide(search.shortest)
+        search.tightenBound()
+        // The second walk only when another place's chord is within reach (near-equal places,
+        // or far from every place); usually the second-shortest chord is already beyond it.
+        if search.secondSquared <= search.boundSquared {
+            if scope != .site { search.decideWithinBound(0, siteStart) }
+            if scope != .populated { search.decideWithinBound(siteStart, placeCount) }
         }
         guard search.best >= 0, search.bestDistanceM <= maximumDistanceM else { return nil }
         return PlaceMatch(place: search.best, distanceM: search.bestDistanceM, bearingDeg: search.bestBearingDeg)
@@ -55,7 +57,6 @@ extension PlaceIndex {
 
 /// The state of one `nearest` call (see there). Distances in the tree are centimetres.
 struct NearestPlaceSearch {
-    static let capacity = 8
     /// How far a stored coordinate (rounded to 1 cm on each axis) can be from the true one, cm.
     static let roundingCm = 0.87
 
@@ -66,11 +67,11 @@ struct NearestPlaceSearch {
     let populatedOnly: Bool
     /// Squared chord (cm²) beyond which a place cannot be the nearest.
     var boundSquared: Double
-    var shortestChordCm = Double.infinity
-    var candidates: (Int32, Int32, Int32, Int32, Int32, Int32, Int32, Int32) = (0, 0, 0, 0, 0, 0, 0, 0)
-    var chords: (Double, Double, Double, Double, Double, Double, Double, Double) = (0, 0, 0, 0, 0, 0, 0, 0)
-    var candidateCount = 0
-    var overflowed = false
+    /// The place with the shortest chord (first walk), that chord squared, and the second-shortest
+    /// chord squared (of any other place).
+    var shortest = -1
+    var shortestSquared = Double.infinity
+    var secondSquared = Double.infinity
     var best = -1
     var bestDistanceM = Double.infinity
     var bestBearingDeg = 0.0
@@ -83,132 +84,125 @@ struct NearestPlaceSearch {
         (qx, qy, qz) = (point.x * scale, point.y * scale, point.z * scale)
         maximumCm = maximumDistanceM * scale
         self.populatedOnly = populatedOnly
-        let limit = maximumCm + 2 * Self.roundingCm
+        // A place whose stored chord exceeds the limit by more than the rounding is farther.
+        let limit = maximumCm + Self.roundingCm
         boundSquared = limit.isFinite ? limit * limit : .infinity
     }
 
-    /// The largest chord (cm) a place may have and still be nearer by geodesic distance than a
-    /// place whose chord is `chordCm`.
-    @_noAllocation
-    static func reach(ofChordCm chordCm: Double) -> Double {
-        let scale = PlaceIndexLayout.ecefScale
-        let upper = Geodesy.distanceBounds(chordM: (chordCm + roundingCm) / scale).upper
-        // Beyond 1,000 km the bracket is not claimed: a geodesic is at most a half ellipse, under
-        // 1.6 times its chord.
-        let geodesicCm = upper.isFinite ? upper * scale : 1.6 * (chordCm + roundingCm)
-        return geodesicCm + roundingCm
-    }
-
-    @_noAllocation
+    @_noAllocation @inline(__always)
     func accepts(_ record: PlaceRecord) -> Bool {
         !populatedOnly || record.featureClass == UInt8(ascii: "P")
     }
 
-    @_noAllocation
+    @_noAllocation @inline(__always)
     func squaredChord(_ record: PlaceRecord) -> (squared: Double, dx: Double, dy: Double, dz: Double) {
         let dx = qx - Double(record.ecef(0)), dy = qy - Double(record.ecef(1)), dz = qz - Double(record.ecef(2))
         return (dx * dx + dy * dy + dz * dz, dx, dy, dz)
     }
 
-    /// Walks the tree over [lo, hi): the shortest chord and every place within its reach.
-    @_noAllocation
-    mutating func collect(_ lo: Int, _ hi: Int) {
-        guard lo < hi else { return }
-        let mid = (lo + hi) >> 1
-        let record = index.record(mid)
-        let (squared, dx, dy, dz) = squaredChord(record)
-        if squared <= boundSquared && accepts(record) {
-            let chord = LibM.sqrt(squared)
-            if chord < shortestChordCm {
-                shortestChordCm = chord
-                let reach = Self.reach(ofChordCm: chord)
-                boundSquared = min(boundSquared, reach * reach)
+    /// How far the point is from a subtree's cell, as the walk knows it: the squared distance
+    /// (cm²) to the box the split planes on the way down bound, and the offset along each axis
+    /// that makes it up (Arya and Mount's incremental distance). Far from every place, where the
+    /// ball around the point is thousands of kilometres wide, this prunes far more subtrees than
+    /// the distance to the last split plane alone.
+    struct CellDistance {
+        var squared = 0.0
+        var x = 0.0, y = 0.0, z = 0.0
+
+        /// The cell across a split at `delta` (cm) along `axis`.
+        @_noAllocation @inline(__always)
+        func across(axis: Int, delta: Double) -> CellDistance {
+            var cell = self
+            switch axis {
+            case 0: cell.squared += delta * delta - x * x; cell.x = delta
+            case 1: cell.squared += delta * delta - y * y; cell.y = delta
+            default: cell.squared += delta * delta - z * z; cell.z = delta
             }
-            remember(mid, chord)
-        }
-        let axis = record.axis
-        let delta = axis == 0 ? dx : axis == 1 ? dy : dz
-        if delta < 0 {
-            collect(lo, mid)
-            if delta * delta <= boundSquared { collect(mid + 1, hi) }
-        } else {
-            collect(mid + 1, hi)
-            if delta * delta <= boundSquared { collect(lo, mid) }
+            return cell
         }
     }
 
+    /// Subtrees of at most this many places are scanned in order, not walked.
+    static let leafSize = 8
+
+    /// Keeps `place` (its chord squared `squared`) if it is among the two shortest so far.
+    @_noAllocation @inline(__always)
+    mutating func consider(_ place: Int, _ squared: Double, _ record: PlaceRecord) {
+        guard squared < secondSquared && squared <= boundSquared && accepts(record) else { return }
+        if squared < shortestSquared {
+            secondSquared = shortestSquared
+            shortestSquared = squared
+            shortest = place
+        } else {
+            secondSquared = squared
+        }
+    }
+
+    /// First walk over the tree [lo, hi): the accepted places with the two shortest chords within
+    /// the bound (of equal chords, the first met is `shortest`; the second walk then sees both).
     @_noAllocation
-    mutating func remember(_ place: Int, _ chord: Double) {
-        // Entries the shrinking bound has passed are dropped to make room.
-        if candidateCount == Self.capacity { compact() }
-        guard candidateCount < Self.capacity else {
-            overflowed = true
+    mutating func shortestChord(_ lo: Int, _ hi: Int, _ cell: CellDistance = CellDistance()) {
+        if hi - lo <= Self.leafSize {
+            for place in lo..<hi {
+                let record = index.record(place)
+                consider(place, squaredChord(record).squared, record)
+            }
             return
         }
-        withUnsafeMutableBytes(of: &candidates) { $0.storeBytes(of: Int32(place), toByteOffset: candidateCount * 4, as: Int32.self) }
-        withUnsafeMutableBytes(of: &chords) { $0.storeBytes(of: chord, toByteOffset: candidateCount * 8, as: Double.self) }
-        candidateCount += 1
-    }
-
-    @_noAllocation
-    mutating func compact() {
-        let bound = LibM.sqrt(boundSquared)
-        var kept = 0
-        withUnsafeMutableBytes(of: &candidates) { places in
-            withUnsafeMutableBytes(of: &chords) { chords in
-                for slot in 0..<candidateCount {
-                    let chord = chords.load(fromByteOffset: slot * 8, as: Double.self)
-                    guard chord <= bound else { continue }
-                    places.storeBytes(of: places.load(fromByteOffset: slot * 4, as: Int32.self), toByteOffset: kept * 4, as: Int32.self)
-                    chords.storeBytes(of: chord, toByteOffset: kept * 8, as: Double.self)
-                    kept += 1
-                }
-            }
-        }
-        candidateCount = kept
-    }
-
-    /// The exact geodesic for every candidate still within reach of the shortest chord.
-    @_noAllocation
-    mutating func decideCandidates() {
-        compact()
-        let count = candidateCount
-        var slot = 0
-        while slot < count {
-            let place = withUnsafeBytes(of: candidates) { Int($0.load(fromByteOffset: slot * 4, as: Int32.self)) }
-            decide(place)
-            slot += 1
-        }
-    }
-
-    @_noAllocation
-    mutating func resetForExactPass() {
-        candidateCount = 0
-        let reach = shortestChordCm.isFinite ? Self.reach(ofChordCm: shortestChordCm) : maximumCm + 2 * Self.roundingCm
-        boundSquared = reach.isFinite ? reach * reach : .infinity
-    }
-
-    /// Every place over [lo, hi) within the bound, decided by its geodesic; the bound shrinks to
-    /// the best geodesic found so far.
-    @_noAllocation
-    mutating func decideAll(_ lo: Int, _ hi: Int) {
-        guard lo < hi else { return }
         let mid = (lo + hi) >> 1
         let record = index.record(mid)
         let (squared, dx, dy, dz) = squaredChord(record)
-        if squared <= boundSquared && accepts(record) {
+        consider(mid, squared, record)
+        let axis = record.axis
+        let delta = axis == 0 ? dx : axis == 1 ? dy : dz
+        // The subtree across the split only if its cell may hold a chord among the two shortest.
+        let far = cell.across(axis: axis, delta: delta)
+        if delta < 0 {
+            shortestChord(lo, mid, cell)
+            if far.squared < secondSquared && far.squared <= boundSquared { shortestChord(mid + 1, hi, far) }
+        } else {
+            shortestChord(mid + 1, hi, cell)
+            if far.squared < secondSquared && far.squared <= boundSquared { shortestChord(lo, mid, far) }
+        }
+    }
+
+    /// The bound after a place was decided: a place is as near as the best only if its stored
+    /// chord is within the best geodesic plus the rounding.
+    @_noAllocation @inline(__always)
+    mutating func tightenBound() {
+        let limit = bestDistanceM * PlaceIndexLayout.ecefScale + Self.roundingCm
+        if limit * limit < boundSquared { boundSquared = limit * limit }
+    }
+
+    /// Second walk over [lo, hi): every accepted place within the bound but the one already
+    /// decided, decided by its geodesic; the bound shrinks to the best geodesic so far.
+    @_noAllocation
+    mutating func decideWithinBound(_ lo: Int, _ hi: Int, _ cell: CellDistance = CellDistance()) {
+        if hi - lo <= Self.leafSize {
+            for place in lo..<hi {
+                let record = index.record(place)
+                guard squaredChord(record).squared <= boundSquared && place != shortest && accepts(record) else { continue }
+                decide(place)
+                tightenBound()
+            }
+            return
+        }
+        let mid = (lo + hi) >> 1
+        let record = index.record(mid)
+        let (squared, dx, dy, dz) = squaredChord(record)
+        if squared <= boundSquared && mid != shortest && accepts(record) {
             decide(mid)
-            let limit = bestDistanceM * PlaceIndexLayout.ecefScale + Self.roundingCm
-            boundSquared = min(boundSquared, limit * limit)
+            tightenBound()
         }
         let axis = record.axis
         let delta = axis == 0 ? dx : axis == 1 ? dy : dz
+        let far = cell.across(axis: axis, delta: delta)
         if delta < 0 {
-            decideAll(lo, mid)
-            if delta * delta <= boundSquared { decideAll(mid + 1, hi) }
+            decideWithinBound(lo, mid, cell)
+            if far.squared <= boundSquared { decideWithinBound(mid + 1, hi, far) }
         } else {
-            decideAll(mid + 1, hi)
-            if delta * delta <= boundSquared { decideAll(lo, mid) }
+            decideWithinBound(mid + 1, hi, cell)
+            if far.squared <= boundSquared { decideWithinBound(lo, mid, far) }
         }
     }
 
