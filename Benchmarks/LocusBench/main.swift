@@ -564,6 +564,153 @@ func agentLocate(measure: Bool, repeats: Int) {
     print("turns \(repeats) answered \(answered) allocations \(counted)")
 }
 
+/// A place index file read into memory (the agent maps it; the lookups read the same bytes) and
+/// opened: the header, the checksum and every record's offsets checked, as at the agent's start.
+func openPlaceIndex(_ path: String) -> (bytes: UnsafeMutableRawBufferPointer, index: PlaceIndex) {
+    guard let data = FileManager.default.contents(atPath: path) else {
+        print("cannot read \(path)")
+        exit(1)
+    }
+    let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: data.count, alignment: 16)
+    data.copyBytes(to: bytes)
+    do throws(PlaceIndexError) {
+        return (bytes, try PlaceIndex(bytes: UnsafeRawBufferPointer(bytes)))
+    } catch {
+        print("\(path): \(error)")
+        exit(1)
+    }
+}
+
+/// Opening a place index: `--load-only` reads the file into memory; `--decode` also opens it
+/// `repeats` times (the header, the CRC32C over the body, every record's coordinates, strings
+/// and flags, every name entry), printing the time per open and the allocations of all opens
+/// but the first.
+func placesOpen(_ path: String, open: Bool, repeats: Int) {
+    guard let data = FileManager.default.contents(atPath: path) else {
+        print("cannot read \(path)")
+        exit(1)
+    }
+    let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: data.count, alignment: 16)
+    defer { bytes.deallocate() }
+    data.copyBytes(to: bytes)
+    guard open else { return }
+    var places = 0, counted = 0
+    func openOnce() {
+        do throws(PlaceIndexError) { places += try PlaceIndex(bytes: UnsafeRawBufferPointer(bytes)).placeCount } catch { exit(1) }
+    }
+    let start = DispatchTime.now().uptimeNanoseconds
+    for round in 0..<repeats {
+        // The first open in a process makes the magic bytes' array (a global): counted opens are the later ones.
+        if round == 0 { openOnce() } else { counted += allocations { openOnce() } }
+    }
+    let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    print("opens \(repeats) places \(places / repeats) allocations \(counted) bytes \(bytes.count) seconds_per_open \(elapsed / Double(repeats))")
+}
+
+/// Reverse geocoding: `PlaceIndex.nearest` on 10,000 points, the same on every run: half within
+/// 20 km of a gazetteer place (a place drawn at random, then a bearing and a distance of 0-20 km),
+/// half anywhere on the sphere (uniform by area: mostly sea, some far from any place). Both modes
+/// read and open the index and draw the points; --decode adds the lookups (of every point, or
+/// with `near` or `anywhere` of that half only).
+func placesReverse(_ path: String, half: String?, lookup: Bool, repeats: Int) {
+    let (bytes, index) = openPlaceIndex(path)
+    defer { bytes.deallocate() }
+    var random = SplitMix64(state: 0x9EC0DE)
+    var points: [GeoPoint] = []
+    let count = 10_000
+    points.reserveCapacity(count)
+    for number in 0..<count {
+        if number % 2 == 0 {
+            let record = index.record(random.below(index.siteStart))
+            let distanceM = 20_000 * random.unit(), bearing = 2 * Double.pi * random.unit()
+            let latitude = min(90, max(-90, record.latitude + distanceM * cos(bearing) / 111_132))
+            var longitude = record.longitude + distanceM * sin(bearing) / (111_320 * max(0.01, cos(latitude * Double.pi / 180)))
+            if longitude > 180 { longitude -= 360 } else if longitude < -180 { longitude += 360 }
+            points.append(GeoPoint(latitude: latitude, longitude: longitude))
+        } else {
+            points.append(GeoPoint(latitude: asin(2 * random.unit() - 1) * 180 / Double.pi, longitude: 360 * random.unit() - 180))
+        }
+    }
+    guard lookup else { return }
+    var found = 0, sum = 0.0, near = 0
+    let start = DispatchTime.now().uptimeNanoseconds
+    let counted = points.withUnsafeBufferPointer { points in
+        allocations {
+            for _ in 0..<repeats {
+                for number in stride(from: half == "anywhere" ? 1 : 0, to: points.count, by: half == nil ? 1 : 2) {
+                    guard let match = index.nearest(to: points[number]) else { continue }
+                    found += 1
+                    sum += match.distanceM
+                    if match.distanceM <= 20_000 { near += 1 }
+                }
+            }
+        }
+    }
+    let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    let looked = half == nil ? count : count / 2
+    print("lookups \(looked * repeats) found \(found) allocations \(counted) seconds \(elapsed) per_second \(Int(Double(looked * repeats) / max(elapsed, 1e-9))) within20km \(near / repeats) mean_m \(Int(sum / Double(max(found, 1))))")
+}
+
+/// Forward geocoding: `PlaceNameSearch.search` on 10,000 names drawn from the gazetteer the index
+/// was built from (the same on every run): half a place's name as GeoNames spells it, three
+/// tenths one of its alternate names (the ASCII name among them), a fifth the name with ", CC"
+/// (its country code) after it. Every other query is given a point to rank by (as the agent gives
+/// the last fix), so the candidates written get their geodesic distance; at most 10 are written
+/// into the caller's buffer and ranked, the rest only counted. Both modes read and open the index
+/// and draw the names; --decode adds the searches.
+func placesForward(_ path: String, gazetteer: String, search searching: Bool, repeats: Int) {
+    let (bytes, index) = openPlaceIndex(path)
+    defer { bytes.deallocate() }
+    guard let text = FileManager.default.contents(atPath: gazetteer).map({ [UInt8]($0) }) else {
+        print("cannot read \(gazetteer)")
+        exit(1)
+    }
+    var lineStarts: [Int] = [0]
+    for offset in 0..<text.count where text[offset] == 0x0A && offset + 1 < text.count { lineStarts.append(offset + 1) }
+    var random = SplitMix64(state: 0xF0_4D)
+    var queries: [[UInt8]] = []
+    let count = 10_000
+    while queries.count < count {
+        let start = lineStarts[random.below(lineStarts.count)]
+        var end = start
+        while end < text.count && text[end] != 0x0A { end += 1 }
+        let fields = text[start..<end].split(separator: 0x09, omittingEmptySubsequences: false)
+        guard fields.count == 19, !fields[1].isEmpty else { continue }
+        let name = Array(fields[1])
+        switch queries.count % 10 {
+        case 0..<5: queries.append(name)
+        case 5..<8:
+            let alternates = ([fields[2]] + fields[3].split(separator: UInt8(ascii: ","))).filter { !$0.isEmpty }
+            queries.append(alternates.isEmpty ? name : Array(alternates[random.below(alternates.count)]))
+        default:
+            queries.append(fields[8].count == 2 ? name + Array(", ".utf8) + Array(fields[8]) : name)
+        }
+    }
+    let near = GeoPoint(latitude: 48.1374, longitude: 11.5755)
+    guard searching else { return }
+    let searcher = PlaceNameSearch()
+    let results = UnsafeMutableBufferPointer<PlaceCandidate>.allocate(capacity: 10)
+    defer { results.deallocate() }
+    var total = 0, matched = 0, written = 0
+    let start = DispatchTime.now().uptimeNanoseconds
+    let counted = queries.withUnsafeBufferPointer { queries in
+        allocations {
+            for _ in 0..<repeats {
+                for number in 0..<queries.count {
+                    let result = queries[number].withUnsafeBytes { query in
+                        searcher.search(query, in: index, near: number % 2 == 0 ? near : nil, into: results)
+                    }
+                    total += result.total
+                    written += result.written
+                    if result.total > 0 { matched += 1 }
+                }
+            }
+        }
+    }
+    let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    print("searches \(count * repeats) matched \(matched) allocations \(counted) seconds \(elapsed) per_second \(Int(Double(count * repeats) / max(elapsed, 1e-9))) places \(total / repeats) written \(written / repeats)")
+}
+
 let arguments = CommandLine.arguments.dropFirst()
 guard let workload = arguments.first else {
     print("usage: locus-bench nmea (--decode|--load-only) [--repeat N] FILE...")
@@ -594,6 +741,9 @@ case "agent-uplink": agentTurns(kind: "uplink", measure: decode, repeats: repeat
 case "ranging-second": rangingWorkload(kind: "second", measure: decode, repeats: repeats)
 case "ranging-line": rangingWorkload(kind: "line", measure: decode, repeats: repeats)
 case "agent-locate": agentLocate(measure: decode, repeats: repeats)
+case "places-open": placesOpen(rest[0], open: decode, repeats: repeats)
+case "places-reverse": placesReverse(rest[0], half: rest.count > 1 ? rest[1] : nil, lookup: decode, repeats: repeats)
+case "places-forward": placesForward(rest[0], gazetteer: rest[1], search: decode, repeats: repeats)
 default:
     print("unknown workload \(workload)")
     exit(2)
