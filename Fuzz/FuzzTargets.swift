@@ -94,3 +94,88 @@ public func fuzzDNS(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     return 0
 }
 #endif
+
+#if FUZZ_PLACES || FUZZ_PLACES_CRC
+/// A place index file (what the agent maps): opened, and when it opens, looked up in. FUZZ_PLACES
+/// takes the bytes as they are, so nearly every mutation stops at the checksum; FUZZ_PLACES_CRC
+/// first writes the input's length and the CRC32C of its body into the header, as a crafted file
+/// would carry them, so the structural checks behind them are what the input meets. Whatever
+/// opens must answer every lookup from inside the file: places below the count, distances and
+/// bearings finite and in range, every string inside the bytes, names found only as places.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzPlaceIndex(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(size, 1), alignment: 16)
+    defer { buffer.deallocate() }
+    if size > 0 { buffer.copyMemory(from: UnsafeRawBufferPointer(start: data, count: size)) }
+    let bytes = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(buffer)[0..<size])
+    #if FUZZ_PLACES_CRC
+    if size >= PlaceIndexLayout.headerSize {
+        buffer.storeBytes(of: UInt64(size).littleEndian, toByteOffset: PlaceIndexLayout.fileSizeOffset, as: UInt64.self)
+        let body = UnsafeRawBufferPointer(rebasing: bytes[PlaceIndexLayout.headerSize...])
+        buffer.storeBytes(of: CRC32C.checksum(body).littleEndian, toByteOffset: PlaceIndexLayout.checksumOffset, as: UInt32.self)
+    }
+    #endif
+    let index: PlaceIndex
+    do throws(PlaceIndexError) { index = try PlaceIndex(bytes: bytes) } catch { return 0 }
+    precondition(index.siteStart <= index.placeCount && index.placeCount * PlaceIndexLayout.recordSize <= size)
+    let start = bytes.baseAddress!, end = bytes.baseAddress! + size
+    func inside(_ string: UnsafeRawBufferPointer) {
+        precondition(string.count == 0 || (string.baseAddress! >= start && string.baseAddress! + string.count <= end))
+    }
+    inside(index.sourceDescription)
+    func checkPlace(_ place: Int) {
+        precondition(place >= 0 && place < index.placeCount)
+        let record = index.record(place)
+        precondition(abs(record.latitude) <= 90 && abs(record.longitude) <= 180)
+        inside(index.name(of: record))
+        inside(index.admin1(of: record))
+        inside(index.timeZone(of: record))
+        inside(index.featureCode(of: record))
+    }
+    var line = JSONWriter(capacity: 1 << 19)
+    // Points: two fixed ones and the first places' own coordinates, moved a little.
+    var points = [GeoPoint(latitude: 53.5396, longitude: 8.5809), GeoPoint(latitude: -47.3, longitude: -132.1)]
+    for place in 0..<min(index.placeCount, 3) {
+        let record = index.record(place)
+        points.append(GeoPoint(latitude: record.latitude * 0.999, longitude: record.longitude + 0.01))
+    }
+    for point in points {
+        for (scope, within) in [(PlaceScope.any, Double.infinity), (.populated, 50_000.0), (.site, 5_000_000.0)] {
+            guard let match = index.nearest(to: point, within: within, scope: scope) else { continue }
+            checkPlace(match.place)
+            let record = index.record(match.place)
+            precondition(match.distanceM >= 0 && match.distanceM <= within && match.distanceM <= 20_004_000)
+            precondition(match.bearingDeg >= 0 && match.bearingDeg < 360)
+            switch scope {
+            case .any: break
+            case .populated: precondition(match.place < index.siteStart && record.featureClass == UInt8(ascii: "P"))
+            case .site: precondition(match.place >= index.siteStart && record.isSite)
+            }
+            line.reset()
+            PlaceText.write(match, in: index, into: &line)
+            line.reset()
+            PlaceJSON.write(match, in: index, into: &line)
+            precondition(!line.overflowed)
+        }
+    }
+    // Names: the first places' own names (bytes of the file) and a qualified one.
+    let search = PlaceNameSearch()
+    let results = UnsafeMutableBufferPointer<PlaceCandidate>.allocate(capacity: 4)
+    defer { results.deallocate() }
+    func lookUp(_ query: UnsafeRawBufferPointer, near: GeoPoint?) {
+        let found = search.search(query, in: index, near: near, into: results)
+        precondition(found.written <= results.count && found.written <= found.total && found.total <= index.nameCount)
+        precondition(found.problem == nil || found.total == 0)
+        for candidate in results.prefix(found.written) {
+            checkPlace(candidate.place)
+            precondition(near == nil ? candidate.distanceM.isNaN : candidate.distanceM >= 0)
+        }
+    }
+    for place in 0..<min(index.placeCount, 3) {
+        lookUp(index.name(of: index.record(place)), near: place == 0 ? nil : points[0])
+    }
+    let qualified: StaticString = "Paris, US"
+    lookUp(UnsafeRawBufferPointer(start: qualified.utf8Start, count: qualified.utf8CodeUnitCount), near: nil)
+    return 0
+}
+#endif
