@@ -154,6 +154,9 @@ public enum Geodesy {
 }
 
 // MARK: - Karney's inverse solution (distance only)
+//
+// A port of GeographicLib's Geodesic::GenInverse for WGS84, its products grouped as it groups
+// them (its sq(x) is one product: (a·b)·(a·b), not a·b·a·b).
 
 extension Geodesy {
     static let degree = Double.pi / 180
@@ -396,6 +399,27 @@ extension Geodesy {
         return (A1 * (sig12 + b1), m12b)
     }
 
+    /// Reduced length / b alone (GeographicLib's Lengths asked for the reduced length only): the
+    /// C1 and C2 series combined first, two series sums instead of four.
+    @inline(__always)
+    static func reducedLength(_ eps: Double, _ sig12: Double,
+                              _ ssig1: Double, _ csig1: Double, _ dn1: Double,
+                              _ ssig2: Double, _ csig2: Double, _ dn2: Double) -> Double {
+        let a1 = a1m1(eps), a2 = a2m1(eps)
+        let coefficients1 = c1(eps), coefficients2 = c2(eps)
+        let m0 = a1 - a2
+        let A1 = 1 + a1, A2 = 1 + a2
+        var c = Series()
+        c.c1 = A1 * coefficients1.c1 - A2 * coefficients2.c1
+        c.c2 = A1 * coefficients1.c2 - A2 * coefficients2.c2
+        c.c3 = A1 * coefficients1.c3 - A2 * coefficients2.c3
+        c.c4 = A1 * coefficients1.c4 - A2 * coefficients2.c4
+        c.c5 = A1 * coefficients1.c5 - A2 * coefficients2.c5
+        c.c6 = A1 * coefficients1.c6 - A2 * coefficients2.c6
+        let j12 = m0 * sig12 + (sinSeries(ssig2, csig2, c) - sinSeries(ssig1, csig1, c))
+        return dn2 * (csig1 * ssig2) - dn1 * (ssig1 * csig2) - csig1 * csig2 * j12
+    }
+
     /// The positive root k of k⁴ + 2k³ - (x² + y² - 1)k² - 2y²k - y² = 0.
     static func astroid(_ x: Double, _ y: Double) -> Double {
         let p = x * x, q = y * y
@@ -445,8 +469,8 @@ extension Geodesy {
         }
         var salp1 = cbet2 * somg12
         var calp1 = comg12 >= 0
-            ? sbet12 + cbet2 * sbet1 * somg12 * somg12 / (1 + comg12)
-            : sbet12a - cbet2 * sbet1 * somg12 * somg12 / (1 - comg12)
+            ? sbet12 + cbet2 * sbet1 * (somg12 * somg12) / (1 + comg12)
+            : sbet12a - cbet2 * sbet1 * (somg12 * somg12) / (1 - comg12)
         let ssig12 = hypot(salp1, calp1)
         let csig12 = sbet1 * sbet2 + cbet1 * cbet2 * comg12
         // The relative error of the short-line formula is σ12² f (1 - f/2) / 2; below this σ12 it
@@ -454,7 +478,7 @@ extension Geodesy {
         let etol2 = 0.1 * tol2 / LibM.sqrt(f * (1 - f / 2) / 2)
         if shortLine && ssig12 < etol2 {
             sig12 = LibM.atan2(ssig12, csig12)
-        } else if abs(n) > 0.1 || csig12 >= 0 || ssig12 >= 6 * abs(n) * Double.pi * cbet1 * cbet1 {
+        } else if abs(n) > 0.1 || csig12 >= 0 || ssig12 >= 6 * abs(n) * Double.pi * (cbet1 * cbet1) {
             // The zeroth-order spherical estimate is good enough.
         } else {
             // Nearly antipodal: scale so the antipode is at the origin and solve the astroid.
@@ -474,7 +498,7 @@ extension Geodesy {
                 somg12 = LibM.sin(omg12a)
                 comg12 = -LibM.cos(omg12a)
                 salp1 = cbet2 * somg12
-                calp1 = sbet12a - cbet2 * sbet1 * somg12 * somg12 / (1 - comg12)
+                calp1 = sbet12a - cbet2 * sbet1 * (somg12 * somg12) / (1 - comg12)
             }
         }
         if !(salp1 <= 0) {
@@ -509,7 +533,7 @@ extension Geodesy {
         let comg1 = csig1
         normalize(&ssig1, &csig1)
         let calp2 = cbet2 != cbet1 || abs(sbet2) != -sbet1
-            ? LibM.sqrt(calp1 * cbet1 * calp1 * cbet1 + (cbet1 < -sbet1 ? (cbet2 - cbet1) * (cbet1 + cbet2) : (sbet1 - sbet2) * (sbet1 + sbet2))) / cbet2
+            ? LibM.sqrt((calp1 * cbet1) * (calp1 * cbet1) + (cbet1 < -sbet1 ? (cbet2 - cbet1) * (cbet1 + cbet2) : (sbet1 - sbet2) * (sbet1 + sbet2))) / cbet2
             : abs(calp1)
         var ssig2 = sbet2
         let somg2 = salp0 * sbet2
@@ -530,8 +554,8 @@ extension Geodesy {
             if calp2 == 0 {
                 result.dlam12 = -2 * (1 - f) * dn1 / sbet1
             } else {
-                let m12b = lengths(eps, sig12, ssig1, csig1, dn1, ssig2, csig2, dn2).m12b
-                result.dlam12 = m12b * (1 - f) / (calp2 * cbet2)
+                let m12b = reducedLength(eps, sig12, ssig1, csig1, dn1, ssig2, csig2, dn2)
+                result.dlam12 = m12b * ((1 - f) / (calp2 * cbet2))
             }
         }
         result.sig12 = sig12
@@ -580,8 +604,8 @@ extension Geodesy {
         } else {
             if abs(sbet2) == -sbet1 { cbet2 = cbet1 }
         }
-        let dn1 = LibM.sqrt(1 + ep2 * sbet1 * sbet1)
-        let dn2 = LibM.sqrt(1 + ep2 * sbet2 * sbet2)
+        let dn1 = LibM.sqrt(1 + ep2 * (sbet1 * sbet1))
+        let dn2 = LibM.sqrt(1 + ep2 * (sbet2 * sbet2))
 
         var s12x = 0.0
         var meridian = lat1 == -90 || slam12 == 0
