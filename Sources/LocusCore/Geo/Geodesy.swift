@@ -122,6 +122,47 @@ public enum Geodesy {
                                azimuth2Deg: atan2Degrees(core.salp2, core.calp2))
     }
 
+    /// The longest chord `shortLine` answers for, metres.
+    public static let shortLineLimitM = 20_000.0
+
+    /// The geodesic from p (latitude, longitude) toward `q` when they are at most `shortLineLimitM` apart (chord),
+    /// in a few hundred instructions instead of the inverse problem's few thousand: the length
+    /// and the forward azimuth at `p`. nil farther, or for coincident points.
+    ///
+    /// The plane through `p`'s normal and `q` cuts the ellipsoid in the normal section from p to
+    /// q; its azimuth at p is exactly the direction of the chord q − p in p's east-north plane,
+    /// and its curvature at p is Euler's 1/R = cos²α/M + sin²α/N. A plane curve of curvature κ
+    /// is longer than its chord c by κ²c³/24 (+ O(c⁵)). The geodesic differs from the normal
+    /// section by terms of order e⁴ in length and e²σ² in azimuth: under 20 km all of it stays
+    /// below 2 µm and 1e-6° of Karney's solution for lines of 1 m or more (shorter ones carry the
+    /// ECEF coordinates' rounding in their direction: 1e-4° at 1 mm). The tests compare both on
+    /// random lines worldwide, poles and the antimeridian included.
+    @_noAllocation
+    public static func shortLine(fromLatitude latitude: Double, longitude: Double, to q: GeoPoint) -> (distanceM: Double, azimuthDeg: Double)? {
+        // p's ECEF coordinates as GeoPoint computes them, from the same sines and cosines the
+        // east-north frame needs.
+        let (sinPhi, cosPhi) = sinCosDegrees(latitude)
+        let (sinLambda, cosLambda) = sinCosDegrees(longitude)
+        let w2 = 1 - WGS84.eccentricitySquared * sinPhi * sinPhi
+        let primeVertical = WGS84.equatorialRadiusM / LibM.sqrt(w2)
+        let dx = q.x - primeVertical * cosPhi * cosLambda
+        let dy = q.y - primeVertical * cosPhi * sinLambda
+        let dz = q.z - primeVertical * (1 - WGS84.eccentricitySquared) * sinPhi
+        let chordSquared = dx * dx + dy * dy + dz * dz
+        guard chordSquared <= shortLineLimitM * shortLineLimitM else { return nil }
+        let east = -sinLambda * dx + cosLambda * dy
+        let north = -sinPhi * (cosLambda * dx + sinLambda * dy) + cosPhi * dz
+        let horizontal = east * east + north * north
+        guard horizontal > 0 else { return nil }
+        let meridional = primeVertical * (1 - WGS84.eccentricitySquared) / w2
+        let curvature = (north * north / meridional + east * east / primeVertical) / horizontal
+        let chord = LibM.sqrt(chordSquared)
+        let distance = chord + curvature * curvature * chord * chordSquared / 24
+        var azimuth = atan2Degrees(east, north)
+        if azimuth < 0 { azimuth += 360 }
+        return (distance, azimuth >= 360 ? 0 : azimuth)
+    }
+
     @inline(__always)
     static func validPair(_ lat1: Double, _ lon1: Double, _ lat2: Double, _ lon2: Double) -> Bool {
         lat1.isFinite && lat2.isFinite && lon1.isFinite && lon2.isFinite && abs(lat1) <= 90 && abs(lat2) <= 90
