@@ -651,8 +651,8 @@ func placesOpen(_ path: String, open: Bool, repeats: Int) {
 /// 20 km of a gazetteer place (a place drawn at random, then a bearing and a distance of 0-20 km),
 /// half anywhere on the sphere (uniform by area: mostly sea, some far from any place). Both modes
 /// read and open the index and draw the points; --decode adds the lookups (of every point, or
-/// with `near` or `anywhere` of that half only).
-func placesReverse(_ path: String, half: String?, lookup: Bool, repeats: Int) {
+/// with `near` or `anywhere` of that half only; `all` for every point), within `withinM` metres.
+func placesReverse(_ path: String, half: String?, withinM: Double, lookup: Bool, repeats: Int) {
     let (bytes, index) = openPlaceIndex(path)
     defer { bytes.deallocate() }
     var random = SplitMix64(state: 0x9EC0DE)
@@ -678,7 +678,7 @@ func placesReverse(_ path: String, half: String?, lookup: Bool, repeats: Int) {
         allocations {
             for _ in 0..<repeats {
                 for number in stride(from: half == "anywhere" ? 1 : 0, to: points.count, by: half == nil ? 1 : 2) {
-                    guard let match = index.nearest(to: points[number]) else { continue }
+                    guard let match = index.nearest(to: points[number], within: withinM) else { continue }
                     found += 1
                     sum += match.distanceM
                     if match.distanceM <= 20_000 { near += 1 }
@@ -783,7 +783,10 @@ case "ranging-second": rangingWorkload(kind: "second", measure: decode, repeats:
 case "ranging-line": rangingWorkload(kind: "line", measure: decode, repeats: repeats)
 case "agent-locate": agentLocate(measure: decode, repeats: repeats)
 case "places-open": placesOpen(rest[0], open: decode, repeats: repeats)
-case "places-reverse": placesReverse(rest[0], half: rest.count > 1 ? rest[1] : nil, lookup: decode, repeats: repeats)
+case "places-reverse":
+    // places-reverse INDEX [all|near|anywhere [WITHIN_METRES]]
+    placesReverse(rest[0], half: rest.count > 1 && rest[1] != "all" ? rest[1] : nil,
+                  withinM: rest.count > 2 ? Double(rest[2]) ?? .infinity : .infinity, lookup: decode, repeats: repeats)
 case "places-forward": placesForward(rest[0], gazetteer: rest[1], search: decode, repeats: repeats)
 default:
     print("unknown workload \(workload)")
