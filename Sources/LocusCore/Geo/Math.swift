@@ -41,6 +41,9 @@ public enum LibM {
     /// The largest integer <= x (x itself if it is not finite or already integral).
     @_semantics("no_performance_analysis") @inline(__always)
     public static func floor(_ x: Double) -> Double { x.rounded(.down) }
+    /// The integer nearest x, halfway cases away from zero (`rounded()`, C's round).
+    @_semantics("no_performance_analysis") @inline(__always)
+    public static func round(_ x: Double) -> Double { x.rounded() }
 
     @inline(__always) public static func sin(_ x: Double) -> Double { c_sin(x) }
     @inline(__always) public static func cos(_ x: Double) -> Double { c_cos(x) }

@@ -60,6 +60,6 @@ public enum PlaceIndexLayout {
     /// The fixed-point form of a coordinate, as the index stores it.
     @_noAllocation
     public static func fixedPoint(_ degrees: Double) -> Int32 {
-        Int32((degrees * degreeScale).rounded())
+        Int32(LibM.round(degrees * degreeScale))
     }
 }
