@@ -118,7 +118,7 @@ struct NearestPlaceSearch {
         let record = index.record(mid)
         let (squared, dx, dy, dz) = squaredChord(record)
         if squared <= boundSquared && accepts(record) {
-            let chord = squared.squareRoot()
+            let chord = LibM.sqrt(squared)
             if chord < shortestChordCm {
                 shortestChordCm = chord
                 let reach = Self.reach(ofChordCm: chord)
@@ -152,7 +152,7 @@ struct NearestPlaceSearch {
 
     @_noAllocation
     mutating func compact() {
-        let bound = boundSquared.squareRoot()
+        let bound = LibM.sqrt(boundSquared)
         var kept = 0
         withUnsafeMutableBytes(of: &candidates) { places in
             withUnsafeMutableBytes(of: &chords) { chords in
