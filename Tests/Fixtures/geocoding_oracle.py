@@ -16,7 +16,8 @@ site's places TSV), read here on their own, as `locus geo index` documents them.
   place with the shortest chord (+1 cm), and only those are solved. Coordinates are the index's
   (round(x * 1e7) / 1e7). Required: the same place, unless the two are within 1 mm of each other;
   the distance within 1 mm of GeographicLib's s12; the bearing within 0.01 degree of azi1 (unless
-  the point is within 1 mm of the place); every field of the answer. Again with
+  the point is within 1 mm of the place); every field of the answer; of places on one spot, the
+  site's, then the most populous. Again with
   `--scope populated --within 20000` (nearest gazetteer place of class P, or null beyond 20 km)
   and with `--scope site` (points around the site, when there is one);
 - folding: every name, ASCII name, alternate name and alias through `locus geo fold`, equal to
@@ -384,6 +385,10 @@ def reverse(args, places, by_ident, tmp, label):
                 ties.append(f"{where}: {answer['name']} ({s:.4f} m), GeographicLib's first {places[best].name} ({s_best:.4f} m)")
                 if tie > 0.001:
                     problems.append(f"{where}: {answer['name']} at {s} m, GeographicLib's nearest {places[best].name} at {s_best} m")
+                # Places on one spot: the site's, then the most populous.
+                spot = (places[number].lat7, places[number].lon7)
+                if min(rank(places[n]) for n in solved if (places[n].lat7, places[n].lon7) == spot) != rank(places[number]):
+                    problems.append(f"{where}: {answer['name']} of several places on one spot, not the first by site and population")
             else:
                 counts["same"] += 1
             error = abs(answer["distance_m"] - s)
