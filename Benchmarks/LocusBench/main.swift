@@ -206,6 +206,46 @@ func geo(decide: Bool, repeats: Int) {
     }
 }
 
+/// 1,000 point pairs within 50 km of each other (the first anywhere, uniform over the sphere's
+/// area; the second at a uniform bearing and distance on a sphere of the Earth's mean radius),
+/// the same on every run. `geodesic` solves the inverse problem with both azimuths
+/// (Geodesy.inverseSolution), `geodesic-distance` for the distance only (Geodesy.distanceM);
+/// --load-only draws the pairs and stops.
+func geodesic(azimuths: Bool, solve: Bool, repeats: Int) {
+    var random = SplitMix64(state: 0x6E0D_E51C)
+    var pairs: [(Double, Double, Double, Double)] = []
+    for _ in 0..<1_000 {
+        let lat = asin(random.uniform(-1, 1)) * 180 / .pi, lon = random.uniform(-180, 180)
+        let delta = random.uniform(0, 50_000) / 6_371_008.8, theta = random.uniform(0, 2 * .pi)
+        let phi1 = lat * .pi / 180
+        let sinPhi2 = sin(phi1) * cos(delta) + cos(phi1) * sin(delta) * cos(theta)
+        let lambda = atan2(sin(theta) * sin(delta) * cos(phi1), cos(delta) - sin(phi1) * sinPhi2)
+        var lon2 = lon + lambda * 180 / .pi
+        if lon2 > 180 { lon2 -= 360 } else if lon2 < -180 { lon2 += 360 }
+        pairs.append((lat, lon, asin(max(-1, min(1, sinPhi2))) * 180 / .pi, lon2))
+    }
+    guard solve else { return }
+    var sum = 0.0
+    let start = DispatchTime.now().uptimeNanoseconds
+    let counted = pairs.withUnsafeBufferPointer { pairs in
+        allocations {
+            for _ in 0..<repeats {
+                for number in 0..<pairs.count {
+                    let (lat1, lon1, lat2, lon2) = pairs[number]
+                    if azimuths {
+                        let solution = Geodesy.inverseSolution(lat1, lon1, lat2, lon2)
+                        sum += solution.distanceM + solution.azimuth1Deg + solution.azimuth2Deg
+                    } else {
+                        sum += Geodesy.distanceM(lat1, lon1, lat2, lon2)
+                    }
+                }
+            }
+        }
+    }
+    let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    print("inverses \(pairs.count * repeats) sum \(sum) allocations \(counted) seconds \(elapsed) per_second \(Int(Double(pairs.count * repeats) / max(elapsed, 1e-9)))")
+}
+
 /// Nearest geofence edge (boundary-aware sampling) on the `sanJoseGeofences` data, per fix:
 /// `index` (CircleIndex.nearestEdgeM with a 1,500 m limit: 50 m/s for 30 s), `unlimited` (the
 /// same without a limit) or `linear` (FenceEdges, the exact distance to every circle; only the
@@ -584,6 +624,7 @@ case "tpv-json": tpvJSON(load(rest), render: decode, repeats: repeats)
 case "event-json": eventJSON(render: decode, repeats: repeats)
 case "ble": ble(decode: decode, repeats: repeats)
 case "geo": geo(decide: decode, repeats: repeats)
+case "geodesic", "geodesic-distance": geodesic(azimuths: workload == "geodesic", solve: decode, repeats: repeats)
 case "nearest", "nearest-unlimited", "nearest-linear":
     nearest(mode: workload == "nearest" ? "index" : workload == "nearest-unlimited" ? "unlimited" : "linear", decide: decode, repeats: repeats)
 case "engine-fix": engineWorkload(kind: "fix", observe: decode, repeats: repeats)

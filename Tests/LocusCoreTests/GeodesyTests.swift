@@ -101,6 +101,69 @@ func name(_ side: Geodesy.Side) -> String {
         #expect(Geodesy.tol2 == Double.ulpOfOne.squareRoot())
     }
 
+    /// Azimuths where the answer is known: due north, east, south and west on the equator and at
+    /// 60°N (a parallel is no geodesic: the line to a point due east leaves north of east and
+    /// arrives south of it, GeographicLib's values), equatorial antipodes (over the pole, like
+    /// GeographicLib: north from the start, arriving heading south), coincident points and poles
+    /// (GeographicLib's conventions).
+    @Test func azimuthSpecialCases() {
+        func check(_ lat1: Double, _ lon1: Double, _ lat2: Double, _ lon2: Double,
+                   _ azimuth1: Double, _ azimuth2: Double, _ distance: Double? = nil, tolerance: Double = 0,
+                   sourceLocation: Testing.SourceLocation = #_sourceLocation) {
+            let solution = Geodesy.inverseSolution(lat1, lon1, lat2, lon2)
+            let text = "\(lat1) \(lon1) \(lat2) \(lon2): \(solution)"
+            #expect(abs(solution.azimuth1Deg - azimuth1) <= tolerance, "\(text)", sourceLocation: sourceLocation)
+            #expect(abs(solution.azimuth2Deg - azimuth2) <= tolerance, "\(text)", sourceLocation: sourceLocation)
+            #expect(abs(solution.distanceM - Geodesy.distanceM(lat1, lon1, lat2, lon2)) <= 2e-8, "\(text)", sourceLocation: sourceLocation)
+            if let distance { #expect(abs(solution.distanceM - distance) < 1e-6, "\(text)", sourceLocation: sourceLocation) }
+        }
+        // The equator: meridians and the equator itself are geodesics.
+        check(0, 0, 1, 0, 0, 0, 110_574.388_557_799)
+        check(0, 0, 0, 1, 90, 90, 111_319.490_793_274)
+        check(0, 0, -1, 0, 180, 180, 110_574.388_557_799)
+        check(0, 0, 0, -1, -90, -90, 111_319.490_793_274)
+        // 60°N.
+        check(60, 0, 61, 0, 0, 0, 111_420.727_869_738)
+        check(60, 0, 59, 0, 180, 180, 111_403.734_322_231)
+        check(60, 0, 60, 1, 89.566_984_545_504_85, 90.433_015_454_495_15, 55_799.470_393_260, tolerance: 1e-12)
+        check(60, 0, 60, -1, -89.566_984_545_504_85, -90.433_015_454_495_15, 55_799.470_393_260, tolerance: 1e-12)
+        // Equatorial antipodes: over the north pole, arriving southbound; westward, -0 and -180.
+        check(0, 0, 0, 180, 0, 180, 20_003_931.458_625_447)
+        check(0, 0, 0, -180, 0, -180, 20_003_931.458_625_447)
+        #expect(Geodesy.inverseSolution(0, 0, 0, -180).azimuth1Deg.sign == .minus)
+        // Nearly antipodal on the equator: the line leaves the equator.
+        check(0, 0, 0, 179.5, 55.966_495_140_158_64, 124.033_504_859_841_37, 19_980_861.908_890_963, tolerance: 1e-12)
+        // A point to itself, and coincident points at the poles: GeographicLib's conventions.
+        check(10, 20, 10, 20, 180, 180, 0)
+        check(0, 0, 0, 0, 180, 180, 0)
+        check(90, 0, 90, 123, 57, 180, 0)
+        check(-90, 10, -90, -170, -180, 0, 0)
+        // Pole to pole and pole to equator along meridians.
+        check(-90, 0, 90, 0, 0, 0, 20_003_931.458_625_447)
+        check(90, 0, 0, 0, 180, 180, 10_001_965.729_312_724)
+        check(0, 0, 90, 0, 0, 0, 10_001_965.729_312_724)
+        // Invalid input: every field NaN, like distanceM.
+        for bad in [Geodesy.inverseSolution(91, 0, 0, 0), Geodesy.inverseSolution(0, .nan, 0, 0), Geodesy.inverseSolution(0, 0, 0, .infinity)] {
+            #expect(bad.distanceM.isNaN && bad.azimuth1Deg.isNaN && bad.azimuth2Deg.isNaN)
+        }
+    }
+
+    /// Reversing a line swaps its azimuths, each turned by 180°, on random pairs at every scale;
+    /// the distance is distanceM's to nanometres.
+    @Test func reversedLineHasReversedAzimuths() {
+        var random = SplitMix64(seed: 31)
+        for _ in 0..<5_000 {
+            let lat = random.latitude(), lon = random.longitude()
+            let other = sphericalDestination(lat, lon, bearing: random.uniform(0, 360), distance: random.logUniform(1, 19_000_000))
+            let forward = Geodesy.inverseSolution(lat, lon, other.lat, other.lon)
+            let backward = Geodesy.inverseSolution(other.lat, other.lon, lat, lon)
+            #expect(azimuthDifference(backward.azimuth1Deg, forward.azimuth2Deg + 180) <= 1e-9, "\(lat) \(lon) \(other)")
+            #expect(azimuthDifference(backward.azimuth2Deg, forward.azimuth1Deg + 180) <= 1e-9, "\(lat) \(lon) \(other)")
+            #expect(abs(forward.azimuth1Deg) <= 180 && abs(forward.azimuth2Deg) <= 180)
+            #expect(abs(forward.distanceM - Geodesy.distanceM(lat, lon, other.lat, other.lon)) <= 2e-8)
+        }
+    }
+
     /// The fast exact reduction agrees with libm's remainder bit for bit, ties included.
     @Test func reductionMatchesLibmRemainder() {
         var random = SplitMix64(seed: 1)
@@ -118,6 +181,30 @@ func name(_ side: Geodesy.Side) -> String {
                 }
             }
         }
+    }
+
+    /// The inline hypot is libm's bit for bit: on the sines and cosines the solution normalizes,
+    /// on random magnitudes across the whole range, and at the edges of the inline range.
+    @Test func hypotMatchesLibm() {
+        var random = SplitMix64(seed: 3)
+        var pairs: [(Double, Double)] = [(0, 0), (0, -1), (-0.0, 1), (1, 1e-17), (3, 4), (0x1p511, 0x1p511), (0x1p511.nextUp, 1),
+                                         (0x1p-459, 1), (0x1p-459.nextDown, 0x1p-459), (1e300, 1e300), (1e-300, 2e-300),
+                                         (.infinity, 1), (.nan, 1), (1, .nan), (-.infinity, .nan), (Double.leastNonzeroMagnitude, 0)]
+        for _ in 0..<300_000 {
+            let angle = random.uniform(-4, 4), scale = random.uniform(0.5, 2)
+            pairs.append((sin(angle) * scale, cos(angle) * scale))                            // normalizations
+            pairs.append((random.uniform(-1, 1), random.uniform(-1, 1) * random.logUniform(1e-20, 1)))
+            pairs.append((random.uniform(-1, 1) * random.logUniform(1e-300, 1e300), random.uniform(-1, 1) * random.logUniform(1e-300, 1e300)))
+        }
+        var mismatches = 0
+        for (x, y) in pairs {
+            let ours = Geodesy.libmHypot(x, y), libm = hypot(x, y)
+            if !(ours.bitPattern == libm.bitPattern || (ours.isNaN && libm.isNaN)) {
+                mismatches += 1
+                if mismatches <= 10 { Issue.record("hypot(\(x), \(y)): \(ours) vs libm \(libm)") }
+            }
+        }
+        #expect(mismatches == 0)
     }
 
     /// Nearly antipodal pairs are where Newton's method needs its bracket; every one must come
@@ -221,6 +308,24 @@ func name(_ side: Geodesy.Side) -> String {
         }
         #expect(sink.isFinite)
     }
+
+    @Test func inverseSolutionAllocatesNothing() {
+        var sink = 0.0
+        for round in 0..<2 { // the first round warms up (runtime metadata, lazy globals)
+            let counted = allocations {
+                for index in 0..<100 {
+                    let solution = Geodesy.inverseSolution(37.33467, -122.00898, 37.33467 + Double(index) * 1e-3, -122.00898 + Double(index) * 2e-3)
+                    sink += solution.distanceM + solution.azimuth1Deg + solution.azimuth2Deg
+                }
+                sink += Geodesy.inverseSolution(-30, 0, 29.9, 179.8).azimuth1Deg // a Newton-iteration case
+                sink += Geodesy.inverseSolution(10, 20, 10, 20).azimuth2Deg      // a meridian case
+                sink += Geodesy.inverseSolution(0, 0, 0, 90).azimuth1Deg         // the equator
+                sink += Geodesy.inverseSolution(91, 0, 0, 0).azimuth1Deg.isNaN ? 1 : 0
+            }
+            if round == 1 { #expect(counted == 0) }
+        }
+        #expect(sink.isFinite)
+    }
 }
 
 /// Against GeodSolve itself (Debian geographiclib-tools), when it is installed: 500 pairs near
@@ -235,11 +340,12 @@ func name(_ side: Geodesy.Side) -> String {
         return nil
     }
 
-    /// Runs `GeodSolve -i -p 6` once on all lines; returns s12 per line.
-    static func geodSolve(_ executable: String, _ lines: [String]) throws -> [Double] {
+    /// Runs `GeodSolve -i -p PRECISION` once on all lines ("lat1 lon1 lat2 lon2"); returns its
+    /// azi1, azi2 and s12 per line (NaN where a line does not parse).
+    static func geodSolve(_ executable: String, _ lines: [String], precision: Int = 6) throws -> [(azi1: Double, azi2: Double, s12: Double)] {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["-i", "-p", "6"]
+        process.arguments = ["-i", "-p", String(precision)]
         let input = Pipe(), output = Pipe()
         process.standardInput = input
         process.standardOutput = output
@@ -256,7 +362,8 @@ func name(_ side: Geodesy.Side) -> String {
         let reply = String(decoding: data, as: UTF8.self)
         // Each line: azi1 azi2 s12.
         return reply.split(separator: "\n").map { line in
-            Double(line.split(separator: " ").last.map(String.init) ?? "") ?? .nan
+            let fields = line.split(separator: " ").map { Double(String($0)) ?? .nan }
+            return fields.count == 3 ? (fields[0], fields[1], fields[2]) : (.nan, .nan, .nan)
         }
     }
 
@@ -295,7 +402,7 @@ func name(_ side: Geodesy.Side) -> String {
         try #require(theirs.count == cases.count)
         var worst = 0.0
         for (index, item) in cases.enumerated() {
-            let reference = theirs[index]
+            let reference = theirs[index].s12
             worst = max(worst, abs(item.ours - reference))
             #expect(abs(item.ours - reference) <= 0.001, "\(lines[index]): ours \(item.ours), GeodSolve \(reference)")
             let side = Geodesy.compare(item.point, center: item.center, radiusM: item.radius, marginM: 0)
@@ -305,4 +412,59 @@ func name(_ side: Geodesy.Side) -> String {
         }
         print("GeodSolve differential: \(cases.count) pairs near circle edges, max |ours - GeodSolve| = \(worst) m")
     }
+
+    /// Lines where GeographicLib's conventions decide the azimuths: coincident points, exact
+    /// poles, meridians and the equator, antipodes, ±180° and ±0 longitudes.
+    static let conventionLines = [
+        "10 20 10 20", "-33.5 -70.25 -33.5 -70.25", "0 0 0 0", "0 -180 0 180", "0 180 0 -180", "90 0 90 123",
+        "-90 10 -90 -170", "90 0 -90 0", "-90 0 90 0", "90 45 0 0", "0 0 90 45", "-90 0 -89.5 30", "89.5 30 90 0",
+        "0 0 0 180", "0 0 0 -180", "0 0 -0 180", "-0 0 0 -180", "0 10 0 -170", "0 0 0 179.5", "0 0 0 -179.5",
+        "0 0 1 0", "0 0 -1 0", "0 0 0 1", "0 0 0 -1", "60 0 61 0", "60 0 59 0", "60 0 60 1", "60 0 60 -1",
+        "-60 0 -60 1", "45 0 -45 180", "-45 10 45 -170", "30 0 -30 179.9", "89 0 -89 180", "1 0 -1 180",
+        "0 -0 0 0", "-0 0 0 0", "20 0 20 180", "-20 -180 -20 0", "0 179.9 0 -179.9", "0 -179.9 0 179.9",
+    ]
+
+    /// Azimuths and distances of every corpus pair, both ways, and of the convention lines above,
+    /// against `GeodSolve -i -p 9` (14 decimals of a degree): |Δazi| <= 1e-9° (180 and -180 are
+    /// one direction), distance within 1 mm.
+    @Test(.enabled(if: geodSolvePath() != nil, "GeodSolve is not on PATH: apt-get install geographiclib-tools"))
+    func azimuthsMatchGeodSolve() throws {
+        let executable = try #require(Self.geodSolvePath())
+        let text = try String(contentsOfFile: repositoryRoot + "/Tests/Corpus/geo/inverse-sample.tsv", encoding: .utf8)
+        var lines: [String] = [], categories: [String] = []
+        for line in text.split(separator: "\n") where !line.hasPrefix("#") && !line.hasPrefix("id\t") {
+            // The corpus's own decimal text, so that both read the same numbers.
+            let fields = line.split(separator: "\t").map(String.init)
+            guard fields.count >= 7 else { continue }
+            lines.append([fields[2], fields[3], fields[4], fields[5]].joined(separator: " "))
+            lines.append([fields[4], fields[5], fields[2], fields[3]].joined(separator: " "))
+            categories += [fields[1], fields[1] + " reversed"]
+        }
+        #expect(lines.count == 4000)
+        lines += Self.conventionLines
+        categories += Array(repeating: "conventions", count: Self.conventionLines.count)
+        let theirs = try Self.geodSolve(executable, lines, precision: 9)
+        try #require(theirs.count == lines.count)
+        var worst: [String: (azimuth: Double, distance: Double)] = [:]
+        for (index, line) in lines.enumerated() {
+            let input = line.split(separator: " ").map { Double(String($0))! }
+            let ours = Geodesy.inverseSolution(input[0], input[1], input[2], input[3])
+            let reference = theirs[index]
+            let azimuthError = max(azimuthDifference(ours.azimuth1Deg, reference.azi1), azimuthDifference(ours.azimuth2Deg, reference.azi2))
+            let distanceError = abs(ours.distanceM - reference.s12)
+            #expect(azimuthError <= 1e-9, "\(line): ours \(ours), GeodSolve \(reference)")
+            #expect(distanceError <= 0.001, "\(line): ours \(ours.distanceM), GeodSolve \(reference.s12)")
+            // distanceM rounds its normalizations the fast way: nanometres apart at most.
+            #expect(abs(ours.distanceM - Geodesy.distanceM(input[0], input[1], input[2], input[3])) <= 2e-8)
+            let category = categories[index]
+            worst[category] = (max(worst[category]?.azimuth ?? 0, azimuthError), max(worst[category]?.distance ?? 0, distanceError))
+        }
+        let report = worst.keys.sorted().map { "\($0) \(worst[$0]!.azimuth)° \(worst[$0]!.distance) m" }.joined(separator: ", ")
+        print("inverseSolution vs GeodSolve -p 9, \(lines.count) lines, max |Δazimuth| and |Δdistance| by category: \(report)")
+    }
+}
+
+/// |a - b| in degrees as directions: 180 and -180 (or 0 and -0) are the same.
+func azimuthDifference(_ a: Double, _ b: Double) -> Double {
+    abs(remainder(a - b, 360))
 }
