@@ -125,6 +125,11 @@ import TestSupport
             #expect(names("Paris, DE").isEmpty)
             #expect(names("container DOCK") == ["Dock 3/  "])
             #expect(names("Atlantis").isEmpty)
+            var overQualified = "Paris, Texas, US, Texas, US, US"
+            let refused = overQualified.withUTF8 { bytes in
+                search.search(UnsafeRawBufferPointer(bytes), in: index, into: UnsafeMutableBufferPointer(start: nil, count: 0))
+            }
+            #expect(refused.problem == .tooManyQualifiers && refused.total == 0)
         }
     }
 
