@@ -453,8 +453,9 @@ func engineWorkload(kind: String, observe: Bool, repeats: Int) {
 /// measured turns are the steady state: each publishes its event and the record's state at QoS 1
 /// and reads the PUBACKs that have come back for earlier turns. Both modes set up the agent (and
 /// connect) and run 20 warm-up turns; --decode adds `repeats` measured turns, whose allocations
-/// are counted.
-func agentTurns(kind: String, measure: Bool, repeats: Int) {
+/// are counted. `places`: the `fix` turn on a site that annotates (`[geocoding] annotate = true`
+/// over the index at $LOCUS_BENCH_PLACES): the event's log line names the place nearest it.
+func agentTurns(kind: String, measure: Bool, repeats: Int, places: Bool = false) {
     let directory = NSTemporaryDirectory() + "locus-bench-agent-\(getpid())"
     try? FileManager.default.removeItem(atPath: directory)
     defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -467,7 +468,15 @@ func agentTurns(kind: String, measure: Bool, repeats: Int) {
         }
         brokerPort = port
     }
-    guard let bench = AgentBenchmark(directory: directory, brokerPort: brokerPort) else { exit(1) }
+    var placeIndex: String? = nil
+    if places {
+        guard let path = ProcessInfo.processInfo.environment["LOCUS_BENCH_PLACES"] else {
+            print("agent-fix-places: set LOCUS_BENCH_PLACES to a place index (locus geo index)")
+            exit(2)
+        }
+        placeIndex = path
+    }
+    guard let bench = AgentBenchmark(directory: directory, brokerPort: brokerPort, placeIndex: placeIndex) else { exit(1) }
     if brokerPort != nil {
         let deadline = Date().addingTimeInterval(10)
         var turns = 0
@@ -778,6 +787,7 @@ case "engine-fix": engineWorkload(kind: "fix", observe: decode, repeats: repeats
 case "engine-sighting": engineWorkload(kind: "sighting", observe: decode, repeats: repeats)
 case "agent-idle": agentTurns(kind: "idle", measure: decode, repeats: repeats)
 case "agent-fix": agentTurns(kind: "fix", measure: decode, repeats: repeats)
+case "agent-fix-places": agentTurns(kind: "fix", measure: decode, repeats: repeats, places: true)
 case "agent-uplink": agentTurns(kind: "uplink", measure: decode, repeats: repeats)
 case "ranging-second": rangingWorkload(kind: "second", measure: decode, repeats: repeats)
 case "ranging-line": rangingWorkload(kind: "line", measure: decode, repeats: repeats)

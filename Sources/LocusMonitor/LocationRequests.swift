@@ -10,6 +10,8 @@ extension LocationUpdate {
         public var age: TimeInterval
         /// The timeout came first: the most accurate fix seen, less accurate than asked.
         public var accuracyLimited: Bool
+        /// With `[geocoding] annotate = true`: the place nearest the location.
+        public var placemark: Placemark? = nil
     }
 
     /// One location (CLLocationManager.requestLocation): the agent's last fix if it is at most
@@ -32,7 +34,8 @@ extension LocationUpdate {
               let location = LocationUpdate.parse(fix).0 else {
             throw MonitorError(code: "bad_reply", message: "the agent's locate reply has no fix")
         }
-        return Located(location: location, age: result["age_s"] as? Double ?? 0, accuracyLimited: result["accuracy_limited"] as? Bool ?? false)
+        return Located(location: location, age: result["age_s"] as? Double ?? 0, accuracyLimited: result["accuracy_limited"] as? Bool ?? false,
+                       placemark: (result["place"] as? [String: Any]).flatMap(Placemark.init))
     }
 
     /// CLVisit: a place the device stayed at, reported twice: at arrival (`departureDate` is
@@ -46,6 +49,8 @@ extension LocationUpdate {
         public var horizontalAccuracy: Double
         /// The visit record's sequence number in the agent's log (nil for a streamed visit).
         public var sequence: Int?
+        /// With `[geocoding] annotate = true`: the place nearest the visit's centre.
+        public var placemark: Placemark?
 
         public var isArrival: Bool { departureDate == .distantFuture }
 
@@ -57,6 +62,7 @@ extension LocationUpdate {
             coordinate = Coordinate(latitude: latitude, longitude: longitude)
             horizontalAccuracy = object["radius"] as? Double ?? 0
             sequence = object["seq"] as? Int
+            placemark = (object["place"] as? [String: Any]).flatMap(Placemark.init)
         }
     }
 

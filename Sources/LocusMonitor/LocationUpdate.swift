@@ -52,6 +52,8 @@ public struct LocationUpdate: Sendable {
 
     /// nil when there was no fix (`locationUnavailable`).
     public var location: Location?
+    /// With `[geocoding] annotate = true`: the place nearest the location.
+    public var placemark: Placemark?
     public var isStationary: Bool
     public var diagnostics: Diagnostics
     /// iOS 18's names for the diagnostics.
@@ -128,6 +130,7 @@ public struct LocationUpdate: Sendable {
     init(_ tpv: [String: Any]) {
         let (location, diagnostics, isStationary) = LocationUpdate.parse(tpv)
         self.location = location
+        placemark = (tpv["place"] as? [String: Any]).flatMap(Placemark.init)
         self.diagnostics = diagnostics
         self.isStationary = isStationary
     }

@@ -36,6 +36,8 @@ public actor Monitor {
         public var diagnostics: Diagnostics
         /// The agent's log sequence number.
         public var sequence: Int
+        /// With `[geocoding] annotate = true`: the place nearest the fix that decided the event.
+        public var placemark: Placemark? = nil
 
         /// iOS 18's names for the diagnostics, read as `LocationUpdate`'s are.
         public var accuracyLimited: Bool { diagnostics.contains(.accuracyLimited) }
@@ -150,7 +152,8 @@ public actor Monitor {
             }
         }
         return Event(identifier: identifier, state: state, date: formatter.date(from: dateText) ?? Date(timeIntervalSince1970: 0),
-                     refinement: refinement, diagnostics: diagnostics, sequence: object["seq"] as? Int ?? 0)
+                     refinement: refinement, diagnostics: diagnostics, sequence: object["seq"] as? Int ?? 0,
+                     placemark: (object["place"] as? [String: Any]).flatMap(Placemark.init))
     }
 
     static func record(_ object: [String: Any]) -> Record? {

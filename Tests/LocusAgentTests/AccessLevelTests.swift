@@ -100,7 +100,8 @@ private typealias E2E = AgentEndToEndTests
             let object = try JSONSerialization.jsonObject(with: Data(reply.utf8)) as? [String: Any]
             let clients = (object?["control"] as? [String: Any])?["clients"] as? [[String: Any]] ?? []
             client = clients.first { $0["user"] as? String == user }
-            return client != nil
+            // Connected is not yet subscribed: its request is read in a later turn of the loop.
+            return client?["subscribed"] != nil
         }
         #expect(client?["socket"] as? String == "read.sock")
         #expect(client?["access"] as? [String] == ["read", "positions"])

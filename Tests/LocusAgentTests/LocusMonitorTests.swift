@@ -131,6 +131,60 @@ import Testing
         }
     }
 
+    /// `Geocoder` (CLGeocoder's calls) against the agent's place index, and the placemarks an
+    /// annotating site's events carry.
+    @Test func theGeocoderAsksTheAgentsPlaceIndex() async throws {
+        let index = try GeocodingAgentTests.index()
+        let site = try AgentEndToEndTests.site("library-geocoder", extra: GeocodingAgentTests.geocoding(index))
+        let agent = try AgentEndToEndTests.start(site)
+        defer { _ = agent.stop(signal: SIGKILL) }
+        let geocoder = Geocoder(stateDirectory: site.state)
+        let near = try await geocoder.reverseGeocodeLocation(latitude: 45.0016, longitude: 7.0003)
+        let gate = try #require(near.first)
+        #expect(near.count == 1 && gate.name == "Depot gate" && gate.isSitePlace && gate.locality == nil && gate.isoCountryCode == nil)
+        #expect(gate.text == "32 m SE of Depot gate" && gate.population == 0 && gate.geonameID == nil && gate.timeZone == nil)
+        #expect(gate.distance.map { abs($0 - 32.4575) < 1e-3 } == true && gate.bearing.map { abs($0 - 133.2184) < 1e-3 } == true)
+        #expect(gate.coordinate == Coordinate(latitude: 45.0018, longitude: 7.0))
+        #expect(try await geocoder.reverseGeocodeLocation(latitude: 45.2, longitude: 7.3).isEmpty, "beyond the site's 5 km")
+        let turin = try #require(try await geocoder.reverseGeocodeLocation(latitude: 45.07, longitude: 7.68, within: 10_000, scope: .populated).first)
+        #expect(turin.name == "Turin" && turin.locality == "Turin" && turin.administrativeArea == "Piedmont" && turin.isoCountryCode == "IT")
+        #expect(turin.timeZone == "Europe/Rome" && turin.population == 847_287 && turin.geonameID == 3_165_524 && !turin.isSitePlace)
+        let springfields = try await geocoder.geocodeAddressString("Springfield, US")
+        #expect(springfields.map { $0.administrativeArea } == ["Missouri", "Massachusetts", "Illinois"])
+        #expect(springfields.allSatisfy { $0.distance == nil && $0.bearing == nil && $0.text == nil }, "no fix to measure from yet")
+        #expect(try await geocoder.geocodeAddressString("Paris", limit: 1).map { $0.isoCountryCode } == ["FR"])
+        #expect(try await geocoder.geocodeAddressString("Atlantis").isEmpty)
+
+        // The events of an annotating site carry their placemark; forward results, once there is
+        // a fix, their distance from it.
+        let monitor = try await Monitor("road", stateDirectory: site.state)
+        let watchdog = Task { try await Task.sleep(for: .seconds(60)); await monitor.close() }
+        defer { watchdog.cancel() }
+        let feeder = try AgentEndToEndTests.feed(site, nmea: syntheticTrack(seconds: 30, startLatitude: 45.0, longitude: 7.0, speedMps: 10), hci: nil)
+        defer { feeder.waitUntilExit() }
+        var placemarks: [String] = []
+        for try await event in monitor.events {
+            placemarks.append(event.placemark?.name ?? "-")
+            if placemarks.count == 2 { break }
+        }
+        await monitor.close()
+        #expect(placemarks == ["Depot gate", "Depot gate"])
+        let distance = try #require(try await geocoder.geocodeAddressString("Turin").first?.distance)
+        #expect(distance > 53_000 && distance < 56_000, "\(distance)")
+    }
+
+    @Test func theGeocoderSaysWhenTheSiteHasNoPlaceIndex() async throws {
+        let site = try AgentEndToEndTests.site("library-geocoder-none")
+        let agent = try AgentEndToEndTests.start(site)
+        defer { _ = agent.stop(signal: SIGKILL) }
+        do {
+            _ = try await Geocoder(stateDirectory: site.state).geocodeAddressString("Paris")
+            Issue.record("a site without an index answered")
+        } catch let error as MonitorError {
+            #expect(error.code == "unavailable" && error.message == "no place index: add [geocoding] to the site file")
+        }
+    }
+
     @Test func theGreeterExampleRunsAgainstAnAgent() throws {
         let site = try AgentEndToEndTests.site("greeter")
         let agent = try AgentEndToEndTests.start(site)

@@ -111,7 +111,7 @@ import Testing
     /// The oracle's Unicode version and its answer for each line: hex-encoded UTF-8 in and out,
     /// nil for a line with a code point its Unicode does not assign.
     static func oracle(_ lines: [[UInt8]]) throws -> (version: String, folds: [[UInt8]?]) {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("locus-fold-\(getpid())")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("locus-fold-\(getpid())-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let input = directory.appendingPathComponent("in.hex")

@@ -125,7 +125,29 @@ import TestSupport
             #expect(names("Paris, DE").isEmpty)
             #expect(names("container DOCK") == ["Dock 3/  "])
             #expect(names("Atlantis").isEmpty)
+            var overQualified = "Paris, Texas, US, Texas, US, US"
+            let refused = overQualified.withUTF8 { bytes in
+                search.search(UnsafeRawBufferPointer(bytes), in: index, into: UnsafeMutableBufferPointer(start: nil, count: 0))
+            }
+            #expect(refused.problem == .tooManyQualifiers && refused.total == 0)
         }
+    }
+
+    @Test func siteFileHeaderMayFollowComments() throws {
+        func read(_ text: String) -> (names: [String], problem: GazetteerFile.Problem?) {
+            var names: [String] = []
+            let problem = GazetteerFile.sitePlaces.read(Array(text.utf8), place: { names.append(String(decoding: $0.name, as: UTF8.self)) },
+                                                        admin1: { _, _ in })
+            return (names, problem)
+        }
+        let header = "name\tlatitude\tlongitude\taliases\n"
+        let rows = "Dock 3\t53.54\t8.58\tContainer dock\nYard gate\t53.538\t8.583\n"
+        #expect(read(header + rows).names == ["Dock 3", "Yard gate"])
+        #expect(read("# the port\n\n" + header + rows).names == ["Dock 3", "Yard gate"])
+        #expect(read("# the port\n" + header + rows).problem == nil)
+        // Only the first row is a header: "name" further down is a place's row, and a bad one.
+        #expect(read(rows + header).problem == GazetteerFile.Problem(line: 3, column: 6, message: "latitude 'latitude' is not a number within -90...90"))
+        #expect(GazetteerFile.kind(ofRow: Array("name\tlatitude\tlongitude\taliases".utf8)) == .sitePlaces)
     }
 
     @Test func everyDamagedFileIsRefused() throws {

@@ -337,6 +337,25 @@ import Testing
         let sighting = Sighting(identity: refinement, rssi: -128, measuredPower: -128, address: BLEAddress(value: 0), time: late)
         measure("sighting", UplinkJSON.maximumSightingBytes) { UplinkJSON.sighting(sighting, gateway: topics.gateway, into: &$0) }
         measure("test", UplinkJSON.maximumTestBytes) { UplinkJSON.test(gateway: topics.gateway, time: late, into: &$0) }
+        // Events, visits and fixes with a place (`[geocoding] annotate`) as large as an index may
+        // hold for annotation, from the widest valid position.
+        let labels = Self.largestPlaceLabels()
+        var placed = fix
+        (placed.latitude, placed.longitude) = (-89.999999999, -179.999999999)
+        let placedEvent = MonitorEvent(monitor: Self.longMonitor, identifier: Self.longIdentifier, state: .unsatisfied, date: late,
+                                       refinement: refinement, diagnostics: all, explanation: placed)
+        measure("event", UplinkJSON.maximumEventBytes) {
+            UplinkJSON.event(placedEvent, sequence: UInt64(Int64.max), gateway: topics.gateway, places: labels, into: &$0)
+        }
+        let placedVisit = Visit(arrival: late, departure: late, latitude: -89.999999999, longitude: -179.999999999, radiusM: widest(1))
+        measure("visit", UplinkJSON.maximumVisitBytes) {
+            UplinkJSON.visit(placedVisit, sequence: .max, gateway: topics.gateway, places: labels, into: &$0)
+        }
+        let placedFix = LogPayload.LoggedFix(timeNs: .max, latitude: -89.999999999, longitude: -179.999999999, accuracyM: 8.5e17,
+                                             speedMps: 8.5e15, trackDeg: 8.5e17, mode: 255)
+        measure("fix", UplinkJSON.maximumFixBytes) {
+            UplinkJSON.fix(placedFix, sequence: .max, gateway: topics.gateway, places: labels, into: &$0)
+        }
         version.withUnsafeBytes { version in
             measure("discovery", UplinkJSON.maximumDiscoveryBytes) {
                 UplinkJSON.discoveryCondition(monitor: Self.longMonitor, identifier: Self.longIdentifier, kind: .geographic,
@@ -348,6 +367,17 @@ import Testing
         }
         // A bound far above what it bounds would waste the uplink's buffers.
         for (name, size) in largest { #expect(size * 4 > maxima[name]! * 3, "\(name): \(size) of \(maxima[name]!) bytes") }
+    }
+
+    /// Labels over one place whose `"place"` member is as large as the agent accepts
+    /// (`PlaceLabels.maximumMemberBytes`), reached from everywhere (no distance limit).
+    static func largestPlaceLabels() -> PlaceLabels {
+        var place = PlaceIndexTests.place(String(repeating: "n", count: 165), 89.5, 0.5, population: .max, admin1: "03", id: .max)
+        place.timeZone = Array("America/Argentina/ComodRivadavia".utf8)
+        let index = try! PlaceLabelTests.index(PlaceIndexTests.build([place], admin1: [("DE.03", String(repeating: "a", count: 165))]))
+        let largest = PlaceLabels.largestMember(in: index)!.bytes
+        precondition(largest <= PlaceLabels.maximumMemberBytes && largest > PlaceLabels.maximumMemberBytes - 32, "\(largest)")
+        return PlaceLabels(index: index, maximumDistanceM: .infinity, scope: .any)
     }
 
     // MARK: allocation

@@ -113,7 +113,7 @@ final class Agent {
         let gnss = GNSSSource(board: loaded.board, stateDirectory: directory, settings: updates.siteUpdater.settings)
         let bluetooth = BluetoothSource(board: loaded.board, stateDirectory: directory, tier: loaded.site.updates.accuracy)
         let sessions = ControlSessions(directory: directory, capacity: loaded.site.capacity.subscribers, privacy: loaded.site.fixPrivacy,
-                                       access: loaded.accessPolicy)
+                                       access: loaded.accessPolicy, config: loaded)
         let ranging = Ranging(slots: sessions.capacity)
         var uplink: Uplink? = nil
         if let settings = loaded.site.uplink {
@@ -124,7 +124,9 @@ final class Agent {
             }
             log.uplinkBacklogLimit = loaded.site.log.retainBytes / 2
             log.startUplink()
-            do { uplink = try Uplink(settings, delivered: log.uplinkDelivered, machineID: Uplink.machineID) } catch {
+            do {
+                uplink = try Uplink(settings, delivered: log.uplinkDelivered, places: loaded.placeLabels, machineID: Uplink.machineID)
+            } catch {
                 log.shutdown(now: start)
                 return .failure(.uplink(error.description))
             }
@@ -322,6 +324,14 @@ final class Agent {
         case .locate(let accuracy, let maxAgeMs, let timeoutMs):
             sessions.locate(request, accuracy, maxAgeMs: maxAgeMs, timeoutMs: timeoutMs, updates, now, receiver: gnss.receiverState)
         case .visits(let sinceNs, let limit): sessions.visits(request, sinceNs: sinceNs, limit: limit, log)
+        // MARK: geocoding
+        case .reverseGeocode(let latitude, let longitude, let withinM, let scope):
+            sessions.reverseGeocode(request, latitude: latitude, longitude: longitude, withinM: withinM, scope: scope)
+        case .geocode(let name, let limit): sessions.geocode(request, name, limit: limit, near: updates.lastPosition)
+        case .addAtPlace(let monitor, let identifier, let place, let radiusM, let settings, let assuming):
+            guard let condition = sessions.placeCircle(request, place, radiusM: radiusM) else { break }
+            changed = sessions.add(request, monitor, identifier, condition, settings, assuming, engine, log,
+                                   capacity: loaded.site.capacity.conditions, now)
         }
         if changed { outputs.refresh(engine, now, cause: cause) { log.appendGPIO($0, now) } }
         takeUpdates(now)

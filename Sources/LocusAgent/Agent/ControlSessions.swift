@@ -79,10 +79,20 @@ final class ControlSessions: LoopComponent {
     /// dismissed for not reading their events or updates, since start.
     private(set) var oversizedReplies = 0
     private(set) var dismissed = 0
+    // MARK: geocoding (state)
+    /// The place index with the site's defaults, for `reverse_geocode`, `geocode` and circles
+    /// added around a place (nil: the site has no index).
+    private let places: PlaceLabels?
+    private let placeIndexPath: String
+    /// `[geocoding] annotate`: events, records and visits carry the place nearest them.
+    private let labels: PlaceLabels?
+    private let search = PlaceNameSearch()
+    /// A `geocode` reply's places (allocated once: `ControlProtocol.geocodeLimit`).
+    private let candidates: UnsafeMutableBufferPointer<PlaceCandidate>
 
     /// Listens on STATE/control.sock and STATE/read.sock (`capacity` connections; none when 0).
     /// Last in the agent's start: the socket's appearance tells clients (and tests) it is set up.
-    init(directory: String, capacity: Int, privacy: SiteConfig.FixPrivacy, access: AccessPolicy) {
+    init(directory: String, capacity: Int, privacy: SiteConfig.FixPrivacy, access: AccessPolicy, config: LoadedConfig? = nil) {
         var server: ControlServer? = nil
         if capacity > 0 {
             let path = Paths.join(directory, "control.sock")
@@ -99,9 +109,18 @@ final class ControlSessions: LoopComponent {
         slots = Array(repeating: ClientSlot(), count: server?.capacity ?? 0)
         registered = .allocate(capacity: max(1, slots.count))
         registered.initialize(repeating: Registration(slot: 0, index: nil))
+        // The places of the configuration the agent started with (its index stays mapped).
+        places = config?.placeLookup
+        placeIndexPath = config?.places?.path ?? ""
+        labels = config?.placeLabels
+        candidates = .allocate(capacity: ControlProtocol.geocodeLimit)
+        candidates.initialize(repeating: PlaceCandidate(place: 0, distanceM: .nan))
     }
 
-    deinit { registered.deallocate() }
+    deinit {
+        registered.deallocate()
+        candidates.deallocate()
+    }
 
     /// Connection slots (0 without a socket).
     var capacity: Int { slots.count }
@@ -326,7 +345,7 @@ final class ControlSessions: LoopComponent {
         if slots[request.slot].claim == monitor { record = consumerViews(monitor, [(identifier, record)], log)[0].1 }
         begin(request)
         line.key("record")
-        ControlReply.record(identifier, record, privacy, into: &line)
+        ControlReply.record(identifier, record, privacy, places: labels, into: &line)
         finish(request)
     }
 
@@ -338,7 +357,7 @@ final class ControlSessions: LoopComponent {
         if slots[request.slot].claim == monitor { records = consumerViews(monitor, records, log) }
         begin(request)
         line.beginArray("records")
-        for (identifier, record) in records { ControlReply.record(identifier, record, privacy, into: &line) }
+        for (identifier, record) in records { ControlReply.record(identifier, record, privacy, places: labels, into: &line) }
         line.endArray()
         finish(request)
     }
@@ -516,7 +535,7 @@ final class ControlSessions: LoopComponent {
             }
             if !rendered {
                 line.reset()
-                ControlReply.event(event, sequence: sequence, into: &line)
+                ControlReply.event(event, sequence: sequence, places: labels, into: &line)
                 rendered = true
             }
             if server.send(slot, line.bytes) {
@@ -549,7 +568,7 @@ final class ControlSessions: LoopComponent {
             guard !server.wantsWrite(slot) else { continue }
             _ = log.read(&cursor) { sequence, event in
                 line.reset()
-                ControlReply.event(PrivacyFilter.event(event, privacy), sequence: sequence, into: &line)
+                ControlReply.event(PrivacyFilter.event(event, privacy), sequence: sequence, places: labels, into: &line)
                 return server.send(slot, line.bytes)
             }
             slots[slot].subscription = cursor
@@ -637,7 +656,8 @@ final class ControlSessions: LoopComponent {
         switch updates.locate(request.slot, id: request.id, accuracy: accuracy, maxAgeMs: maxAgeMs, timeoutMs: timeoutMs, now, receiver: receiver) {
         case .answered(let fix, let ageMs):
             line.reset()
-            ControlReply.located(request.id, PrivacyFilter.shownFix(fix, privacy), ageMs: ageMs, accuracyLimited: false, into: &line)
+            ControlReply.located(request.id, PrivacyFilter.shownFix(fix, privacy), ageMs: ageMs, accuracyLimited: false, places: labels,
+                                 into: &line)
             send(request.slot)
         case .waiting:
             slots[request.slot].locating = true
@@ -674,9 +694,60 @@ final class ControlSessions: LoopComponent {
         }
         begin(request)
         line.beginArray("visits")
-        for (sequence, visit) in found { ControlReply.visitRecord(visit, sequence: sequence, into: &line) }
+        for (sequence, visit) in found { ControlReply.visitRecord(visit, sequence: sequence, places: labels, into: &line) }
         line.endArray()
         finish(request)
+    }
+}
+
+// MARK: geocoding
+
+extension ControlSessions {
+    static let noPlaceIndex = "no place index: add [geocoding] to the site file"
+
+    /// `reverse_geocode`: the place nearest a point, within `withinM` among `scope`'s places (the
+    /// site's `[geocoding]` when the request does not say), or `"place": null`.
+    func reverseGeocode(_ request: Request, latitude: Double, longitude: Double, withinM: Double?, scope: PlaceScope?) {
+        guard let places else { return refuse(request, .unavailable, Self.noPlaceIndex) }
+        let match = places.index.nearest(to: GeoPoint(latitude: latitude, longitude: longitude), within: withinM ?? places.maximumDistanceM,
+                                         scope: scope ?? places.scope)
+        line.reset()
+        ControlReply.place(request.id, match, in: places.index, into: &line)
+        send(request.slot)
+    }
+
+    /// `geocode`: the places a name names, the site's first, then by population, then by
+    /// nearness to `near` (the last fix as clients may see it), the best `limit`.
+    func geocode(_ request: Request, _ name: String, limit: Int, near: GeoPoint?) {
+        guard let places else { return refuse(request, .unavailable, Self.noPlaceIndex) }
+        let room = UnsafeMutableBufferPointer(rebasing: candidates[0..<min(limit, candidates.count)])
+        var text = name
+        let result = text.withUTF8 { bytes in search.search(UnsafeRawBufferPointer(bytes), in: places.index, near: near, into: room) }
+        if let problem = result.problem { return refuse(request, .badArgument, "'name' is \(problem)") }
+        line.reset()
+        ControlReply.places(request.id, total: result.total, UnsafeMutableBufferPointer(rebasing: room[0..<result.written]), in: places.index,
+                            into: &line)
+        send(request.slot)
+    }
+
+    /// The circle of an `add` centred on a place, found as the site file's are; nil when the
+    /// name names no place or several (refused with the nearest spellings or the candidates).
+    func placeCircle(_ request: Request, _ name: String, radiusM: Double) -> Condition? {
+        guard let places else {
+            refuse(request, .unavailable, Self.noPlaceIndex)
+            return nil
+        }
+        let resolution = places.index.resolve(name, search: search)
+        guard case .found(let place) = resolution else {
+            let problem = resolution.problem(name, index: places.index, indexPath: placeIndexPath, search: search) ?? ""
+            let code: ControlError.Code
+            if case .notFound = resolution { code = .notFound } else { code = .badArgument }
+            refuse(request, code, "'circle.place' \"\(name)\" \(problem)")
+            return nil
+        }
+        let record = places.index.record(place)
+        AgentLog.info("locus: control: place \"\(name)\" is \(places.index.displayName(place)) (\(record.latitude), \(record.longitude))")
+        return .circle(CircularGeographicCondition(latitude: record.latitude, longitude: record.longitude, radiusM: radiusM))
     }
 }
 

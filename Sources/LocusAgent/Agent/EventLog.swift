@@ -44,11 +44,14 @@ final class EventLog: LoopComponent {
     private(set) var failing = false
     /// Events appended since start.
     private(set) var events = 0
-    /// The event lines of the diagnostic log, written without a String.
-    private var line = JSONWriter(capacity: 2048)
+    /// The event lines of the diagnostic log, written without a String (room for a place).
+    private var line = JSONWriter(capacity: 2048 + PlaceLabels.maximumMemberBytes)
+    /// `[geocoding] annotate`: an event line ends with the place nearest the event's position.
+    private let places: PlaceLabels?
 
-    private init(session: StateSession?, site: SiteConfig) {
+    private init(session: StateSession?, site: SiteConfig, places: PlaceLabels?) {
         self.session = session
+        self.places = places
         privacy = site.fixPrivacy
         fixIntervalNs = site.log.fixIntervalMs * 1_000_000
     }
@@ -59,7 +62,7 @@ final class EventLog: LoopComponent {
     static func open(directory: String, loaded: LoadedConfig, engine: MonitorEngine, now: UTCTime) -> Result<EventLog, Locked> {
         switch StateSession.openSession(directory: directory, loaded: loaded, engine: engine, now: now) {
         case .success(let session):
-            return .success(EventLog(session: session, site: loaded.site))
+            return .success(EventLog(session: session, site: loaded.site, places: loaded.placeLabels))
         case .failure(.locked):
             return .failure(Locked())
         case .failure(.unwritable):
@@ -67,7 +70,7 @@ final class EventLog: LoopComponent {
             for (name, result) in EngineSetup.addConfigured(loaded.site, to: engine, now: now) {
                 AgentLog.error("locus: condition \(name) not added: \(result == .limitExceeded ? "capacity.conditions is full" : "too many monitors") (conditionLimitExceeded)")
             }
-            return .success(EventLog(session: nil, site: loaded.site))
+            return .success(EventLog(session: nil, site: loaded.site, places: loaded.placeLabels))
         }
     }
 
@@ -169,7 +172,7 @@ final class EventLog: LoopComponent {
         events += 1
         AgentLog.begin(.info, into: &line)
         line.text("locus: event ")
-        EventText.write(delivered, sequence: Int64(sequence), into: &line)
+        EventText.write(delivered, sequence: Int64(sequence), places: places, into: &line)
         AgentLog.finish(&line)
         return Appended(sequence: sequence, event: delivered, added: added)
     }

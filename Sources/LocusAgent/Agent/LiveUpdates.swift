@@ -70,6 +70,8 @@ final class LiveUpdates: LoopComponent {
     /// Boundary-aware sampling: when the receiver, off between fixes, is to be woken.
     private var sampleWakeAt: UTCTime? = nil
     private var privacy: SiteConfig.FixPrivacy
+    /// `[geocoding] annotate`: updates, visits and located replies carry the place nearest them.
+    private let places: PlaceLabels?
     private var orders: [ReceiverOrder] = []
     private var ordersTaken = 0
     private var scanSettings: ScanSettings? = nil
@@ -99,6 +101,7 @@ final class LiveUpdates: LoopComponent {
         pause = PauseController(siteUpdater.settings.configuration, siteUpdater.settings.tier)
         radioTier = site.accuracy
         privacy = loaded.site.fixPrivacy
+        places = loaded.placeLabels
         streams = Array(repeating: nil, count: slots)
         locates = LocateRequests(capacity: slots)
         orders.reserveCapacity(LiveUpdates.orderCapacity)
@@ -332,7 +335,16 @@ final class LiveUpdates: LoopComponent {
         if request.outcome == .located { locatesLocated += 1 } else { locatesLimited += 1 }
         let fix = PrivacyFilter.shownFix(best, privacy)
         let ageMs = (request.answeredNs - (best.time?.totalNanoseconds ?? request.answeredNs)) / 1_000_000
-        ControlReply.located(request.id, fix, ageMs: ageMs, accuracyLimited: request.outcome == .accuracyLimited, into: &line)
+        ControlReply.located(request.id, fix, ageMs: ageMs, accuracyLimited: request.outcome == .accuracyLimited, places: places, into: &line)
+    }
+
+    /// The last fix's position as a client may see it (`[privacy]`), for ranking places by
+    /// nearness (`geocode`); nil without a fix or with `fixes = "none"`.
+    var lastPosition: GeoPoint? {
+        guard let lastFix, privacy != .none else { return nil }
+        let shown = PrivacyFilter.shownFix(lastFix, privacy)
+        guard let latitude = shown.latitude, let longitude = shown.longitude else { return nil }
+        return GeoPoint(latitude: latitude, longitude: longitude)
     }
 
     // MARK: what the loop takes
@@ -403,12 +415,12 @@ final class LiveUpdates: LoopComponent {
             case .batchEnd(let reason):
                 stream.batch += 1
                 for index in 0..<waiting {
-                    ControlReply.update(batch[index], batch: stream.batch, flush: reason, scratch: &scratch, into: &line)
+                    ControlReply.update(batch[index], batch: stream.batch, flush: reason, places: places, scratch: &scratch, into: &line)
                 }
                 waiting = 0
             case .visit(let visit):
                 guard let shown = PrivacyFilter.visit(visit, privacy) else { continue }
-                ControlReply.visit(shown, into: &line)
+                ControlReply.visit(shown, places: places, into: &line)
             }
         }
         streams[slot] = stream

@@ -9,6 +9,21 @@ struct LoadedConfig {
     var boardPath: String
     /// `[access]` with its group names resolved on this system (at load: start and SIGHUP).
     var accessPolicy: AccessPolicy
+    /// The place index, open when the site has `[geocoding]` or a circle centred on a place
+    /// (whose centre has been found in it). The agent keeps the one it opened at start.
+    var places: PlaceIndexFile? = nil
+
+    /// The index with the site's `max_distance` and `scope`: what the geocoding operations use
+    /// when a request does not say (nil without an index).
+    var placeLookup: PlaceLabels? {
+        guard let places else { return nil }
+        let geocoding = site.geocoding ?? SiteConfig.Geocoding()
+        return PlaceLabels(index: places.index, maximumDistanceM: geocoding.maximumDistanceM, scope: geocoding.scope)
+    }
+
+    /// What events, visits and live updates are labelled with: `placeLookup` with `[geocoding]
+    /// annotate = true`, else nil.
+    var placeLabels: PlaceLabels? { site.geocoding?.annotate == true ? placeLookup : nil }
 
     /// The files did not check; the diagnostics have been printed (file:line:column each).
     struct Invalid: Error {}
@@ -26,7 +41,7 @@ struct LoadedConfig {
     /// Checks a site file already read, the board file it names, and the two together: the one
     /// path both `check-config` and the commands that run a site take.
     static func check(_ source: [UInt8], path: String) -> Result<LoadedConfig, Invalid> {
-        let site: SiteConfig
+        var site: SiteConfig
         do { site = try SiteConfig.parse(source, file: path) } catch {
             for diagnostic in error.diagnostics { Console.error("\(diagnostic)\n") }
             return .failure(Invalid())
@@ -47,8 +62,37 @@ struct LoadedConfig {
             for diagnostic in problems { Console.error("\(diagnostic)\n") }
             return .failure(Invalid())
         }
+        guard case .success(let places) = openPlaces(&site, path: path) else { return .failure(Invalid()) }
         let policy = resolveAccess(site, path: path)
-        return .success(LoadedConfig(site: site, board: board, sitePath: path, boardPath: boardPath, accessPolicy: policy))
+        return .success(LoadedConfig(site: site, board: board, sitePath: path, boardPath: boardPath, accessPolicy: policy, places: places))
+    }
+
+    /// The place index, when the site needs one, with every circle centred on a place given its
+    /// centre. An index that cannot be used, a place name that names no place or several, and
+    /// (with `annotate`) a place whose label would not fit an event are errors, printed.
+    static func openPlaces(_ site: inout SiteConfig, path: String) -> Result<PlaceIndexFile?, Invalid> {
+        guard site.needsPlaceIndex else { return .success(nil) }
+        let written = site.geocoding?.index ?? SiteConfig.Geocoding.installedIndex
+        let indexPath = Paths.resolve(written, relativeTo: Paths.directory(of: path))
+        let places: PlaceIndexFile
+        switch PlaceIndexFile.open(indexPath) {
+        case .success(let file): places = file
+        case .failure(let refusal):
+            Console.error("\(ConfigDiagnostic(file: path, location: site.placeIndexLocation, message: "place index \(indexPath): \(refusal.reason)"))\n")
+            return .failure(Invalid())
+        }
+        let problems = site.resolvePlaces(in: places.index, indexPath: indexPath, file: path)
+        if !problems.isEmpty {
+            for diagnostic in problems { Console.error("\(diagnostic)\n") }
+            return .failure(Invalid())
+        }
+        if let geocoding = site.geocoding, geocoding.annotate, let largest = PlaceLabels.largestMember(in: places.index),
+           largest.bytes > PlaceLabels.maximumMemberBytes {
+            let message = "place index \(indexPath): place \"\(String(decoding: places.index.displayName(largest.place).utf8.prefix(60), as: UTF8.self))\" has names too long to label events with (\(largest.bytes) bytes; at most \(PlaceLabels.maximumMemberBytes)): shorten them, or set annotate = false"
+            Console.error("\(ConfigDiagnostic(file: path, location: geocoding.location, message: message))\n")
+            return .failure(Invalid())
+        }
+        return .success(places)
     }
 
     /// The site's `[access]` groups as ids. A group that does not exist on this system is a
@@ -97,6 +141,9 @@ struct LoadedConfig {
         }
         if fresh.boardPath != boardPath { changes.append("a different board file takes effect at the next start") }
         if fresh.site.uplink != site.uplink { changes.append("[uplink] changes take effect at the next start") }
+        if fresh.site.geocoding != site.geocoding {
+            changes.append("[geocoding] changes take effect at the next start (circles centred on places were found in the index as it is now)")
+        }
         return changes
     }
 }

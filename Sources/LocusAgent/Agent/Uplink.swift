@@ -37,7 +37,7 @@ final class Uplink: LoopComponent {
     private let connection: BrokerConnection
     private var window: PublishWindow
     private var topics: UplinkTopics
-    private var payload = JSONWriter(capacity: UplinkJSON.maximumDiscoveryBytes)
+    private var payload = JSONWriter(capacity: max(UplinkJSON.maximumDiscoveryBytes, UplinkJSON.maximumEventBytes))
     private let tail: LogTail
     private var backoff = ReconnectBackoff()
     private var retryAt: MonotonicInstant? = nil
@@ -54,6 +54,8 @@ final class Uplink: LoopComponent {
     private var announcement = Announcement()
     /// The agent's version, for Home Assistant's device.
     private let version: UnsafeMutableRawBufferPointer
+    /// `[geocoding] annotate`: events, visits and fixes carry the place nearest them.
+    private let places: PlaceLabels?
 
     /// Each recently published beacon and when its next sighting may go (UTC ns).
     private let sightings: UnsafeMutableBufferPointer<(identity: BeaconIdentity, nextNs: Int64)>
@@ -83,8 +85,9 @@ final class Uplink: LoopComponent {
 
     /// The settings made concrete: gateway id, prefix and client id. Fails with the reason when
     /// the gateway id cannot be known.
-    init(_ settings: SiteConfig.Uplink, delivered: UInt64?, machineID: () -> String?) throws(UplinkSetupError) {
+    init(_ settings: SiteConfig.Uplink, delivered: UInt64?, places: PlaceLabels? = nil, machineID: () -> String?) throws(UplinkSetupError) {
         self.settings = settings
+        self.places = places
         guard let gateway = settings.gateway ?? machineID() else {
             throw UplinkSetupError("no gateway id: /etc/machine-id cannot be read; set uplink.gateway")
         }
@@ -409,7 +412,7 @@ final class Uplink: LoopComponent {
         case .event? where settings.content.contains(.events):
             guard let event = LogPayload.readEvent(&reader) else { return true }
             payload.reset()
-            UplinkJSON.event(event, sequence: header.sequence, gateway: topics.gateway, into: &payload)
+            UplinkJSON.event(event, sequence: header.sequence, gateway: topics.gateway, places: places, into: &payload)
             send(topics.event(monitor: event.monitor, identifier: event.identifier), retain: false, sequence: header.sequence, timeNs: header.time)
             payload.reset()
             UplinkJSON.state(event, sequence: header.sequence, gateway: topics.gateway, into: &payload)
@@ -422,13 +425,13 @@ final class Uplink: LoopComponent {
         case .visit? where settings.content.contains(.visits):
             guard let visit = LogPayload.readVisit(&reader) else { return true }
             payload.reset()
-            UplinkJSON.visit(visit, sequence: header.sequence, gateway: topics.gateway, into: &payload)
+            UplinkJSON.visit(visit, sequence: header.sequence, gateway: topics.gateway, places: places, into: &payload)
             send(topics.visit(), retain: false, sequence: header.sequence, timeNs: header.time)
         case .fix? where settings.content.contains(.fixes) && header.time >= nextFixNs:
             guard let fix = LogPayload.readFix(&reader) else { return true }
             nextFixNs = header.time + settings.fixIntervalMs * 1_000_000
             payload.reset()
-            UplinkJSON.fix(fix, sequence: header.sequence, gateway: topics.gateway, into: &payload)
+            UplinkJSON.fix(fix, sequence: header.sequence, gateway: topics.gateway, places: places, into: &payload)
             send(topics.fix(), retain: false, sequence: header.sequence, timeNs: header.time)
         default:
             break

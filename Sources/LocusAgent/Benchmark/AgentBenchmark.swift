@@ -10,14 +10,16 @@ import LocusDevices
 /// and a turn with a fix and an event (one NMEA epoch written, alternately inside and outside the
 /// fence: the fix is decided, the event is logged and handled). With `brokerPort` the site has an
 /// `[uplink]` to an MQTT broker on 127.0.0.1 at that port (Scripts/bench starts mosquitto), so
-/// the fix turn also publishes the event and its state at QoS 1 and reads earlier PUBACKs.
+/// the fix turn also publishes the event and its state at QoS 1 and reads earlier PUBACKs. With
+/// `placeIndex` the site has `[geocoding]` over that index with `annotate = true`: events, their
+/// log lines and what subscribers and streams get name the place nearest them.
 public final class AgentBenchmark {
     let agent: Agent
     let master: Int32
     let directory: String
 
     /// nil (with the reason on standard error) when the site cannot be set up.
-    public init?(directory: String, brokerPort: Int? = nil) {
+    public init?(directory: String, brokerPort: Int? = nil, placeIndex: String? = nil) {
         self.directory = directory
         let state = Paths.join(directory, "state")
         _ = Files.makeDirectory(directory, mode: 0o750)
@@ -35,6 +37,7 @@ public final class AgentBenchmark {
         accuracy_gate = false
 
         """ + (brokerPort.map { "[uplink]\nbroker = \"mqtt://127.0.0.1:\($0)\"\ngateway = \"bench\"\nmax_inflight = 16\n" } ?? "")
+            + (placeIndex.map { "[geocoding]\nindex = \"\($0)\"\nannotate = true\n" } ?? "")
         _ = Files.replace(Paths.join(directory, "board.toml"), contents: board)
         _ = Files.replace(Paths.join(directory, "site.toml"), contents: site)
         guard case .success(let (master, slave)) = Files.openPseudoTerminal(), Files.symlink(slave, at: Paths.join(state, "gnss")) == nil else {
@@ -85,5 +88,12 @@ public final class AgentBenchmark {
     }
 
     public func reply() -> [UInt8]? { client?.readLine(timeoutMs: 1_000) }
+
+    /// Every line the connection has been sent, waiting at most `timeoutMs` for each.
+    public func replies(timeoutMs: Int32 = 0) -> [[UInt8]] {
+        var lines: [[UInt8]] = []
+        while let line = client?.readLine(timeoutMs: timeoutMs) { lines.append(line) }
+        return lines
+    }
     public var events: Int { agent.log.events }
 }

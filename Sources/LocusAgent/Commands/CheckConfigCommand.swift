@@ -40,8 +40,37 @@ enum CheckConfigCommand {
             return 1
         case .success(let loaded):
             Console.out("ok: \(path): \(ConfigFiles.summary(of: loaded.site)); board '\(loaded.board.name)' (\(loaded.boardPath))\n")
+            for line in placeLines(loaded) { Console.out(line + "\n") }
             return 0
         }
+    }
+
+    /// The place index and what it does, and each circle centred on a place with the centre found:
+    ///
+    ///     places: /usr/share/locus/places.idx: 34006 places (0 the site's); events annotated within 25 km (any place)
+    ///     road/depot: "Depot gate" is Depot gate at 45.0018000, 7.0000000 (radius 30 m)
+    static func placeLines(_ loaded: LoadedConfig) -> [String] {
+        guard let places = loaded.places else { return [] }
+        var lines: [String] = []
+        var head = "places: \(places.path): \(places.summary)"
+        if let geocoding = loaded.site.geocoding {
+            let scope = geocoding.scope == .any ? "any place" : geocoding.scope == .populated ? "populated places" : "the site's places"
+            head += geocoding.annotate ? "; events annotated within \(Quantity.formatDistance(geocoding.maximumDistanceM)) (\(scope))" : "; no annotation"
+        }
+        lines.append(head)
+        for monitor in loaded.site.monitors {
+            for condition in monitor.conditions {
+                guard let place = condition.place, case .circle(let latitude, let longitude, let radius) = condition.kind else { continue }
+                var line = JSONWriter(capacity: 512)
+                line.text("\(monitor.name)/\(condition.identifier): \"\(place.name)\" is \(place.resolved ?? "?") at ")
+                line.text(latitude, decimals: 7)
+                line.text(", ")
+                line.text(longitude, decimals: 7)
+                line.text(" (radius \(Quantity.formatDistance(radius)))")
+                lines.append(line.string)
+            }
+        }
+        return lines
     }
 
     private static func report(_ diagnostics: [ConfigDiagnostic]) -> Int32 {

@@ -62,7 +62,7 @@ public enum CommandLineInterface {
             run: DecodeCommand.run),
         Command(
             name: "log", summary: "verify the event log, or show what it holds",
-            usage: "locus log verify [--state DIR]\n       locus log stat [--state DIR]\n       locus log export [--state DIR] [--after-seq N] [--format jsonl|csv] [--follow] [--ssh]",
+            usage: "locus log verify [--state DIR]\n       locus log stat [--state DIR]\n       locus log export [--state DIR] [--config SITE] [--after-seq N] [--format jsonl|csv] [--follow] [--ssh]",
             details: """
             Reads the log segments in the state directory (default /var/lib/locus) and checks every
             record's checksums and sequence numbers, without changing anything (safe while the agent
@@ -79,13 +79,16 @@ public enum CommandLineInterface {
             """,
             run: LogCommand.run),
         Command(
-            name: "geo", summary: "geodesy on the WGS84 ellipsoid",
-            usage: "locus geo distance LAT1,LON1 LAT2,LON2",
+            name: "geo", summary: "geodesy on the WGS84 ellipsoid, and offline places",
+            usage: "locus geo distance LAT1,LON1 LAT2,LON2\n       locus geo index SRC... -o places.idx\n"
+                + "       locus geo reverse LAT LON | forward NAME | info [--index FILE | --config SITE] (docs/geocoding.md)",
             details: """
             distance: prints the geodesic (shortest path) distance in metres between two points given
             in decimal degrees, with 4 decimals: the s12 that GeographicLib's 'GeodSolve -i' prints,
             to within a few nanometres. Latitudes must be within -90...90; longitudes may be any
             value (370 is 10). Example: locus geo distance 37.33467,-122.00898 37.3349,-122.0090
+            index, reverse, forward, info: the place index (docs/geocoding.md). --config SITE reads
+            the site's [geocoding] (its index, max_distance and scope).
             """,
             run: GeoCommand.run),
         Command(
@@ -126,12 +129,13 @@ public enum CommandLineInterface {
             run: MonitorCommand.run),
         Command(
             name: "events", summary: "the events in the log, as JSON lines",
-            usage: "locus events [--state DIR] [--monitor NAME] [--after-seq N] [--follow]",
+            usage: "locus events [--state DIR] [--config SITE] [--monitor NAME] [--after-seq N] [--follow]",
             details: """
             Every event the log holds (all monitors, or one), with its log sequence number, in the
             replay's format. --after-seq N starts after a sequence number; --follow keeps printing
             new events as they happen (through a running agent's control socket, else by watching
-            the log) until interrupted.
+            the log) until interrupted. --config SITE: the site's state directory, and with its
+            [geocoding] annotate = true each event with a position names the place nearest it.
             """,
             run: EventsCommand.run),
         Command(

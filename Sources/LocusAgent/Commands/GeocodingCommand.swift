@@ -5,11 +5,12 @@ import LocusDevices
 enum GeocodingCommand {
     static let usage = """
         usage: locus geo index SRC... -o places.idx
-               locus geo reverse LAT LON [--index FILE] [--within METRES] [--scope any|populated|site] [--format text|json]
-               locus geo reverse --batch [--index FILE] [--within METRES] [--scope ...]   (LAT LON lines on standard input)
-               locus geo forward NAME [--index FILE] [--near LAT,LON] [--limit N] [--format text|json]
-               locus geo forward --batch [--index FILE] [--near LAT,LON]               (names on standard input)
-               locus geo info [--index FILE]
+               locus geo reverse LAT LON [--index FILE | --config SITE] [--within METRES] [--scope any|populated|site] [--format text|json]
+               locus geo reverse --batch [--index FILE | --config SITE] [--within METRES] [--scope ...]   (LAT LON lines on standard input)
+               locus geo forward NAME [--index FILE | --config SITE] [--near LAT,LON] [--limit N] [--format text|json]
+               locus geo forward --batch [--index FILE | --config SITE] [--near LAT,LON]               (names on standard input)
+               locus geo info [--index FILE | --config SITE]
+        --config SITE: the site file's [geocoding] index, and its max_distance and scope unless --within and --scope say
         """
     /// Where the Debian package installs the default index (built from the GeoNames extract the
     /// repository carries).
@@ -19,6 +20,11 @@ enum GeocodingCommand {
         var index = GeocodingCommand.installedIndex
         var within = Double.infinity
         var scope = PlaceScope.any
+        /// `--config SITE`, and which of the site's settings the command line overrides.
+        var config: String?
+        var indexGiven = false
+        var withinGiven = false
+        var scopeGiven = false
         var json = false
         var batch = false
         var near: GeoPoint?
@@ -36,7 +42,7 @@ enum GeocodingCommand {
         }
         while let argument = remaining.popFirst() {
             switch argument {
-            case "--index", "-o", "--within", "--scope", "--format", "--near", "--limit":
+            case "--index", "-o", "--within", "--scope", "--format", "--near", "--limit", "--config":
                 guard case .success(let text) = value(argument) else { return .failure(.init(message: "\(argument) needs a value")) }
                 if let problem = apply(argument, text, to: &options) { return .failure(problem) }
             case "--batch": options.batch = true
@@ -52,12 +58,17 @@ enum GeocodingCommand {
 
     static func apply(_ flag: String, _ text: String, to options: inout Options) -> GeoCommand.Problem? {
         switch flag {
-        case "--index": options.index = text
+        case "--index":
+            options.index = text
+            options.indexGiven = true
+        case "--config": options.config = text
         case "-o": options.output = text
         case "--within":
             guard let metres = Double(text), metres >= 0 else { return .init(message: "--within takes metres >= 0, not '\(text)'") }
             options.within = metres
+            options.withinGiven = true
         case "--scope":
+            options.scopeGiven = true
             switch text {
             case "any": options.scope = .any
             case "populated": options.scope = .populated
@@ -80,7 +91,7 @@ enum GeocodingCommand {
     }
 
     static func run(_ subcommand: String, _ arguments: [String]) -> Int32 {
-        let options: Options
+        var options: Options
         switch parse(arguments) {
         case .success(let parsed): options = parsed
         case .failure(let problem): return CommandLineInterface.usageError("geo \(subcommand): \(problem.message)", hint: usage)
@@ -89,6 +100,12 @@ enum GeocodingCommand {
         case "index": return index(options)
         case "fold": return fold()
         default: break
+        }
+        if options.config != nil {
+            switch siteSettings(options) {
+            case .success(let fromSite): options = fromSite
+            case .failure(let status): return status.code
+            }
         }
         let file: MappedFile
         let places: PlaceIndex
@@ -109,6 +126,32 @@ enum GeocodingCommand {
         case "forward": return forward(options, places)
         default: return info(options, places)
         }
+    }
+
+    /// `--config SITE`: the site's `[geocoding]` index (relative to the site file), its
+    /// `max_distance` and `scope` where the command line does not give them.
+    static func siteSettings(_ options: Options) -> Result<Options, ExitStatus> {
+        guard let path = options.config else { return .success(options) }
+        guard !options.indexGiven else {
+            return .failure(ExitStatus(code: CommandLineInterface.usageError("geo: give --index or --config, not both", hint: usage)))
+        }
+        let source: [UInt8]
+        do { source = try Files.read(path) } catch {
+            return .failure(ExitStatus(code: CommandLineInterface.failure("geo", "cannot read \(path): \(error)")))
+        }
+        let site: SiteConfig
+        do { site = try SiteConfig.parse(source, file: path) } catch {
+            for diagnostic in error.diagnostics { Console.error("\(diagnostic)\n") }
+            return .failure(ExitStatus(code: 1))
+        }
+        guard let geocoding = site.geocoding else {
+            return .failure(ExitStatus(code: CommandLineInterface.failure("geo", "\(path) has no [geocoding] section (give --index FILE)")))
+        }
+        var options = options
+        options.index = Paths.resolve(geocoding.index, relativeTo: Paths.directory(of: path))
+        if !options.withinGiven { options.within = geocoding.maximumDistanceM }
+        if !options.scopeGiven { options.scope = geocoding.scope }
+        return .success(options)
     }
 
     // MARK: reverse

@@ -1,11 +1,15 @@
 import LocusCore
 import LocusDevices
 
-/// `locus log export [--state DIR] [--after-seq N] [--format jsonl|csv] [--follow] [--ssh]`: the
-/// log as JSON lines (or CSV), incremental by sequence number, so a technician's fetch asks only
-/// for what it has not seen. Read-only and lock-free: safe beside a running agent.
+/// `locus log export [--state DIR] [--config SITE] [--after-seq N] [--format jsonl|csv] [--follow] [--ssh]`:
+/// the log as JSON lines (or CSV), incremental by sequence number, so a technician's fetch asks
+/// only for what it has not seen. Read-only and lock-free: safe beside a running agent.
+///
+/// With `--config SITE` whose `[geocoding]` has `annotate = true`, events, visits and fixes carry
+/// the place nearest their position, computed now from the record's coordinates with the site's
+/// index (the log holds no places); the site's state directory is the default.
 enum LogExport {
-    static let usage = "usage: locus log export [--state DIR] [--after-seq N] [--format jsonl|csv] [--follow] [--ssh]"
+    static let usage = "usage: locus log export [--state DIR] [--config SITE] [--after-seq N] [--format jsonl|csv] [--follow] [--ssh]"
 
     enum Format { case jsonl, csv }
 
@@ -14,6 +18,9 @@ enum LogExport {
         var afterSequence: UInt64 = 0
         var format = Format.jsonl
         var follow = false
+        var stateGiven = false
+        /// `--config SITE`: the site's state directory and place labels.
+        var config: String? = nil
     }
 
     static func parse(_ arguments: [String], into defaults: Options = Options()) -> Result<Options, ExitStatus> {
@@ -27,12 +34,15 @@ enum LogExport {
                 options.follow = true
                 index += 1
                 continue
-            case "--state", "--after-seq", "--format":
+            case "--state", "--after-seq", "--format", "--config":
                 guard let value else {
                     return .failure(ExitStatus(code: CommandLineInterface.usageError("log export: \(argument) needs a value", hint: usage)))
                 }
                 switch argument {
-                case "--state": options.directory = value
+                case "--state":
+                    options.directory = value
+                    options.stateGiven = true
+                case "--config": options.config = value
                 case "--after-seq":
                     guard let number = UInt64(value) else {
                         return .failure(ExitStatus(code: CommandLineInterface.usageError("log export: --after-seq takes a sequence number, not '\(value)'", hint: usage)))
@@ -110,7 +120,7 @@ enum LogExport {
     static let lineCapacity = 6 * LogRecord.maximumPayloadSize + 1024
 
     static func run(_ arguments: [String]) -> Int32 {
-        let options: Options
+        var options: Options
         let parsed = arguments.contains("--ssh")
             ? parseSSH(forced: arguments.filter { $0 != "--ssh" }, command: Process.environment("SSH_ORIGINAL_COMMAND") ?? "")
             : parse(arguments)
@@ -118,6 +128,12 @@ enum LogExport {
         case .success(let parsed): options = parsed
         case .failure(let status): return status.code
         }
+        let places: SitePlaces
+        switch SitePlaces.open(&options) {
+        case .success(let opened): places = opened
+        case .failure(let status): return status.code
+        }
+        defer { withExtendedLifetime(places) {} }
         var next = options.afterSequence
         var header = options.format == .csv
         var line = JSONWriter(capacity: lineCapacity)
@@ -136,7 +152,7 @@ enum LogExport {
                         header = false
                     }
                     next = record.sequence
-                    write(record, payload, options.format, into: &line)
+                    write(record, payload, options.format, places: places.labels, into: &line)
                     line.newline()
                     output.write(line.bytes)
                 }
@@ -157,15 +173,17 @@ enum LogExport {
     }
 
     /// One record as a line (no newline) into `line`: a JSON object or a CSV row.
-    static func write(_ header: LogRecordHeader, _ payload: UnsafeRawBufferPointer, _ format: Format, into line: inout JSONWriter) {
+    static func write(_ header: LogRecordHeader, _ payload: UnsafeRawBufferPointer, _ format: Format, places: PlaceLabels? = nil,
+                      into line: inout JSONWriter) {
         switch format {
-        case .jsonl: writeJSON(header, payload, into: &line)
+        case .jsonl: writeJSON(header, payload, places: places, into: &line)
         case .csv: writeCSV(header, payload, into: &line)
         }
     }
 
-    /// {"seq":N,"time":..,"type":..,<the payload's members>}
-    static func writeJSON(_ header: LogRecordHeader, _ payload: UnsafeRawBufferPointer, into line: inout JSONWriter) {
+    /// {"seq":N,"time":..,"type":..,<the payload's members>}; events, visits and fixes with the
+    /// place nearest them when `places` is given.
+    static func writeJSON(_ header: LogRecordHeader, _ payload: UnsafeRawBufferPointer, places: PlaceLabels? = nil, into line: inout JSONWriter) {
         let type = LogRecordType(rawValue: header.typeCode)
         line.beginObject()
         line.integer("seq", header.sequence)
@@ -176,7 +194,7 @@ enum LogExport {
         case .event?:
             guard let event = LogPayload.readEvent(&reader) else { line.string("error", "undecodable event payload"); break }
             line.key("event")
-            EventJSON.write(event, sequence: Int64(header.sequence), into: &line)
+            EventJSON.write(event, sequence: Int64(header.sequence), places: places, into: &line)
         case .conditionAdded?:
             guard let entry = LogPayload.readCondition(&reader) else { line.string("error", "undecodable condition payload"); break }
             writeMembers(entry, into: &line)
@@ -200,9 +218,10 @@ enum LogExport {
         case .fix?:
             guard let fix = LogPayload.readFix(&reader) else { line.string("error", "undecodable fix payload"); break }
             writeMembers(fix, into: &line)
+            places?.writeMember(latitude: fix.latitude, longitude: fix.longitude, into: &line)
         case .visit?:
             guard let visit = LogPayload.readVisit(&reader) else { line.string("error", "undecodable visit payload"); break }
-            UpdateJSON.writeMembers(visit, into: &line)
+            UpdateJSON.writeMembers(visit, places: places, into: &line)
         case .checkpoint?:
             line.integer("records", Int(reader.uint16()))
             if header.flags.contains(.moreFollow) { line.boolean("more_follow", true) }
@@ -311,10 +330,11 @@ enum LogExport {
     }
 }
 
-/// `locus events [--state DIR] [--monitor NAME] [--after-seq N] [--follow]`: the events of the
-/// log (all monitors, or one), as JSON lines with their log sequence numbers.
+/// `locus events [--state DIR] [--config SITE] [--monitor NAME] [--after-seq N] [--follow]`: the
+/// events of the log (all monitors, or one), as JSON lines with their log sequence numbers; with
+/// `--config`, annotated as the site's `[geocoding]` says (see `LogExport`).
 enum EventsCommand {
-    static let usage = "usage: locus events [--state DIR] [--monitor NAME] [--after-seq N] [--follow]"
+    static let usage = "usage: locus events [--state DIR] [--config SITE] [--monitor NAME] [--after-seq N] [--follow]"
 
     static func run(_ arguments: [String]) -> Int32 {
         var rest: [String] = []
@@ -332,18 +352,24 @@ enum EventsCommand {
                 index += 1
             }
         }
-        let options: LogExport.Options
+        var options: LogExport.Options
         switch LogExport.parse(rest) {
         case .success(let parsed): options = parsed
         case .failure(let status): return status.code
         }
+        let places: SitePlaces
+        switch SitePlaces.open(&options) {
+        case .success(let opened): places = opened
+        case .failure(let status): return status.code
+        }
+        defer { withExtendedLifetime(places) {} }
         // --follow through a running agent's read.sock (a plain subscription only reads); without
         // an agent, or without the right to reach it, by watching the log files.
         if options.follow, let client = try? AgentClient(directory: options.directory, for: .reading) {
             return AgentCommands.followEvents(client, monitor: monitor, afterSequence: options.afterSequence)
         }
         var next = options.afterSequence
-        var line = JSONWriter(capacity: 4096)
+        var line = JSONWriter(capacity: 4096 + PlaceLabels.maximumMemberBytes)
         var output = BufferedOutput()
         while true {
             var failure: LogStoreError? = nil
@@ -356,7 +382,7 @@ enum EventsCommand {
                     guard let event = LogPayload.readEvent(&reader) else { return }
                     if let monitor, event.monitor != monitor { return }
                     line.reset()
-                    EventJSON.write(event, sequence: Int64(header.sequence), into: &line)
+                    EventJSON.write(event, sequence: Int64(header.sequence), places: places.labels, into: &line)
                     line.newline()
                     output.write(line.bytes)
                 }
@@ -369,6 +395,37 @@ enum EventsCommand {
             // record arrived would otherwise leave this process behind on the gateway).
             guard options.follow, !Files.hungUp(1) else { return 0 }
             Clock.sleep(nanoseconds: 500_000_000)
+        }
+    }
+}
+
+/// `--config SITE` for the commands that read the log: the site's state directory (unless
+/// `--state` was given) and, with `[geocoding] annotate = true`, its place index, open as long as
+/// this value lives, and the labels over it.
+struct SitePlaces {
+    let file: PlaceIndexFile?
+    let labels: PlaceLabels?
+
+    static func open(_ options: inout LogExport.Options) -> Result<SitePlaces, ExitStatus> {
+        guard let path = options.config else { return .success(SitePlaces(file: nil, labels: nil)) }
+        let source: [UInt8]
+        do { source = try Files.read(path) } catch {
+            return .failure(ExitStatus(code: CommandLineInterface.failure("--config", "cannot read \(path): \(error)")))
+        }
+        let site: SiteConfig
+        do { site = try SiteConfig.parse(source, file: path) } catch {
+            for diagnostic in error.diagnostics { Console.error("\(diagnostic)\n") }
+            return .failure(ExitStatus(code: 1))
+        }
+        if !options.stateGiven { options.directory = Paths.resolve(site.stateDirectory, relativeTo: Paths.directory(of: path)) }
+        guard let geocoding = site.geocoding, geocoding.annotate else { return .success(SitePlaces(file: nil, labels: nil)) }
+        let indexPath = Paths.resolve(geocoding.index, relativeTo: Paths.directory(of: path))
+        switch PlaceIndexFile.open(indexPath) {
+        case .success(let file):
+            let labels = PlaceLabels(index: file.index, maximumDistanceM: geocoding.maximumDistanceM, scope: geocoding.scope)
+            return .success(SitePlaces(file: file, labels: labels))
+        case .failure(let refusal):
+            return .failure(ExitStatus(code: CommandLineInterface.failure("--config", "place index \(indexPath): \(refusal.reason)")))
         }
     }
 }

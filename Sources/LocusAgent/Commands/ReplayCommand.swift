@@ -153,6 +153,8 @@ enum ReplayCommand {
         }
         var counter: Int64 = 0
         var line = JSONWriter(capacity: 4096)
+        // `[geocoding] annotate`: events name the place nearest them, as the agent's do.
+        let places = loaded.placeLabels
         var previousNs = observations[0].timeNs
         var status: Int32 = 0
         for observation in observations {
@@ -162,17 +164,17 @@ enum ReplayCommand {
             }
             previousNs = nowNs
             engine.tick(now: UTCTime(nanoseconds: nowNs))
-            if !drain(engine, session, &counter, text: options.text, into: &line) { status = 1; break }
+            if !drain(engine, session, &counter, text: options.text, places: places, into: &line) { status = 1; break }
             switch observation {
             case .fix(let fix): engine.observe(fix)
             case .sighting(let sighting): engine.observe(sighting)
             }
-            if !drain(engine, session, &counter, text: options.text, into: &line) { status = 1; break }
+            if !drain(engine, session, &counter, text: options.text, places: places, into: &line) { status = 1; break }
         }
         // Let timeouts that fall after the last observation play out (beacons leaving).
         if status == 0, let deadline = engine.nextDeadline() {
             engine.tick(now: deadline)
-            if !drain(engine, session, &counter, text: options.text, into: &line) { status = 1 }
+            if !drain(engine, session, &counter, text: options.text, places: places, into: &line) { status = 1 }
         }
         if let session { session.close(time: UTCTime(nanoseconds: previousNs)) }
         return status
@@ -181,7 +183,7 @@ enum ReplayCommand {
     /// Every pending event goes to the log first (when persisting), then to standard output,
     /// and only then is it acknowledged. A log that cannot be written stops the replay: an event
     /// that cannot be made durable is not reported as handled.
-    static func drain(_ engine: MonitorEngine, _ session: StateSession?, _ counter: inout Int64, text: Bool,
+    static func drain(_ engine: MonitorEngine, _ session: StateSession?, _ counter: inout Int64, text: Bool, places: PlaceLabels? = nil,
                       into line: inout JSONWriter) -> Bool {
         while let event = engine.oldestPendingEvent() {
             var sequence: Int64
@@ -198,9 +200,9 @@ enum ReplayCommand {
             }
             line.reset()
             if text {
-                EventText.write(event, sequence: sequence, into: &line)
+                EventText.write(event, sequence: sequence, places: places, into: &line)
             } else {
-                EventJSON.write(event, sequence: sequence, into: &line)
+                EventJSON.write(event, sequence: sequence, places: places, into: &line)
             }
             line.newline()
             Console.out(line.bytes)

@@ -23,7 +23,7 @@ enum ReplayUpdates {
                     for update in pending {
                         line.reset()
                         line.beginObject()
-                        UpdateJSON.writeMembers(update, into: &line)
+                        UpdateJSON.writeMembers(update, places: loaded.placeLabels, into: &line)
                         line.integer("batch", batchNumber)
                         line.string("flush", reason.name)
                         line.endObject()
@@ -33,7 +33,7 @@ enum ReplayUpdates {
                     pending.removeAll(keepingCapacity: true)
                 case .visit(let visit):
                     line.reset()
-                    UpdateJSON.write(visit, into: &line)
+                    UpdateJSON.write(visit, places: loaded.placeLabels, into: &line)
                     line.newline()
                     Console.out(line.bytes)
                 }

@@ -195,6 +195,29 @@ public struct TableReader {
         }
     }
 
+    /// A distance: a string with a unit ("25 km", "500 m") or a number of metres, in metres.
+    public mutating func distance(_ key: String, in range: ClosedRange<Double>, required: Bool = false) -> Double? {
+        guard let entry = lookup(key, required: required) else { return nil }
+        let value: Double
+        switch entry.value {
+        case .float(let float): value = float
+        case .integer(let integer): value = Double(integer)
+        case .string(let text):
+            switch Quantity.distanceM(text) {
+            case .success(let metres): value = metres
+            case .failure(let problem):
+                report.fail(at: entry.valueOffset, "'\(label(key))' = \"\(text)\": \(problem.message)")
+                return nil
+            }
+        default: wrongType(entry, "a distance such as \"25 km\" or \"500 m\" (or a number of metres)"); return nil
+        }
+        guard value.isFinite, range.contains(value) else {
+            report.fail(at: entry.valueOffset, "'\(label(key))' is out of range (\(Quantity.formatDistance(range.lowerBound))...\(Quantity.formatDistance(range.upperBound)))")
+            return nil
+        }
+        return value
+    }
+
     /// An array of strings (`["locus", "adm"]`); one that holds anything else is reported.
     public mutating func strings(_ key: String, required: Bool = false) -> [String]? {
         guard let entry = lookup(key, required: required) else { return nil }

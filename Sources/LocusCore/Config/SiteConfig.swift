@@ -50,10 +50,30 @@ public struct ConditionConfig {
     public var proximity: ProximityRequirement?
     /// Where the entry starts in the site file, for later diagnostics.
     public var location: SourceLocation
+    /// `circle = { place = "Dock 3", radius = 50 }`: the circle's centre is a place of the
+    /// place index, found by name when the configuration is loaded (`SiteConfig.resolvePlaces`);
+    /// until then the circle's latitude and longitude are NaN.
+    public var place: PlaceReference? = nil
 
     public static let defaultEnterMarginM = 0.0
     public static let defaultExitMarginM = 15.0
     public static let defaultDwellMs: Int64 = 0
+}
+
+/// A circle's centre given as a place name, and what it was found to be.
+public struct PlaceReference: Equatable {
+    /// The name as written ("Dock 3", "Paris, FR").
+    public var name: String
+    /// Where the name is written (the `place` value), for the errors about it.
+    public var location: SourceLocation
+    /// The place found: its display name ("Dock 3", "Paris, Ile-de-France, FR"), set by
+    /// `SiteConfig.resolvePlaces`.
+    public var resolved: String? = nil
+
+    public init(name: String, location: SourceLocation) {
+        self.name = name
+        self.location = location
+    }
 }
 
 public struct MonitorConfig {
@@ -211,6 +231,25 @@ public struct SiteConfig {
         public init(broker: BrokerAddress) { self.broker = broker }
     }
 
+    /// `[geocoding]`: the place index (docs/geocoding.md) and what the agent does with it.
+    public struct Geocoding: Equatable {
+        /// Where the Debian package installs the index built from the GeoNames extract.
+        public static let installedIndex = "/usr/share/locus/places.idx"
+        public static let defaultMaximumDistanceM = 25_000.0
+
+        /// The index file as written (relative to the site file's directory when relative).
+        public var index = Geocoding.installedIndex
+        /// Events, visits and live updates carry the place nearest their position.
+        public var annotate = false
+        /// How far the nearest place may be for an annotation (and a `reverse_geocode` without `within`).
+        public var maximumDistanceM = Geocoding.defaultMaximumDistanceM
+        public var scope: PlaceScope = .any
+        /// Where `index` is written (the section's header without it), for the index's errors.
+        public var location = SourceLocation(line: 1, column: 1)
+
+        public init() {}
+    }
+
     /// Path of the board file as written (relative to the site file's directory when relative).
     public var board: String
     public var stateDirectory: String = "/var/lib/locus"
@@ -220,10 +259,25 @@ public struct SiteConfig {
     public var fixPrivacy: FixPrivacy = .full
     public var access = Access()
     public var uplink: Uplink? = nil
+    public var geocoding: Geocoding? = nil
     public var monitors: [MonitorConfig] = []
     public var actions: [ActionConfig] = []
 
     public var conditionCount: Int { monitors.reduce(0) { $0 + $1.conditions.count } }
+
+    /// The place index has to be opened: the site has `[geocoding]` or a circle centred on a place.
+    public var needsPlaceIndex: Bool { geocoding != nil || firstPlaceReference != nil }
+
+    /// The first circle centred on a place, in file order.
+    public var firstPlaceReference: PlaceReference? {
+        for monitor in monitors { for condition in monitor.conditions { if let place = condition.place { return place } } }
+        return nil
+    }
+
+    /// Where an error about the index is reported: its `index` key, or the first place name.
+    public var placeIndexLocation: SourceLocation {
+        geocoding?.location ?? firstPlaceReference?.location ?? SourceLocation(line: 1, column: 1)
+    }
 
     /// Reads and checks a site file on its own; `check(against:)` checks what needs the board.
     public static func parse(_ source: [UInt8], file: String) throws(ConfigError) -> SiteConfig {

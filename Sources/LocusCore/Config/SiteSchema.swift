@@ -31,6 +31,10 @@ enum SiteSchema {
             site.uplink = readUplink(&section)
             section.finish()
         }
+        if var section = root.table("geocoding") {
+            site.geocoding = readGeocoding(&section)
+            section.finish()
+        }
         if var section = root.table("monitor") {
             site.monitors = readMonitors(&section)
             section.finish()
@@ -286,11 +290,12 @@ enum SiteSchema {
         }
         let assuming = entry.choice("assuming", [("satisfied", ConditionState.satisfied), ("unsatisfied", .unsatisfied), ("unknown", .unknown)]) ?? .unknown
         var kind: ConditionConfig.Kind? = nil
+        var place: PlaceReference? = nil
         let circle = entry.table("circle")
         let beacon = entry.table("beacon")
         switch (circle, beacon) {
         case (var circle?, nil):
-            kind = readCircle(&circle)
+            if let read = readCircle(&circle) { (kind, place) = read }
             circle.finish()
             for key in beaconKeys where entry.has(key) {
                 report.fail(at: entry.offset(of: key), "'\(entry.label(key))' applies to beacon conditions, but this one is a circle")
@@ -304,7 +309,7 @@ enum SiteSchema {
         case (.some, .some):
             report.fail(at: entry.offset, "a condition is either a 'circle' or a 'beacon', not both")
         case (nil, nil):
-            report.fail(at: entry.offset, "a condition needs 'circle = { lat, lon, radius }' or 'beacon = { uuid, major, minor }'")
+            report.fail(at: entry.offset, "a condition needs 'circle = { lat, lon, radius }' (or { place, radius }) or 'beacon = { uuid, major, minor }'")
         }
         let enterMargin = entry.number("enter_margin", in: 0...100_000) ?? ConditionConfig.defaultEnterMarginM
         let exitMargin = entry.number("exit_margin", in: 0...100_000) ?? ConditionConfig.defaultExitMarginM
@@ -317,19 +322,58 @@ enum SiteSchema {
         return ConditionConfig(
             identifier: identifier, kind: kind, assuming: assuming, enterMarginM: enterMargin, exitMarginM: exitMargin,
             dwellMs: dwell, accuracyGate: accuracyGate, transit: transit, exitTimeoutMs: exitTimeout, proximity: proximity,
-            location: report.document.location(of: entry.offset))
+            location: report.document.location(of: entry.offset), place: place)
     }
 
-    private static func readCircle(_ circle: inout TableReader) -> ConditionConfig.Kind? {
+    /// `{ lat, lon, radius }`, or `{ place, radius }`: a place's name, found in the place index
+    /// when the configuration is loaded (the centre is NaN until then).
+    private static func readCircle(_ circle: inout TableReader) -> (ConditionConfig.Kind, PlaceReference?)? {
+        if circle.has("place") {
+            let name = circle.string("place")
+            for key in ["lat", "lon"] where circle.has(key) {
+                circle.report.fail(at: circle.offset(of: key), "'\(circle.label(key))': a circle is centred on 'lat' and 'lon' or on a 'place', not both")
+                _ = circle.number(key, in: -180...180)
+            }
+            let radius = readRadius(&circle)
+            if let name, name.utf8.allSatisfy({ $0 == 0x20 }) || name.utf8.count > PlaceNameSearch.maximumQueryBytes {
+                circle.report.fail(at: circle.offset(of: "place"), "'\(circle.label("place"))' must name a place (1...\(PlaceNameSearch.maximumQueryBytes) bytes)")
+                return nil
+            }
+            guard let radius, let name else { return nil }
+            let reference = PlaceReference(name: name, location: circle.report.document.location(of: circle.offset(of: "place")))
+            return (.circle(latitude: .nan, longitude: .nan, radiusM: radius), reference)
+        }
         let latitude = circle.number("lat", in: -90...90, required: true)
         let longitude = circle.number("lon", in: -180...180, required: true)
+        guard let radius = readRadius(&circle), let latitude, let longitude else { return nil }
+        return (.circle(latitude: latitude, longitude: longitude, radiusM: radius), nil)
+    }
+
+    private static func readRadius(_ circle: inout TableReader) -> Double? {
         let radius = circle.number("radius", in: 0...10_000_000, required: true)
         if let radius, radius <= 0 {
             circle.report.fail(at: circle.offset(of: "radius"), "'\(circle.label("radius"))' must be greater than 0 metres")
             return nil
         }
-        guard let latitude, let longitude, let radius else { return nil }
-        return .circle(latitude: latitude, longitude: longitude, radiusM: radius)
+        return radius
+    }
+
+    /// `[geocoding]`: the place index, whether events are annotated, how far and which places.
+    private static func readGeocoding(_ section: inout TableReader) -> SiteConfig.Geocoding {
+        var geocoding = SiteConfig.Geocoding()
+        geocoding.location = section.report.document.location(of: section.offset)
+        if let index = section.string("index") {
+            if index.isEmpty { section.report.fail(at: section.offset(of: "index"), "'\(section.label("index"))' must name a file") }
+            geocoding.index = index
+            geocoding.location = section.report.document.location(of: section.offset(of: "index"))
+        }
+        if let annotate = section.boolean("annotate") { geocoding.annotate = annotate }
+        // Half a meridian (20,004 km) is as far as two points can be.
+        if let distance = section.distance("max_distance", in: 0...20_004_000) { geocoding.maximumDistanceM = distance }
+        if let scope = section.choice("scope", [("any", PlaceScope.any), ("populated", .populated), ("site", .site)]) {
+            geocoding.scope = scope
+        }
+        return geocoding
     }
 
     private static func readBeacon(_ beacon: inout TableReader) -> ConditionConfig.Kind? {

@@ -48,7 +48,9 @@ extension ControlRequest {
         case .subscribe(_, _, let consumer): return consumer ? .change : .read
         case .updates, .updatesStop: return .positions
         case .range, .rangeStop, .locate, .visits: return .positions
-        case .add, .remove, .gpioClear, .open, .ack: return .change
+        // Like locate: a geocode's answer is ranked by distance from the gateway's last fix.
+        case .reverseGeocode, .geocode: return .positions
+        case .add, .addAtPlace, .remove, .gpioClear, .open, .ack: return .change
         }
     }
 }

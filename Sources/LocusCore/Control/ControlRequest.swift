@@ -40,6 +40,16 @@ public enum ControlRequest: Sendable {
     case locate(accuracy: AccuracyTier?, maxAgeMs: Int64, timeoutMs: Int64)
     /// The log's visit records (arrivals and departures) from `sinceNs` on, the newest `limit`.
     case visits(sinceNs: Int64?, limit: Int)
+    // MARK: geocoding
+    /// The place nearest a point (`reverse_geocode`), within `withinM` (nil: the site's
+    /// `[geocoding] max_distance`) among `scope`'s places (nil: the site's).
+    case reverseGeocode(latitude: Double, longitude: Double, withinM: Double?, scope: PlaceScope?)
+    /// The places a name names (`geocode`), the best `limit` of them.
+    case geocode(name: String, limit: Int)
+    /// `add` with a circle centred on a place: `circle: {place, radius}`, found by name like the
+    /// site file's (exactly one place must have the name).
+    case addAtPlace(monitor: FixedName, identifier: FixedName, place: String, radiusM: Double, settings: ConditionSettings,
+                    assuming: ConditionState)
 }
 
 /// A refused request: a stable code for programs, a sentence for people.
@@ -75,7 +85,7 @@ public enum ControlProtocol {
     public static let maximumRequestBytes = 4096
     public static let operations = ["hello", "status", "add", "remove", "identifiers", "record", "records", "subscribe", "gpio-clear",
                                     "open", "ack", "updates", "updates-stop",
-                                    "range", "range-stop", "locate", "visits"]
+                                    "range", "range-stop", "locate", "visits", "reverse_geocode", "geocode"]
 
     /// Decodes one request line (without its newline). The id is returned with errors too, when it
     /// could be read, so the error response can carry it.
@@ -152,6 +162,9 @@ public enum ControlProtocol {
                 let since = try number(value, "since", in: 0...1e11).map { Int64($0 * 1e9) }
                 let limit = try number(value, "limit", in: 1...Double(visitLimit)).map { Int($0) } ?? visitLimit
                 return .success(.visits(sinceNs: since, limit: limit))
+            // MARK: geocoding
+            case "reverse_geocode": return .success(try reverseGeocode(value))
+            case "geocode": return .success(try geocode(value))
             default:
                 var message = "unknown op '\(op)'"
                 if let suggestion = Spelling.closest(to: op, among: operations) { message += " (did you mean '\(suggestion)'?)" }
@@ -160,6 +173,37 @@ public enum ControlProtocol {
         } catch {
             return .failure(error)
         }
+    }
+
+    // MARK: geocoding
+
+    /// Most places one `geocode` reply carries, and how many without `limit`.
+    public static let geocodeLimit = 50
+    public static let defaultGeocodeLimit = 10
+
+    static func geocode(_ value: JSONValue) throws(ControlError) -> ControlRequest {
+        guard let name = value["name"]?.string, !name.isEmpty, name.utf8.count <= PlaceNameSearch.maximumQueryBytes else {
+            throw ControlError(.badArgument, "'name' (a place name of 1...\(PlaceNameSearch.maximumQueryBytes) bytes, such as \"Springfield, US\") is required")
+        }
+        let limit = try number(value, "limit", in: 1...Double(geocodeLimit)).map { Int($0) } ?? defaultGeocodeLimit
+        return .geocode(name: name, limit: limit)
+    }
+
+    static func reverseGeocode(_ value: JSONValue) throws(ControlError) -> ControlRequest {
+        guard let latitude = try number(value, "latitude", in: -90...90), let longitude = try number(value, "longitude", in: -180...180) else {
+            throw ControlError(.badArgument, "'latitude' (-90...90) and 'longitude' (-180...180) are required")
+        }
+        let within = try number(value, "within", in: 0...20_004_000)
+        var scope: PlaceScope? = nil
+        if let raw = value["scope"] {
+            switch raw.string {
+            case "any": scope = .any
+            case "populated": scope = .populated
+            case "site": scope = .site
+            default: throw ControlError(.badArgument, "'scope' is any, populated or site")
+            }
+        }
+        return .reverseGeocode(latitude: latitude, longitude: longitude, withinM: within, scope: scope)
     }
 
     // MARK: single location request, visits, significant change
@@ -217,11 +261,22 @@ public enum ControlProtocol {
         let monitor = try name(value, "monitor")
         let identifier = try name(value, "identifier")
         let condition: Condition
+        var placeCircle: (name: String, radiusM: Double)? = nil
         switch (value["circle"], value["beacon"]) {
+        case (let circle?, nil) where circle["place"] != nil:
+            guard circle["lat"] == nil && circle["lon"] == nil else {
+                throw ControlError(.badArgument, "'circle' is centred on lat and lon or on a place, not both")
+            }
+            guard let place = circle["place"]?.string, !place.isEmpty, place.utf8.count <= PlaceNameSearch.maximumQueryBytes,
+                  let radius = try number(circle, "radius", in: 0...10_000_000), radius > 0 else {
+                throw ControlError(.badArgument, "'circle' with a place needs place (a name) and radius (metres > 0)")
+            }
+            placeCircle = (place, radius)
+            condition = .circle(CircularGeographicCondition(latitude: 0, longitude: 0, radiusM: radius))
         case (let circle?, nil):
             guard let latitude = try number(circle, "lat", in: -90...90), let longitude = try number(circle, "lon", in: -180...180),
                   let radius = try number(circle, "radius", in: 0...10_000_000), radius > 0 else {
-                throw ControlError(.badArgument, "'circle' needs lat (-90...90), lon (-180...180) and radius (metres > 0)")
+                throw ControlError(.badArgument, "'circle' needs lat (-90...90), lon (-180...180) and radius (metres > 0), or place and radius")
             }
             condition = .circle(CircularGeographicCondition(latitude: latitude, longitude: longitude, radiusM: radius))
         case (nil, let beacon?):
@@ -235,7 +290,7 @@ public enum ControlProtocol {
             condition = .beacon(BeaconIdentityCondition(uuid: uuid, major: major.flatMap { $0.map { UInt16($0) } },
                                                         minor: minor.flatMap { $0.map { UInt16($0) } }))
         default:
-            throw ControlError(.badArgument, "a condition is either 'circle': {lat, lon, radius} or 'beacon': {uuid, major, minor}")
+            throw ControlError(.badArgument, "a condition is either 'circle': {lat, lon, radius} (or {place, radius}) or 'beacon': {uuid, major, minor}")
         }
         var assuming = ConditionState.unknown
         if let raw = value["assuming"] {
@@ -246,8 +301,18 @@ public enum ControlProtocol {
             default: throw ControlError(.badArgument, "'assuming' is satisfied, unsatisfied or unknown")
             }
         }
+        let settings = try settings(value["settings"])
+        if let placeCircle {
+            return .addAtPlace(monitor: monitor, identifier: identifier, place: placeCircle.name, radiusM: placeCircle.radiusM,
+                               settings: settings, assuming: assuming)
+        }
+        return .add(monitor: monitor, identifier: identifier, condition: condition, settings: settings, assuming: assuming)
+    }
+
+    /// An `add`'s `settings` object (the defaults without one).
+    static func settings(_ raw: JSONValue?) throws(ControlError) -> ConditionSettings {
         var settings = ConditionSettings()
-        if let raw = value["settings"] {
+        if let raw {
             guard case .object = raw else { throw ControlError(.badArgument, "'settings' is an object") }
             if let margin = try number(raw, "enter_margin", in: 0...100_000) { settings.enterMarginM = margin }
             if let margin = try number(raw, "exit_margin", in: 0...100_000) { settings.exitMarginM = margin }
@@ -270,7 +335,7 @@ public enum ControlProtocol {
                 }
             }
         }
-        return .add(monitor: monitor, identifier: identifier, condition: condition, settings: settings, assuming: assuming)
+        return settings
     }
 
     // MARK: beacon ranging

@@ -31,7 +31,7 @@
 /// calls to one otherwise. For the same reason `sqrt` and `remainder` wrap the standard library's
 /// `squareRoot()` and `remainder(dividingBy:)` (C shims underneath, one instruction for sqrt)
 /// with the `no_performance_analysis` semantics: call these, not the methods, in `@_noAllocation`
-/// code. `rounded(_:)` is rejected there too (its rule enum's metadata); use `floor` or `round`.
+/// code. `rounded(_:)` is rejected there too (its rule enum's metadata); use `floor`.
 public enum LibM {
     @_semantics("no_performance_analysis") @inline(__always)
     public static func sqrt(_ x: Double) -> Double { x.squareRoot() }
@@ -41,7 +41,7 @@ public enum LibM {
     /// The largest integer <= x (x itself if it is not finite or already integral).
     @_semantics("no_performance_analysis") @inline(__always)
     public static func floor(_ x: Double) -> Double { x.rounded(.down) }
-    /// The integer nearest x, halfway cases away from zero (`rounded()`).
+    /// The integer nearest x, halfway cases away from zero (`rounded()`, C's round).
     @_semantics("no_performance_analysis") @inline(__always)
     public static func round(_ x: Double) -> Double { x.rounded() }
 

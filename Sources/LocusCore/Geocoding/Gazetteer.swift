@@ -32,8 +32,9 @@ public struct GazetteerPlace: Sendable {
 /// - GeoNames' `admin1CodesASCII.txt`: `CC.code`, name, ASCII name, geonameid — the names of the
 ///   administrative areas the gazetteer's admin1 codes refer to;
 /// - a site's own places: `name<TAB>latitude<TAB>longitude[<TAB>aliases, comma-separated]`, an
-///   optional header line starting `name`, and `#` comments. They become feature class `S`,
-///   rank before the gazetteer's places and are searchable on their own (`PlaceScope.site`).
+///   optional header row starting `name` (the first row, after any `#` comments), and `#`
+///   comments. They become feature class `S`, rank before the gazetteer's places and are
+///   searchable on their own (`PlaceScope.site`).
 public enum GazetteerFile: Equatable, Sendable {
     case geonames
     case admin1
@@ -64,6 +65,7 @@ public enum GazetteerFile: Equatable, Sendable {
                      admin1: ([UInt8], [UInt8]) -> Void) -> Problem? {
         var lineNumber = 0
         var lineStart = 0
+        var rows = 0
         while lineStart < text.count {
             lineNumber += 1
             var lineEnd = lineStart
@@ -72,13 +74,15 @@ public enum GazetteerFile: Equatable, Sendable {
             if row.last == 0x0D { row.removeLast() }
             lineStart = lineEnd + 1
             if row.isEmpty || row[0] == UInt8(ascii: "#") { continue }
+            rows += 1
             let fields = row.split(separator: 0x09, omittingEmptySubsequences: false).map { Array($0) }
             let result: Result<Void, Problem>
             switch self {
             case .geonames: result = Self.geonamesRow(fields, line: lineNumber).map(place)
             case .admin1: result = Self.admin1Row(fields, line: lineNumber).map { admin1($0.code, $0.name) }
             case .sitePlaces:
-                if lineNumber == 1 && fields.first == Array("name".utf8) { continue }
+                // The header is the first row, after any comments.
+                if rows == 1 && fields.first == Array("name".utf8) { continue }
                 result = Self.siteRow(fields, line: lineNumber).map(place)
             }
             if case .failure(let problem) = result { return problem }

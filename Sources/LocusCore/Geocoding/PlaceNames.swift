@@ -24,12 +24,15 @@ public enum PlaceNameProblem: Equatable, Sendable, CustomStringConvertible {
     case notUTF8
     /// Longer than `PlaceNameSearch.maximumQueryBytes` once folded.
     case tooLong
+    /// More than `PlaceNameSearch.maximumQualifiers` qualifiers after the name.
+    case tooManyQualifiers
 
     public var description: String {
         switch self {
         case .empty: "an empty name"
         case .notUTF8: "a name that is not UTF-8"
         case .tooLong: "a name longer than \(PlaceNameSearch.maximumQueryBytes) bytes"
+        case .tooManyQualifiers: "more than \(PlaceNameSearch.maximumQualifiers) qualifiers after the name (NAME, REGION, CC)"
         }
     }
 }
@@ -43,7 +46,7 @@ public enum PlaceNameProblem: Equatable, Sendable, CustomStringConvertible {
 /// Owns its folding buffers (allocated once); a search allocates nothing.
 public struct PlaceNameSearch: ~Copyable {
     public static let maximumQueryBytes = 256
-    static let maximumQualifiers = 4
+    public static let maximumQualifiers = 4
     /// Folded query parts, one slot of `maximumQueryBytes` each: the name, the qualifiers, and a
     /// last one for folding a candidate's admin1 name.
     let scratch: UnsafeMutableRawBufferPointer
@@ -93,7 +96,7 @@ public struct PlaceNameSearch: ~Copyable {
                         return PlaceNameResult(total: 0, written: 0, problem: .tooLong)
                     }
                     if folded.isEmpty { partStart = position + 1; position += 1; continue }
-                    guard qualifiers < Self.maximumQualifiers else { return PlaceNameResult(total: 0, written: 0, problem: .tooLong) }
+                    guard qualifiers < Self.maximumQualifiers else { return PlaceNameResult(total: 0, written: 0, problem: .tooManyQualifiers) }
                     withUnsafeMutableBytes(of: &lengths) { $0.storeBytes(of: folded.count, toByteOffset: qualifiers * MemoryLayout<Int>.stride, as: Int.self) }
                     qualifiers += 1
                 }

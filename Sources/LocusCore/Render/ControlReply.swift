@@ -45,11 +45,12 @@ public enum ControlReply {
         end(into: &line)
     }
 
-    /// A subscriber's event: `{"event":{...}}` (the event as `EventJSON` writes it).
-    public static func event(_ event: MonitorEvent, sequence: UInt64, into line: inout JSONWriter) {
+    /// A subscriber's event: `{"event":{...}}` (the event as `EventJSON` writes it, annotated
+    /// with `places`).
+    public static func event(_ event: MonitorEvent, sequence: UInt64, places: PlaceLabels? = nil, into line: inout JSONWriter) {
         line.beginObject()
         line.key("event")
-        EventJSON.write(event, sequence: Int64(sequence), into: &line)
+        EventJSON.write(event, sequence: Int64(sequence), places: places, into: &line)
         end(into: &line)
     }
 
@@ -58,10 +59,10 @@ public enum ControlReply {
     /// itself (the wire format since protocol version 1): `UpdateJSON` renders the object into
     /// `scratch`, and its members go into an object this writer opens, so the separators stay
     /// the writer's business.
-    public static func update(_ update: LocationUpdate, batch: Int, flush: FlushReason, scratch: inout JSONWriter,
+    public static func update(_ update: LocationUpdate, batch: Int, flush: FlushReason, places: PlaceLabels? = nil, scratch: inout JSONWriter,
                               into line: inout JSONWriter) {
         scratch.reset()
-        UpdateJSON.write(update, into: &scratch)
+        UpdateJSON.write(update, places: places, into: &scratch)
         let object = scratch.bytes
         // A TPV object always has members ("class" first): `{` + members + `}`.
         precondition(!scratch.overflowed && object.count > 2 && object[0] == UInt8(ascii: "{")
@@ -76,40 +77,76 @@ public enum ControlReply {
     }
 
     /// A stream's visit: `{"visit":{...}}`.
-    public static func visit(_ visit: Visit, into line: inout JSONWriter) {
+    public static func visit(_ visit: Visit, places: PlaceLabels? = nil, into line: inout JSONWriter) {
         line.beginObject()
         line.key("visit")
-        UpdateJSON.write(visit, into: &line)
+        UpdateJSON.write(visit, places: places, into: &line)
         end(into: &line)
     }
 
     // MARK: single location request and visits
 
-    /// A located reply: `{"id":7,"ok":true,"result":{"fix":{TPV},"age_s":1.5,"accuracy_limited":false}}`.
+    /// A located reply: `{"id":7,"ok":true,"result":{"fix":{TPV},"age_s":1.5,"accuracy_limited":false}}`,
+    /// with `places` and a place within reach `"place":{..}` in the result too.
     @_noAllocation
-    public static func located(_ id: Int64?, _ fix: Fix, ageMs: Int64, accuracyLimited: Bool, into line: inout JSONWriter) {
+    public static func located(_ id: Int64?, _ fix: Fix, ageMs: Int64, accuracyLimited: Bool, places: PlaceLabels? = nil,
+                               into line: inout JSONWriter) {
         ok(id, into: &line)
         line.beginObject("result")
         line.key("fix")
         FixJSON.write(fix, into: &line)
         line.number("age_s", Double(max(0, ageMs)) / 1_000, decimals: 3)
         line.boolean("accuracy_limited", accuracyLimited)
+        if let places, fix.hasPosition, let latitude = fix.latitude, let longitude = fix.longitude {
+            places.writeMember(latitude: latitude, longitude: longitude, into: &line)
+        }
         line.endObject()
         end(into: &line)
     }
 
     /// A visit record in a `visits` reply (an array element): the VISIT members and `seq`.
     @_noAllocation
-    public static func visitRecord(_ visit: Visit, sequence: UInt64, into line: inout JSONWriter) {
+    public static func visitRecord(_ visit: Visit, sequence: UInt64, places: PlaceLabels? = nil, into line: inout JSONWriter) {
         line.beginObject()
         line.integer("seq", sequence)
-        UpdateJSON.writeMembers(visit, into: &line)
+        UpdateJSON.writeMembers(visit, places: places, into: &line)
         line.endObject()
     }
 
     /// A located reply's error: no fix with a position before the timeout.
     public static func locationUnavailable(_ id: Int64?, timeoutMs: Int64, into line: inout JSONWriter) {
         error(id, ControlError(.locationUnavailable, "no fix with a position within the timeout (\(timeoutMs / 1000) s): the receiver has no sky view, or is not connected"), into: &line)
+    }
+
+    // MARK: geocoding
+
+    /// A `reverse_geocode` reply: `{"id":7,"ok":true,"place":{PlaceJSON}}`, `"place":null` when
+    /// no place is within reach.
+    @_noAllocation
+    public static func place(_ id: Int64?, _ match: PlaceMatch?, in index: PlaceIndex, into line: inout JSONWriter) {
+        ok(id, into: &line)
+        if let match {
+            line.key("place")
+            PlaceJSON.write(match, in: index, into: &line)
+        } else {
+            line.null("place")
+        }
+        end(into: &line)
+    }
+
+    /// A `geocode` reply: `{"id":7,"ok":true,"total":N,"places":[PlaceJSON...]}`, the places
+    /// ranked, each with `distance_m` from the point they were ranked by when there was one.
+    @_noAllocation
+    public static func places(_ id: Int64?, total: Int, _ candidates: UnsafeMutableBufferPointer<PlaceCandidate>, in index: PlaceIndex,
+                              into line: inout JSONWriter) {
+        ok(id, into: &line)
+        line.integer("total", total)
+        line.beginArray("places")
+        for position in 0..<candidates.count {
+            PlaceJSON.write(candidates[position].place, in: index, distanceM: candidates[position].distanceM, bearingDeg: .nan, into: &line)
+        }
+        line.endArray()
+        end(into: &line)
     }
 
     /// `"key":["a","b"]`.
@@ -123,10 +160,10 @@ public enum ControlReply {
     /// A record as `locus monitor` shows it, its last event filtered per `[privacy]` (an array
     /// element or, after a key, a member's value).
     public static func record(_ identifier: FixedName, _ record: MonitorEngine.Record, _ privacy: SiteConfig.FixPrivacy,
-                              into line: inout JSONWriter) {
+                              places: PlaceLabels? = nil, into line: inout JSONWriter) {
         var filtered = record
         filtered.lastEvent = PrivacyFilter.event(record.lastEvent, privacy)
-        RecordJSON.write(identifier, filtered, into: &line)
+        RecordJSON.write(identifier, filtered, places: places, into: &line)
     }
 
     /// "relay1, relay2" for a message ("none" for an empty list).

@@ -2,16 +2,18 @@
 public enum EventJSON {
     /// The event object (no newline) into `line`:
     /// {"monitor":..,"identifier":..,"state":..,"date":..,"seq":..,"refinement":{..}|null,"diagnostics":[..],"explain":{..}}
+    /// and, with `places`, `"place":{..}` after `explain` for an event with a position (a fix or
+    /// a transit) within reach of a place.
     @_noAllocation
-    public static func write(_ event: MonitorEvent, sequence: Int64, into line: inout JSONWriter) {
+    public static func write(_ event: MonitorEvent, sequence: Int64, places: PlaceLabels? = nil, into line: inout JSONWriter) {
         line.beginObject()
-        writeMembers(event, sequence: sequence, into: &line)
+        writeMembers(event, sequence: sequence, places: places, into: &line)
         line.endObject()
     }
 
     /// The event's members, for objects that extend it (the uplink's payload adds the gateway).
     @_noAllocation
-    public static func writeMembers(_ event: MonitorEvent, sequence: Int64, into line: inout JSONWriter) {
+    public static func writeMembers(_ event: MonitorEvent, sequence: Int64, places: PlaceLabels? = nil, into line: inout JSONWriter) {
         line.string("monitor", event.monitor)
         line.string("identifier", event.identifier)
         line.string("state", event.state.name)
@@ -23,6 +25,14 @@ public enum EventJSON {
         line.endArray()
         line.key("explain")
         write(event.explanation, into: &line)
+        if let places { writePlace(event.explanation, places, into: &line) }
+    }
+
+    /// `"place"` for an explanation with a position (a fix or a transit).
+    @_noAllocation
+    static func writePlace(_ explanation: Explanation, _ places: PlaceLabels, into line: inout JSONWriter) {
+        guard explanation.source == .fix || explanation.source == .transit else { return }
+        places.writeMember(latitude: explanation.latitude, longitude: explanation.longitude, into: &line)
     }
 
     /// "refinement": the beacon that satisfied a wildcard condition, or null.

@@ -1,10 +1,13 @@
 /// Events as aligned text for people at a terminal (`--format text`) and the agent's log:
 ///
 ///         3  2018-08-20T09:47:41.000Z  harbour/berth           satisfied   fix, 59.8 m inside the edge (accuracy 3.0 m), held 3s
+///
+/// With `places`, an event with a position ends its explanation with the place nearest it:
+/// "fix, 59.8 m inside the edge (accuracy 3.0 m), held 3s, 2.1 km NE of Bremerhaven, Bremen, DE".
 public enum EventText {
     /// The aligned line (no newline) into `line`.
     @_noAllocation
-    public static func write(_ event: MonitorEvent, sequence: Int64, into line: inout JSONWriter) {
+    public static func write(_ event: MonitorEvent, sequence: Int64, places: PlaceLabels? = nil, into line: inout JSONWriter) {
         var start = line.count
         line.text(sequence)
         line.pad(from: start, to: 5, left: true)
@@ -20,6 +23,9 @@ public enum EventText {
         line.text(event.state.name)
         line.pad(from: start, to: 12)
         explain(event, into: &line)
+        if let places, event.explanation.source == .fix || event.explanation.source == .transit {
+            places.writeText(latitude: event.explanation.latitude, longitude: event.explanation.longitude, into: &line)
+        }
         var first = true
         event.diagnostics.forEachName { name in
             line.text(first ? " [" : ", ")

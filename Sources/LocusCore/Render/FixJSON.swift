@@ -36,17 +36,18 @@ public enum FixJSON {
 
 /// Live updates and visits as JSON: a TPV with `isStationary` and `diagnostics`, and VISIT.
 public enum UpdateJSON {
-    /// The update object (no newline) into `line`: the TPV's members, then isStationary and diagnostics.
+    /// The update object (no newline) into `line`: the TPV's members, then isStationary and
+    /// diagnostics, and with `places` the place nearest the fix (`"place"`, when within reach).
     @_noAllocation
-    public static func write(_ update: LocationUpdate, into line: inout JSONWriter) {
+    public static func write(_ update: LocationUpdate, places: PlaceLabels? = nil, into line: inout JSONWriter) {
         line.beginObject()
-        writeMembers(update, into: &line)
+        writeMembers(update, places: places, into: &line)
         line.endObject()
     }
 
     /// The update's members, for objects that extend it (the replay's batch and flush).
     @_noAllocation
-    public static func writeMembers(_ update: LocationUpdate, into line: inout JSONWriter) {
+    public static func writeMembers(_ update: LocationUpdate, places: PlaceLabels? = nil, into line: inout JSONWriter) {
         var fix = update.fix
         if fix.time == nil { fix.time = update.time }
         if !fix.hasPosition && fix.mode == .unknown { fix.mode = .noFix }
@@ -55,26 +56,31 @@ public enum UpdateJSON {
         line.beginArray("diagnostics")
         update.diagnostics.forEachName { line.string($0) }
         line.endArray()
+        if let places, fix.hasPosition, let latitude = fix.latitude, let longitude = fix.longitude {
+            places.writeMember(latitude: latitude, longitude: longitude, into: &line)
+        }
     }
 
     /// The VISIT object (no newline) into `line`.
     @_noAllocation
-    public static func write(_ visit: Visit, into line: inout JSONWriter) {
+    public static func write(_ visit: Visit, places: PlaceLabels? = nil, into line: inout JSONWriter) {
         line.beginObject()
         line.string("class", "VISIT")
-        writeMembers(visit, into: &line)
+        writeMembers(visit, places: places, into: &line)
         line.endObject()
     }
 
-    /// A visit's members (arrival, departure, centre, radius), for the VISIT object and the log export.
+    /// A visit's members (arrival, departure, centre, radius, and with `places` the place nearest
+    /// the centre), for the VISIT object and the log export.
     @_noAllocation
-    public static func writeMembers(_ visit: Visit, into line: inout JSONWriter) {
+    public static func writeMembers(_ visit: Visit, places: PlaceLabels? = nil, into line: inout JSONWriter) {
         line.time("arrival", visit.arrival)
         // CLVisit's departureDate is distantFuture until the device leaves: null here.
         if let departure = visit.departure { line.time("departure", departure) } else { line.null("departure") }
         line.number("lat", visit.latitude, decimals: 9)
         line.number("lon", visit.longitude, decimals: 9)
         line.number("radius", visit.radiusM, decimals: 1)
+        places?.writeMember(latitude: visit.latitude, longitude: visit.longitude, into: &line)
     }
 
 

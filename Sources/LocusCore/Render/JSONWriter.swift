@@ -731,8 +731,8 @@ public struct JSONWriter: ~Copyable {
         count += 1
     }
 
-    /// The bytes `escaped` writes for `bytes`.
-    private static func escapedCount(_ bytes: UnsafeRawBufferPointer) -> Int {
+    /// The bytes `escaped` writes for `bytes` (what `string(bytes:)` writes between its quotes).
+    static func escapedCount(_ bytes: UnsafeRawBufferPointer) -> Int {
         var total = 0
         for byte in bytes { total += escapedWidth(byte) }
         return total

@@ -42,9 +42,10 @@ public enum ConditionJSON {
 
 /// A record as JSON: identifier, condition, settings and lastEvent.
 public enum RecordJSON {
-    /// The record object (no newline) into `line`.
+    /// The record object (no newline) into `line`; with `places`, its lastEvent is annotated
+    /// (`EventJSON`).
     @_noAllocation
-    public static func write(_ identifier: FixedName, _ record: MonitorEngine.Record, into line: inout JSONWriter) {
+    public static func write(_ identifier: FixedName, _ record: MonitorEngine.Record, places: PlaceLabels? = nil, into line: inout JSONWriter) {
         line.beginObject()
         line.string("identifier", identifier)
         line.key("condition")
@@ -52,7 +53,7 @@ public enum RecordJSON {
         line.key("settings")
         ConditionJSON.write(record.settings, into: &line)
         line.key("lastEvent")
-        EventJSON.write(record.lastEvent, sequence: 0, into: &line)
+        EventJSON.write(record.lastEvent, sequence: 0, places: places, into: &line)
         if record.accuracyLimited { line.boolean("accuracyLimited", true) }
         line.boolean("site_file", record.fromSiteFile)
         line.endObject()

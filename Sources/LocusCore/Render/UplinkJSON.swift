@@ -15,11 +15,12 @@ public enum UplinkJSON {
     // The longest payloads `UplinkPayloadTests` renders take 642 (event), 343 (state), 314
     // (gpio), 268 (visit), 291 (fix), 214 (sighting), 124 (test) and 1,844 bytes (discovery:
     // the escaped prefix twice); each bound leaves a little room above its payload.
-    public static let maximumEventBytes = 768
+    // Events, visits and fixes may carry a place (`[geocoding] annotate`): room for one more.
+    public static let maximumEventBytes = 768 + PlaceLabels.maximumMemberBytes
     public static let maximumStateBytes = 384
     public static let maximumGPIOBytes = 384
-    public static let maximumVisitBytes = 320
-    public static let maximumFixBytes = 320
+    public static let maximumVisitBytes = 320 + PlaceLabels.maximumMemberBytes
+    public static let maximumFixBytes = 320 + PlaceLabels.maximumMemberBytes
     public static let maximumSightingBytes = 256
     public static let maximumTestBytes = 160
     /// Home Assistant discovery configs (`discoveryCondition`, `discoveryOutput`).
@@ -43,13 +44,15 @@ public enum UplinkJSON {
     // MARK: log records
 
     /// `{"gateway":..,"monitor":..,"identifier":..,"state":..,"date":..,"seq":..,"refinement":..,
-    /// "diagnostics":[..],"explain":{..}}`: `EventJSON`'s object with the gateway first.
+    /// "diagnostics":[..],"explain":{..}}`: `EventJSON`'s object with the gateway first (and its
+    /// `"place"` with `places`).
     @_noAllocation
-    public static func event(_ event: MonitorEvent, sequence: UInt64, gateway: UnsafeRawBufferPointer, into line: inout JSONWriter) {
+    public static func event(_ event: MonitorEvent, sequence: UInt64, gateway: UnsafeRawBufferPointer, places: PlaceLabels? = nil,
+                             into line: inout JSONWriter) {
         line.beginObject()
         line.key("gateway")
         line.string(bytes: gateway)
-        EventJSON.writeMembers(event, sequence: Int64(sequence), into: &line)
+        EventJSON.writeMembers(event, sequence: Int64(sequence), places: places, into: &line)
         line.endObject()
     }
 
@@ -83,19 +86,23 @@ public enum UplinkJSON {
         line.endObject()
     }
 
-    /// gateway, seq, then the visit's arrival, departure (null at arrival), lat, lon, radius.
+    /// gateway, seq, then the visit's arrival, departure (null at arrival), lat, lon, radius
+    /// (and place, with `places`).
     @_noAllocation
-    public static func visit(_ visit: Visit, sequence: UInt64, gateway: UnsafeRawBufferPointer, into line: inout JSONWriter) {
+    public static func visit(_ visit: Visit, sequence: UInt64, gateway: UnsafeRawBufferPointer, places: PlaceLabels? = nil,
+                             into line: inout JSONWriter) {
         begin(gateway, sequence, into: &line)
-        UpdateJSON.writeMembers(visit, into: &line)
+        UpdateJSON.writeMembers(visit, places: places, into: &line)
         line.endObject()
     }
 
     /// A logged fix with the export's names: gateway, seq, time (the fix's), mode, lat, lon, eph,
     /// speed, track. What was not logged is left out, as the export leaves it out: the position
     /// under `[privacy] fixes = "none"` (NaN in the record) and unknown accuracy, speed or track.
+    /// With `places`, the place nearest the fix last.
     @_noAllocation
-    public static func fix(_ fix: LogPayload.LoggedFix, sequence: UInt64, gateway: UnsafeRawBufferPointer, into line: inout JSONWriter) {
+    public static func fix(_ fix: LogPayload.LoggedFix, sequence: UInt64, gateway: UnsafeRawBufferPointer, places: PlaceLabels? = nil,
+                           into line: inout JSONWriter) {
         begin(gateway, sequence, into: &line)
         line.time("time", UTCTime(nanoseconds: fix.timeNs))
         line.integer("mode", Int(fix.mode))
@@ -106,6 +113,7 @@ public enum UplinkJSON {
         if fix.accuracyM >= 0 { line.number("eph", fix.accuracyM, decimals: 1) }
         if fix.speedMps >= 0 { line.number("speed", fix.speedMps, decimals: 3) }
         if fix.trackDeg >= 0 { line.number("track", fix.trackDeg, decimals: 1) }
+        places?.writeMember(latitude: fix.latitude, longitude: fix.longitude, into: &line)
         line.endObject()
     }
 

@@ -1,4 +1,5 @@
-/// Durations ("500ms", "10s", "5min") and sizes ("8MiB") as written in configuration files.
+/// Durations ("500ms", "10s", "5min"), sizes ("8MiB") and distances ("25 km") as written in
+/// configuration files.
 public enum Quantity {
     public struct Problem: Error, Equatable {
         public var message: String
@@ -39,6 +40,29 @@ public enum Quantity {
             return .failure(Problem(message: hint))
         }
         return scaled(number, scale, what: "bytes")
+    }
+
+    /// Metres in a distance string: a number followed by m or km, a space between them allowed
+    /// ("25 km", "500m", "1.5km").
+    public static func distanceM(_ text: String) -> Result<Double, Problem> {
+        let compact = String(decoding: text.utf8.filter { $0 != 0x20 }, as: UTF8.self)
+        guard let (number, unit) = split(compact), let value = Double(String(decoding: number, as: UTF8.self)) else {
+            return .failure(Problem(message: "expected a number followed by m or km, such as \"500 m\" or \"25 km\""))
+        }
+        switch unit {
+        case "m": return .success(value)
+        case "km": return .success(value * 1_000)
+        default:
+            var hint = "unknown unit '\(unit)'; use m or km"
+            if unit == "mi" || unit == "ft" || unit == "nm" { hint += " (distances are metric)" }
+            return .failure(Problem(message: hint))
+        }
+    }
+
+    /// "25 km" or "500 m" for messages: whole kilometres from 1 km on when exact, else metres.
+    public static func formatDistance(_ metres: Double) -> String {
+        if metres >= 1_000 && metres.truncatingRemainder(dividingBy: 1_000) == 0 { return "\(Int64(metres / 1_000)) km" }
+        return JSONWriter.rendering(capacity: 48) { $0.text(metres, decimals: metres == metres.rounded() ? 0 : 1) } + " m"
     }
 
     /// "1500" -> "1.5s", for messages.
