@@ -4,6 +4,7 @@ import Foundation
 import LocusCore
 import LocusDevices
 import Testing
+import TestSupport
 
 /// UBX frames and PMTK sentences built here by hand from the protocol documents (Fletcher and
 /// XOR checksums computed in the test), not by the encoders under test.
@@ -289,16 +290,8 @@ enum ReceiverBytes {
 @Suite(.serialized) struct ReceiverControlEndToEndTests {
     static let fake = repositoryRoot + "/Tests/Fixtures/fake_receiver.py"
 
-    /// The Python with pyubx2 that `Scripts/install-deps --test` sets up.
     static func python() throws -> String {
-        let path = repositoryRoot + "/.build/pyvenv/bin/python"
-        guard FileManager.default.isExecutableFile(atPath: path) else { throw PythonMissing(path: path) }
-        return path
-    }
-
-    struct PythonMissing: Error, CustomStringConvertible {
-        var path: String
-        var description: String { "\(path) is missing: the receiver tests need pyubx2 in that venv (run Scripts/install-deps --test)" }
+        try TestPython.path(repositoryRoot: repositoryRoot, need: "the receiver tests need pyubx2 in that venv")
     }
 
     struct Fake {

@@ -1,15 +1,6 @@
 import Testing
 @testable import LocusCore
 
-private func siteErrors(_ text: String) -> [String] {
-    do {
-        _ = try SiteConfig.parse(Array(text.utf8), file: "site.toml")
-        return []
-    } catch {
-        return error.diagnostics.map { $0.description }
-    }
-}
-
 /// `[access]` in the site file and the decision `AccessPolicy` makes from a peer's credentials.
 @Suite struct AccessPolicyTests {
     static let agent: UInt32 = 998

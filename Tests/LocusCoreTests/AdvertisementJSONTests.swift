@@ -243,16 +243,8 @@ func describedObject(_ bytes: [UInt8]) throws -> [String: Any] {
 @Suite struct ServiceUUIDOracleTests {
     static let script = repositoryRoot + "/Tests/Fixtures/adv_oracle.py"
 
-    /// The Python with bluetooth-data-tools that `Scripts/install-deps --test` sets up.
     static func python() throws -> String {
-        let path = repositoryRoot + "/.build/pyvenv/bin/python"
-        guard FileManager.default.isExecutableFile(atPath: path) else { throw PythonMissing(path: path) }
-        return path
-    }
-
-    struct PythonMissing: Error, CustomStringConvertible {
-        var path: String
-        var description: String { "\(path) is missing: the service UUID tests need bluetooth-data-tools in that venv (run Scripts/install-deps --test)" }
+        try TestPython.path(repositoryRoot: repositoryRoot, need: "the service UUID tests need bluetooth-data-tools in that venv")
     }
 
     /// The AD data of an input (each report's for an HCI event), cut where Locus's walk ends;

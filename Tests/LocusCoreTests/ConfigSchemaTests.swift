@@ -17,19 +17,6 @@ func readRepositoryFile(_ relative: String) throws -> [UInt8] {
 
 struct TestFileError: Error { let path: String }
 
-private func site(_ text: String) throws(ConfigError) -> SiteConfig {
-    try SiteConfig.parse(Array(text.utf8), file: "site.toml")
-}
-
-private func siteErrors(_ text: String) -> [String] {
-    do {
-        _ = try site(text)
-        return []
-    } catch {
-        return error.diagnostics.map { $0.description }
-    }
-}
-
 private func boardErrors(_ text: String) -> [String] {
     do {
         _ = try BoardConfig.parse(Array(text.utf8), file: "board.toml")

@@ -1,19 +1,6 @@
 import Testing
 @testable import LocusCore
 
-private func site(_ text: String) throws(ConfigError) -> SiteConfig {
-    try SiteConfig.parse(Array(text.utf8), file: "site.toml")
-}
-
-private func siteErrors(_ text: String) -> [String] {
-    do {
-        _ = try site(text)
-        return []
-    } catch {
-        return error.diagnostics.map { $0.description }
-    }
-}
-
 /// `[geocoding]` and circles centred on a place: read with file:line:col errors, and the places
 /// found in an index (`SiteConfig.resolvePlaces`) with the nearest spellings or the candidates.
 @Suite struct GeocodingConfigTests {

@@ -1,6 +1,7 @@
 import AllocCounter
 import Foundation
 import Testing
+import TestSupport
 @testable import LocusCore
 
 /// The name folding against its definition, fold(s) = D(casefold(D(s))): hand cases whose
@@ -86,14 +87,7 @@ import Testing
     // MARK: - Against Python's unicodedata
 
     static func python() throws -> String {
-        let path = repositoryRoot + "/.build/pyvenv/bin/python"
-        guard FileManager.default.isExecutableFile(atPath: path) else { throw PythonMissing(path: path) }
-        return path
-    }
-
-    struct PythonMissing: Error, CustomStringConvertible {
-        var path: String
-        var description: String { "\(path) is missing (run Scripts/install-deps --test)" }
+        try TestPython.path(repositoryRoot: repositoryRoot, need: "the folding tests compare with its unicodedata")
     }
 
     static let hexDigits = Array("0123456789abcdef".utf8)
