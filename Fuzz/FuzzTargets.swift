@@ -1,5 +1,5 @@
 // libFuzzer entry points, one per binary (Scripts/fuzz compiles this file with LocusCore's sources
-// and -D FUZZ_HCI, FUZZ_AD or FUZZ_NMEA, under -sanitize=fuzzer,address). Each target parses the
+// and -D FUZZ_<TARGET>: HCI, AD, NMEA, MQTT, DNS, PLACES or PLACES_CRC, under -sanitize=fuzzer,address). Each target parses the
 // input and cross-checks what came out, so a parser that read past its input or returned
 // inconsistent values trips ASan or a precondition.
 
