@@ -30,13 +30,24 @@ enum UplinkCommand {
         guard let settings = loaded.site.uplink else {
             return CommandLineInterface.failure("uplink test", "\(configPath) has no [uplink] section")
         }
-        guard let gateway = settings.gateway ?? Uplink.machineID() else {
+        // Each optional setting unwrapped into a local of its own, no `??` between String
+        // optionals: the aarch64 Embedded build read `settings.gateway ?? machineID()` here as a
+        // String with its discriminator's small-string bits cleared (a crash in `+`).
+        let gateway: String
+        if let configured = settings.gateway {
+            gateway = configured
+        } else if let machine = Uplink.machineID() {
+            gateway = machine
+        } else {
             return CommandLineInterface.failure("uplink test", "no gateway id: /etc/machine-id cannot be read; set uplink.gateway")
         }
-        let prefix = settings.topicPrefix ?? UplinkTopics.defaultPrefix(gateway: gateway)
+        var prefix = UplinkTopics.defaultPrefix(gateway: gateway)
+        if let configured = settings.topicPrefix { prefix = configured }
+        var clientID = gateway
+        if let configured = settings.clientID { clientID = configured }
         // Its own client id and a clean session: the running agent's session is left alone (a
         // second connection with its id would throw it off the broker).
-        let options = Uplink.connectOptions(settings, clientID: (settings.clientID ?? gateway) + "-test", statusTopic: prefix + "/status", will: false)
+        let options = Uplink.connectOptions(settings, clientID: "\(clientID)-test", statusTopic: "\(prefix)/status", will: false)
         let connection = BrokerConnection(settings: BrokerConnection.Settings(broker: settings.broker, tls: nil, connect: options),
                                           outputBytes: 4096)
         Console.out("uplink test: \(settings.broker) as gateway \(gateway), topics under \(prefix)/\n")
