@@ -19,6 +19,26 @@ enum UplinkCommand {
 
     // MARK: test
 
+    /// The gateway id, client id and topic prefix the settings come to, or nil without a gateway
+    /// id. Each optional is unwrapped on its own, with no `??` between String optionals: the
+    /// aarch64 Embedded build read `settings.gateway ?? machineID()` as a String with its
+    /// discriminator's small-string bits cleared (a crash appending to it).
+    static func identity(_ settings: SiteConfig.Uplink) -> (gateway: String, clientID: String, prefix: String)? {
+        let gateway: String
+        if let configured = settings.gateway {
+            gateway = configured
+        } else if let machine = Uplink.machineID() {
+            gateway = machine
+        } else {
+            return nil
+        }
+        var prefix = UplinkTopics.defaultPrefix(gateway: gateway)
+        if let configured = settings.topicPrefix { prefix = configured }
+        var clientID = gateway
+        if let configured = settings.clientID { clientID = configured }
+        return (gateway, clientID, prefix)
+    }
+
     static func test(_ arguments: [String]) -> Int32 {
         var configPath = RunCommand.defaultConfig
         if arguments.count == 2 && arguments[0] == "--config" {
@@ -30,21 +50,9 @@ enum UplinkCommand {
         guard let settings = loaded.site.uplink else {
             return CommandLineInterface.failure("uplink test", "\(configPath) has no [uplink] section")
         }
-        // Each optional setting unwrapped into a local of its own, no `??` between String
-        // optionals: the aarch64 Embedded build read `settings.gateway ?? machineID()` here as a
-        // String with its discriminator's small-string bits cleared (a crash in `+`).
-        let gateway: String
-        if let configured = settings.gateway {
-            gateway = configured
-        } else if let machine = Uplink.machineID() {
-            gateway = machine
-        } else {
+        guard let (gateway, clientID, prefix) = identity(settings) else {
             return CommandLineInterface.failure("uplink test", "no gateway id: /etc/machine-id cannot be read; set uplink.gateway")
         }
-        var prefix = UplinkTopics.defaultPrefix(gateway: gateway)
-        if let configured = settings.topicPrefix { prefix = configured }
-        var clientID = gateway
-        if let configured = settings.clientID { clientID = configured }
         // Its own client id and a clean session: the running agent's session is left alone (a
         // second connection with its id would throw it off the broker).
         let options = Uplink.connectOptions(settings, clientID: "\(clientID)-test", statusTopic: "\(prefix)/status", will: false)
