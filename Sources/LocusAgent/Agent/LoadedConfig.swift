@@ -17,8 +17,7 @@ struct LoadedConfig {
     /// when a request does not say (nil without an index).
     var placeLookup: PlaceLabels? {
         guard let places else { return nil }
-        let geocoding = site.geocoding ?? SiteConfig.Geocoding()
-        return PlaceLabels(index: places.index, maximumDistanceM: geocoding.maximumDistanceM, scope: geocoding.scope)
+        return PlaceLabels(index: places.index, settings: site.geocoding ?? SiteConfig.Geocoding())
     }
 
     /// What events, visits and live updates are labelled with: `placeLookup` with `[geocoding]
@@ -29,6 +28,20 @@ struct LoadedConfig {
     struct Invalid: Error {}
 
     /// Loads and checks both files; on failure the diagnostics have been printed.
+    /// A site file read and parsed alone (no board, no index): for the commands that take only
+    /// some of its settings with `--config`. Problems are printed; nil then.
+    static func readSite(_ path: String) -> SiteConfig? {
+        let source: [UInt8]
+        do { source = try Files.read(path) } catch {
+            Console.error("locus: cannot read \(path): \(error)\n")
+            return nil
+        }
+        do { return try SiteConfig.parse(source, file: path) } catch {
+            for diagnostic in error.diagnostics { Console.error("\(diagnostic)\n") }
+            return nil
+        }
+    }
+
     static func load(_ path: String) -> Result<LoadedConfig, Invalid> {
         let source: [UInt8]
         do { source = try Files.read(path) } catch {

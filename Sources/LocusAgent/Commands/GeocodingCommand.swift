@@ -12,12 +12,9 @@ enum GeocodingCommand {
                locus geo info [--index FILE | --config SITE]
         --config SITE: the site file's [geocoding] index, and its max_distance and scope unless --within and --scope say
         """
-    /// Where the Debian package installs the default index (built from the GeoNames extract the
-    /// repository carries).
-    static let installedIndex = "/usr/share/locus/places.idx"
 
     struct Options {
-        var index = GeocodingCommand.installedIndex
+        var index = SiteConfig.Geocoding.installedIndex
         var within = Double.infinity
         var scope = PlaceScope.any
         /// `--config SITE`, and which of the site's settings the command line overrides.
@@ -107,20 +104,13 @@ enum GeocodingCommand {
             case .failure(let status): return status.code
             }
         }
-        let file: MappedFile
-        let places: PlaceIndex
-        do {
-            file = try MappedFile(path: options.index)
-        } catch {
-            let hint = options.index == installedIndex ? " (build one with 'locus geo index', or pass --index FILE)" : ""
-            return CommandLineInterface.failure("geo \(subcommand): \(options.index)", "\(error)\(hint)")
-        }
-        do {
-            places = try PlaceIndex(bytes: file.bytes)
-        } catch {
-            return CommandLineInterface.failure("geo \(subcommand): \(options.index)", error.description)
+        let file: PlaceIndexFile
+        switch PlaceIndexFile.open(options.index) {
+        case .success(let opened): file = opened
+        case .failure(let refusal): return CommandLineInterface.failure("geo \(subcommand): \(options.index)", refusal.reason)
         }
         defer { withExtendedLifetime(file) {} }
+        let places = file.index
         switch subcommand {
         case "reverse": return reverse(options, places)
         case "forward": return forward(options, places)
@@ -135,15 +125,7 @@ enum GeocodingCommand {
         guard !options.indexGiven else {
             return .failure(ExitStatus(code: CommandLineInterface.usageError("geo: give --index or --config, not both", hint: usage)))
         }
-        let source: [UInt8]
-        do { source = try Files.read(path) } catch {
-            return .failure(ExitStatus(code: CommandLineInterface.failure("geo", "cannot read \(path): \(error)")))
-        }
-        let site: SiteConfig
-        do { site = try SiteConfig.parse(source, file: path) } catch {
-            for diagnostic in error.diagnostics { Console.error("\(diagnostic)\n") }
-            return .failure(ExitStatus(code: 1))
-        }
+        guard let site = LoadedConfig.readSite(path) else { return .failure(ExitStatus(code: 1)) }
         guard let geocoding = site.geocoding else {
             return .failure(ExitStatus(code: CommandLineInterface.failure("geo", "\(path) has no [geocoding] section (give --index FILE)")))
         }
@@ -382,18 +364,15 @@ enum GeocodingCommand {
     /// Calls `body` with each line of standard input (without its line ending) as it arrives.
     static func forEachLine(_ body: (String) -> Void) {
         var pending: [UInt8] = []
-        func flush(upTo end: Int) {
-            var line = Array(pending[0..<end])
-            if line.last == 0x0D { line.removeLast() }
-            body(String(decoding: line, as: UTF8.self))
+        func emit(_ line: ArraySlice<UInt8>) {
+            body(String(decoding: line.last == 0x0D ? line.dropLast() : line, as: UTF8.self))
         }
         do {
             try Files.stream("-", chunkSize: 1 << 16) { chunk in
                 pending.append(contentsOf: chunk)
                 var start = 0
                 while let newline = pending[start...].firstIndex(of: 0x0A) {
-                    let line = Array(pending[start..<newline])
-                    body(String(decoding: line.last == 0x0D ? Array(line.dropLast()) : line, as: UTF8.self))
+                    emit(pending[start..<newline])
                     start = newline + 1
                 }
                 pending.removeFirst(start)
@@ -401,6 +380,6 @@ enum GeocodingCommand {
         } catch {
             Console.error("locus: standard input: \(error)\n")
         }
-        if !pending.isEmpty { flush(upTo: pending.count) }
+        if !pending.isEmpty { emit(pending[...]) }
     }
 }

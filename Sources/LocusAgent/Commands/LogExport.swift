@@ -408,22 +408,13 @@ struct SitePlaces {
 
     static func open(_ options: inout LogExport.Options) -> Result<SitePlaces, ExitStatus> {
         guard let path = options.config else { return .success(SitePlaces(file: nil, labels: nil)) }
-        let source: [UInt8]
-        do { source = try Files.read(path) } catch {
-            return .failure(ExitStatus(code: CommandLineInterface.failure("--config", "cannot read \(path): \(error)")))
-        }
-        let site: SiteConfig
-        do { site = try SiteConfig.parse(source, file: path) } catch {
-            for diagnostic in error.diagnostics { Console.error("\(diagnostic)\n") }
-            return .failure(ExitStatus(code: 1))
-        }
+        guard let site = LoadedConfig.readSite(path) else { return .failure(ExitStatus(code: 1)) }
         if !options.stateGiven { options.directory = Paths.resolve(site.stateDirectory, relativeTo: Paths.directory(of: path)) }
         guard let geocoding = site.geocoding, geocoding.annotate else { return .success(SitePlaces(file: nil, labels: nil)) }
         let indexPath = Paths.resolve(geocoding.index, relativeTo: Paths.directory(of: path))
         switch PlaceIndexFile.open(indexPath) {
         case .success(let file):
-            let labels = PlaceLabels(index: file.index, maximumDistanceM: geocoding.maximumDistanceM, scope: geocoding.scope)
-            return .success(SitePlaces(file: file, labels: labels))
+            return .success(SitePlaces(file: file, labels: PlaceLabels(index: file.index, settings: geocoding)))
         case .failure(let refusal):
             return .failure(ExitStatus(code: CommandLineInterface.failure("--config", "place index \(indexPath): \(refusal.reason)")))
         }

@@ -35,10 +35,21 @@ public struct GeoPoint: Equatable, Sendable {
         self.longitude = longitude
         let (sinPhi, cosPhi) = Geodesy.sinCosDegrees(latitude)
         let (sinLambda, cosLambda) = Geodesy.sinCosDegrees(longitude)
-        let primeVertical = WGS84.equatorialRadiusM / LibM.sqrt(1 - WGS84.eccentricitySquared * sinPhi * sinPhi)
-        x = primeVertical * cosPhi * cosLambda
-        y = primeVertical * cosPhi * sinLambda
-        z = primeVertical * (1 - WGS84.eccentricitySquared) * sinPhi
+        (x, y, z) = GeoPoint.ecef(primeVertical: GeoPoint.primeVerticalRadius(sinPhi: sinPhi),
+                                  sinPhi: sinPhi, cosPhi: cosPhi, sinLambda: sinLambda, cosLambda: cosLambda)
+    }
+
+    /// The radius of curvature in the prime vertical, N = a / sqrt(1 − e² sin²φ).
+    @inline(__always)
+    static func primeVerticalRadius(sinPhi: Double) -> Double {
+        WGS84.equatorialRadiusM / LibM.sqrt(1 - WGS84.eccentricitySquared * sinPhi * sinPhi)
+    }
+
+    /// ECEF coordinates at height 0 from N and the sines and cosines of latitude and longitude.
+    @inline(__always)
+    static func ecef(primeVertical: Double, sinPhi: Double, cosPhi: Double, sinLambda: Double, cosLambda: Double)
+        -> (x: Double, y: Double, z: Double) {
+        return (primeVertical * cosPhi * cosLambda, primeVertical * cosPhi * sinLambda, primeVertical * (1 - WGS84.eccentricitySquared) * sinPhi)
     }
 
     /// Whether this is a position at all: finite, latitude within ±90°.
@@ -143,18 +154,16 @@ public enum Geodesy {
         // east-north frame needs.
         let (sinPhi, cosPhi) = sinCosDegrees(latitude)
         let (sinLambda, cosLambda) = sinCosDegrees(longitude)
-        let w2 = 1 - WGS84.eccentricitySquared * sinPhi * sinPhi
-        let primeVertical = WGS84.equatorialRadiusM / LibM.sqrt(w2)
-        let dx = q.x - primeVertical * cosPhi * cosLambda
-        let dy = q.y - primeVertical * cosPhi * sinLambda
-        let dz = q.z - primeVertical * (1 - WGS84.eccentricitySquared) * sinPhi
+        let primeVertical = GeoPoint.primeVerticalRadius(sinPhi: sinPhi)
+        let p = GeoPoint.ecef(primeVertical: primeVertical, sinPhi: sinPhi, cosPhi: cosPhi, sinLambda: sinLambda, cosLambda: cosLambda)
+        let dx = q.x - p.x, dy = q.y - p.y, dz = q.z - p.z
         let chordSquared = dx * dx + dy * dy + dz * dz
         guard chordSquared <= shortLineLimitM * shortLineLimitM else { return nil }
         let east = -sinLambda * dx + cosLambda * dy
         let north = -sinPhi * (cosLambda * dx + sinLambda * dy) + cosPhi * dz
         let horizontal = east * east + north * north
         guard horizontal > 0 else { return nil }
-        let meridional = primeVertical * (1 - WGS84.eccentricitySquared) / w2
+        let meridional = primeVertical * (1 - WGS84.eccentricitySquared) / (1 - WGS84.eccentricitySquared * sinPhi * sinPhi)
         let curvature = (north * north / meridional + east * east / primeVertical) / horizontal
         let chord = LibM.sqrt(chordSquared)
         let distance = chord + curvature * curvature * chord * chordSquared / 24

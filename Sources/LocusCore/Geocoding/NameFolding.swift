@@ -109,6 +109,15 @@ public enum NameFolding {
         return valid ? folded : nil
     }
 
+    /// A name as the place index keys it: folded, spaces at either end dropped; nil when the
+    /// name is not UTF-8.
+    public static func key(_ utf8: [UInt8]) -> [UInt8]? {
+        guard let folded = fold(utf8) else { return nil }
+        let start = folded.firstIndex(where: { $0 != 0x20 }) ?? folded.count
+        let end = (folded.lastIndex(where: { $0 != 0x20 }) ?? -1) + 1
+        return start < end ? Array(folded[start..<end]) : []
+    }
+
     private static let hangulFirst: UInt32 = 0xAC00
     private static let hangulLast: UInt32 = 0xD7A3
 

@@ -75,10 +75,7 @@ public struct PlaceIndexBuilder {
     static func foldedKeys(of place: GazetteerPlace) -> [[UInt8]] {
         var keys: [[UInt8]] = []
         for name in [place.name] + place.alternateNames {
-            guard var folded = NameFolding.fold(name) else { continue }
-            while folded.last == 0x20 { folded.removeLast() }
-            let start = folded.firstIndex(where: { $0 != 0x20 }) ?? folded.count
-            folded.removeFirst(start)
+            guard let folded = NameFolding.key(name) else { continue }
             if !folded.isEmpty && folded.count <= PlaceIndexLayout.maximumStringBytes && !keys.contains(folded) { keys.append(folded) }
         }
         return keys

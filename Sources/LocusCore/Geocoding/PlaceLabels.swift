@@ -27,6 +27,11 @@ public struct PlaceLabels {
         self.scope = scope
     }
 
+    /// Labels over `index` with the site's `[geocoding]` max_distance and scope.
+    public init(index: PlaceIndex, settings: SiteConfig.Geocoding) {
+        self.init(index: index, maximumDistanceM: settings.maximumDistanceM, scope: settings.scope)
+    }
+
     /// The place for a position, or nil (none within reach, or no position: NaN).
     @_noAllocation
     public func match(latitude: Double, longitude: Double) -> PlaceMatch? {

@@ -62,9 +62,7 @@ extension PlaceIndex {
     /// FR") is compared by its part before the comma.
     public func similarNames(to name: String, limit: Int) -> [String] {
         let head = name.utf8.split(separator: UInt8(ascii: ","), maxSplits: 1, omittingEmptySubsequences: false).first.map { Array($0) } ?? []
-        guard limit > 0, var query = NameFolding.fold(head) else { return [] }
-        while query.last == 0x20 { query.removeLast() }
-        query.removeFirst(query.prefix(while: { $0 == 0x20 }).count)
+        guard limit > 0, let query = NameFolding.key(head) else { return [] }
         guard !query.isEmpty else { return [] }
         let bound = max(1, query.count / 3)
         var distance = BoundedEditDistance(query: query)
