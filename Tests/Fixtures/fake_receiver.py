@@ -42,6 +42,8 @@ def main():
     parser.add_argument("--lifetime", type=float, default=120)
     parser.add_argument("--line-interval", type=float, default=0.1)
     parser.add_argument("--quiet-asleep", action="store_true")
+    parser.add_argument("--wedge-after", type=float)
+    parser.add_argument("--wedge-heals-on", choices=["reset", "power", "never"], default="reset")
     args = parser.parse_args()
 
     report_file = open(args.report, "a", buffering=1)
@@ -56,9 +58,11 @@ def main():
             nmea = [line for line in f.read().split(b"\n") if line.strip()]
             nmea = [line.rstrip(b"\r") + b"\r\n" for line in nmea]
 
-    state = {"replug": False, "stop": False, "asleep": False, "resumed": False}
+    state = {"replug": False, "stop": False, "asleep": False, "resumed": False, "wedged": False, "power": False}
+    wedge_at = time.monotonic() + args.wedge_after if args.wedge_after is not None else None
     # The test runner may start this process with signals blocked: take them.
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGUSR1, signal.SIGTERM])
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGUSR1, signal.SIGUSR2, signal.SIGTERM])
+    signal.signal(signal.SIGUSR2, lambda *_: state.__setitem__("power", True))
     signal.signal(signal.SIGUSR1, lambda *_: state.__setitem__("replug", True))
     signal.signal(signal.SIGTERM, lambda *_: state.__setitem__("stop", True))
 
@@ -85,6 +89,20 @@ def main():
     nmea_index = 0
     deadline = time.monotonic() + args.lifetime
 
+    def nmea_line(body):
+        computed = 0
+        for character in body.encode("ascii"):
+            computed ^= character
+        return ("$%s*%02X\r\n" % (body, computed)).encode("ascii")
+
+    def unwedge(cause):
+        if not state["wedged"] or args.wedge_heals_on != cause:
+            return
+        state["wedged"] = False
+        report(event="unwedged", cause=cause)
+        banner = "GNTXT,01,01,02,u-blox AG - www.u-blox.com" if args.family == "ublox" else "PMTK010,001"
+        outgoing.extend(nmea_line(banner))
+
     def answer_ubx(frame):
         try:
             message = UBXReader.parse(bytes(frame), msgmode=SET)
@@ -97,7 +115,12 @@ def main():
                 continue
             fields[name] = value.hex() if isinstance(value, (bytes, bytearray)) else value
         identity = message.identity
-        report(event="ubx", identity=identity, cls=frame[2], id=frame[3], fields=fields)
+        report(event="ubx", identity=identity, cls=frame[2], id=frame[3], fields=fields, wedged=state["wedged"])
+        if identity == "CFG-RST":
+            unwedge("reset")
+            return
+        if state["wedged"]:
+            return
         if identity == "RXM-PMREQ" and args.quiet_asleep:
             state["asleep"] = True
         if identity == "RXM-PMREQ" or identity in args.silent or frame[2] != 0x06:
@@ -118,8 +141,11 @@ def main():
             report(event="pmtk-error", line=text)
             return
         packet = int(parts[0][4:])
-        report(event="pmtk", type=packet, fields=parts[1:], checksum_ok=checksum_ok, line=text)
-        if not checksum_ok or packet == 161:
+        report(event="pmtk", type=packet, fields=parts[1:], checksum_ok=checksum_ok, line=text, wedged=state["wedged"])
+        if checksum_ok and packet in (101, 103, 104):
+            unwedge("reset")
+            return
+        if not checksum_ok or packet == 161 or state["wedged"]:
             return
         flag = 1 if packet in args.unsupported else 3
         reply = "PMTK001,%d,%d" % (packet, flag)
@@ -198,7 +224,15 @@ def main():
             pending.extend(data)
             decode()
         now = time.monotonic()
-        if nmea and now >= next_nmea and not state["asleep"]:
+        if wedge_at is not None and now >= wedge_at:
+            wedge_at = None
+            state["wedged"] = True
+            report(event="wedged")
+        if state["power"]:
+            state["power"] = False
+            report(event="power-cycled")
+            unwedge("power")
+        if nmea and now >= next_nmea and not state["asleep"] and not state["wedged"]:
             if state["resumed"]:
                 state["resumed"] = False
                 report(event="resumed")

@@ -110,7 +110,8 @@ final class Agent {
             log.shutdown(now: start)
             return .failure(.gpio(error))
         }
-        let gnss = GNSSSource(board: loaded.board, stateDirectory: directory, settings: updates.siteUpdater.settings)
+        let gnss = GNSSSource(board: loaded.board, stateDirectory: directory, settings: updates.siteUpdater.settings,
+                              health: loaded.site.health, now: start.monotonic)
         let bluetooth = BluetoothSource(board: loaded.board, stateDirectory: directory, tier: loaded.site.updates.accuracy)
         let sessions = ControlSessions(directory: directory, capacity: loaded.site.capacity.subscribers, privacy: loaded.site.fixPrivacy,
                                        access: loaded.accessPolicy, config: loaded)
@@ -174,6 +175,8 @@ final class Agent {
         gnss.read(poll, now)
         for index in 0..<gnss.fixCount { now = observe(gnss.fix(index), now) }
         if gnss.endRead(now) { updates.receiverRestarted(now) }
+        gnss.checkHealth(now)
+        if let line = gnss.takeLineRequest() { outputs.driveRadioLine(line.name, forMs: line.forMs, now) }
         bluetooth.read(poll, now)
         for index in 0..<bluetooth.sightingCount { engine.observe(bluetooth.sighting(index)) }
         if ranging.isActive { for index in 0..<bluetooth.sightingCount { ranging.observe(bluetooth.sighting(index)) } }
@@ -390,6 +393,7 @@ final class Agent {
         guard log.reconcile(fresh.site, engine: engine, now: now) else { return }
         for problem in loaded.changesAtRestart(fresh) { AgentLog.warning("locus: reload: \(problem)") }
         log.reload(fresh, now: now)
+        gnss.reload(fresh, now: now)
         outputs.reload(fresh, now: now)
         updates.reload(fresh, now: now)
         sessions.reload(fresh, now: now)

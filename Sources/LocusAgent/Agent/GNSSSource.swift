@@ -32,8 +32,13 @@ final class GNSSSource: LoopComponent {
     /// Timed fixes since start, and the newest.
     private(set) var fixesDecoded = 0
     private(set) var lastFix: Fix? = nil
+    /// A port that stays open while the receiver falls silent is healed step by step.
+    private(set) var healing: ReceiverHealing
+    /// A board line the healing wants driven (taken by the loop for `Outputs`).
+    private var lineRequest: ReceiverHealing.LineRequest? = nil
 
-    init(board: BoardConfig, stateDirectory: String, settings: LiveUpdateSettings) {
+    init(board: BoardConfig, stateDirectory: String, settings: LiveUpdateSettings, health: SiteConfig.Health = SiteConfig.Health(),
+         now: MonotonicInstant = MonotonicClock.instant) {
         if let gnss = board.gnss {
             path = Paths.resolve(gnss.device, relativeTo: stateDirectory)
             reader = SerialReader(path: path, baud: gnss.baud)
@@ -45,6 +50,7 @@ final class GNSSSource: LoopComponent {
         }
         // The same preset and tier the site updater uses (`LiveUpdates` changes them by order).
         receiver = ReceiverControl(receiver: board.gnss?.receiver ?? .genericNMEA, preset: settings.configuration, tier: settings.tier)
+        healing = ReceiverHealing(receiver: receiver.receiver, lines: board.gnss?.lines ?? BoardConfig.RadioLines(), health: health, now: now)
         precondition((reader?.bufferSize ?? 0) <= SerialReader.defaultBufferSize, "the fix buffer is sized for one default read buffer")
         fixes = .allocate(capacity: GNSSSource.fixCapacity)
     }
@@ -69,6 +75,24 @@ final class GNSSSource: LoopComponent {
         guard isConfigured else { return }
         if let attempt = reader?.nextAttemptAtNs { next.consider(MonotonicInstant(nanoseconds: attempt)) }
         next.consider(receiver.nextDeadline)
+        if receiverShouldTalk { next.consider(healing.ladder.nextDeadline) }
+    }
+
+    /// The port is open and the receiver awake: it should be sending sentences.
+    private var receiverShouldTalk: Bool { (reader?.isOpen ?? false) && !receiver.asleep }
+
+    /// Every turn, after the read: a silent receiver's next healing step when it is due.
+    func checkHealth(_ now: AgentTime) {
+        guard isConfigured else { return }
+        if let request = healing.check(now.monotonic, expected: receiverShouldTalk, receiver: &receiver, path: path, baud: reader?.baud ?? 0) {
+            lineRequest = request
+        }
+    }
+
+    /// A reset pulse or power cut the healing asked for, once.
+    func takeLineRequest() -> ReceiverHealing.LineRequest? {
+        defer { lineRequest = nil }
+        return lineRequest
     }
 
     /// Opens the port when its retry time has come; a port just opened gets the plan from the start.
@@ -109,6 +133,7 @@ final class GNSSSource: LoopComponent {
             receiver.consume(bytes)
             decoder.consume(bytes) { fix in store(fix) }
         }
+        healing.observe(intactSentences: decoder.statistics.intact, now: now.monotonic, path: path)
         if case .lost(let error)? = event { loss = .some(error) }
     }
 
@@ -157,11 +182,13 @@ final class GNSSSource: LoopComponent {
             line.integer("rejected", counts.rejected)
             line.key("receiver")
             receiver.status(into: &line)
+            healing.status(into: &line, now: MonotonicClock.instant)
         }
         line.endObject()
     }
 
-    func reload(_ config: LoadedConfig, now: AgentTime) {}
+    /// SIGHUP: a healing that gave up starts afresh ([health] itself is read at start).
+    func reload(_ config: LoadedConfig, now: AgentTime) { healing.reset(now.monotonic) }
 
     func shutdown(now: AgentTime) { reader?.close() }
 

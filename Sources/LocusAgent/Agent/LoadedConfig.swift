@@ -153,6 +153,7 @@ struct LoadedConfig {
             changes.append("[updates] changes take effect at the next start")
         }
         if fresh.boardPath != boardPath { changes.append("a different board file takes effect at the next start") }
+        if fresh.site.health != site.health { changes.append("[health] changes take effect at the next start") }
         if fresh.site.uplink != site.uplink { changes.append("[uplink] changes take effect at the next start") }
         if fresh.site.geocoding != site.geocoding {
             changes.append("[geocoding] changes take effect at the next start (circles centred on places were found in the index as it is now)")

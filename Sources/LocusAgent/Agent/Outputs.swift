@@ -9,10 +9,20 @@ final class Outputs: LoopComponent {
     private(set) var plan: OutputPlan
     /// nil on a board without outputs.
     private let lines: GPIOOutputs?
+    /// The board's outputs that power or reset a radio (the self-healing's, not the actions').
+    private let radioLines: [(name: String, role: OutputPlan.RadioRole)]
 
-    private init(plan: OutputPlan, lines: GPIOOutputs?) {
+    private init(plan: OutputPlan, lines: GPIOOutputs?, radioLines: [(name: String, role: OutputPlan.RadioRole)]) {
         self.plan = plan
         self.lines = lines
+        self.radioLines = radioLines
+    }
+
+    static func radioLines(_ board: BoardConfig) -> [(name: String, role: OutputPlan.RadioRole)] {
+        var roles: [(name: String, role: OutputPlan.RadioRole)] = []
+        if let power = board.gnss?.lines.power { roles.append((power, .power)) }
+        if let reset = board.gnss?.lines.reset { roles.append((reset, .reset)) }
+        return roles
     }
 
     /// Requests the lines with the levels the log's last handled events give them (latches from
@@ -20,17 +30,18 @@ final class Outputs: LoopComponent {
     /// safe state before the first new event.
     static func open(board: BoardConfig, site: SiteConfig, stateDirectory: String, latched: [FixedName], engine: MonitorEngine,
                      now: AgentTime) throws(GPIOError) -> Outputs {
-        var plan = OutputPlan(actions: site.actions, outputs: board.gpio?.outputs.map { $0.name } ?? [])
+        let radioLines = Outputs.radioLines(board)
+        var plan = OutputPlan(actions: site.actions, outputs: board.gpio?.outputs.map { $0.name } ?? [], radioLines: radioLines)
         for name in latched { if let index = plan.index(of: name) { plan.setLatch(index, true) } }
-        guard let gpio = board.gpio, !gpio.outputs.isEmpty else { return Outputs(plan: plan, lines: nil) }
+        guard let gpio = board.gpio, !gpio.outputs.isEmpty else { return Outputs(plan: plan, lines: nil, radioLines: radioLines) }
         Outputs.refreshLevels(&plan, engine, pending: nil)
         let initial = plan.values(nowNs: now.monotonic.nanoseconds)
         if case .simulated = gpio.chip { _ = Files.makeDirectory(Paths.join(stateDirectory, "sim"), mode: 0o750) }
         let lines = try GPIOOutputs(chip: gpio.chip, outputs: gpio.outputs, initial: initial, simulationFile: Paths.join(stateDirectory, "sim/gpio"))
-        for (index, output) in gpio.outputs.enumerated() where initial[index] {
+        for (index, output) in gpio.outputs.enumerated() where initial[index] && plan.radioRoles[index] == nil {
             AgentLog.info("locus: gpio \(output.name) on (restored from the log)")
         }
-        return Outputs(plan: plan, lines: lines)
+        return Outputs(plan: plan, lines: lines, radioLines: radioLines)
     }
 
     // MARK: the loop's surface
@@ -64,7 +75,7 @@ final class Outputs: LoopComponent {
     /// SIGHUP: the new actions take effect at once; latches stay. The loop refreshes the lines.
     func reload(_ config: LoadedConfig, now: AgentTime) {
         let latched = latchedNames
-        plan = OutputPlan(actions: config.site.actions, outputs: lines?.outputs.map { $0.name } ?? [])
+        plan = OutputPlan(actions: config.site.actions, outputs: lines?.outputs.map { $0.name } ?? [], radioLines: radioLines)
         for name in latched { if let index = plan.index(of: name) { plan.setLatch(index, true) } }
     }
 
@@ -101,6 +112,13 @@ final class Outputs: LoopComponent {
 
     func isLatched(_ output: Int) -> Bool { plan.latched[output] }
 
+    /// The self-healing's power cut (`power_line`) or reset pulse (`reset_line`) of `forMs`; the
+    /// line moves (and is logged, cause `heal`) in the loop's `update`.
+    func driveRadioLine(_ name: String, forMs: Int64, _ now: AgentTime) {
+        guard let fixed = FixedName(name), let index = plan.index(of: fixed) else { return }
+        plan.driveRadioLine(index, untilNs: now.monotonic.nanoseconds + forMs * 1_000_000)
+    }
+
     /// `locus gpio clear`: the caller has logged it.
     func clearLatch(_ output: Int) { plan.setLatch(output, false) }
 
@@ -126,9 +144,10 @@ final class Outputs: LoopComponent {
                 AgentLog.error("locus: gpio: \(error)")
                 continue
             }
-            let why = event.map { "\($0.monitor)/\($0.identifier) \($0.state)" } ?? cause.description
+            let radio = plan.radioRoles[index] != nil
+            let why = event.map { "\($0.monitor)/\($0.identifier) \($0.state)" } ?? (radio ? "radio self-healing" : cause.description)
             AgentLog.info("locus: gpio \(plan.names[index]) \(wanted ? "on" : "off") (\(why))")
-            let logged = event.map { gpioCause(index, $0) } ?? cause
+            let logged = event.map { gpioCause(index, $0) } ?? (radio ? .heal : cause)
             // A latch was logged before its event; the line moving says nothing new.
             guard logged != .latchSet || event == nil else { continue }
             record(LogPayload.GPIOChange(output: plan.names[index], value: wanted, cause: logged, monitor: event?.monitor,

@@ -34,19 +34,34 @@ public struct OutputPlan {
         public var levelState: ConditionState { trigger == .unsatisfied ? .unsatisfied : .satisfied }
     }
 
+    /// What the radios' self-healing does with a board output (`BoardConfig.RadioLines`).
+    public enum RadioRole: Equatable, Sendable {
+        /// Active (powered) except while cut.
+        case power
+        /// Inactive except while pulsed.
+        case reset
+    }
+
     public let names: [FixedName]
     public let actions: [Action]
     private var levelDemand: [Bool]
     public private(set) var latched: [Bool]
     private var pulseEndNs: [Int64]
+    /// Per output: its radio role (nil for the actions' outputs), and the end of its cut or pulse.
+    public let radioRoles: [RadioRole?]
+    private var radioUntilNs: [Int64]
 
     /// `outputs` are the board's output names; actions naming another output are a config error
-    /// caught by `SiteConfig.problems(with:)`, and are ignored here.
-    public init(actions configured: [ActionConfig], outputs: [String]) {
+    /// caught by `SiteConfig.problems(with:)`, and are ignored here, as are actions naming a
+    /// radio line (`radioLines`: the board's, with their roles).
+    public init(actions configured: [ActionConfig], outputs: [String], radioLines: [(name: String, role: RadioRole)] = []) {
         names = outputs.compactMap { FixedName($0) }
+        radioRoles = outputs.map { name in radioLines.first { $0.name == name }?.role }
+        radioUntilNs = Array(repeating: 0, count: outputs.count)
         var actions: [Action] = []
         for action in configured {
-            guard let monitor = FixedName(action.monitor), let output = outputs.firstIndex(of: action.gpio) else { continue }
+            guard let monitor = FixedName(action.monitor), let output = outputs.firstIndex(of: action.gpio),
+                  radioRoles[output] == nil else { continue }
             let identifier = action.identifier.flatMap { FixedName($0) }
             if action.identifier != nil && identifier == nil { continue }
             actions.append(Action(monitor: monitor, identifier: identifier, trigger: action.state, mode: action.mode,
@@ -62,6 +77,11 @@ public struct OutputPlan {
 
     /// The logical value each output should have at `nowNs` (monotonic).
     public func value(_ output: Int, nowNs: Int64) -> Bool {
+        switch radioRoles[output] {
+        case .power?: return radioUntilNs[output] <= nowNs
+        case .reset?: return radioUntilNs[output] > nowNs
+        case nil: break
+        }
         if latched[output] || pulseEndNs[output] > nowNs { return true }
         for (index, action) in actions.enumerated() where action.output == output && action.mode == .level && levelDemand[index] {
             return true
@@ -102,10 +122,17 @@ public struct OutputPlan {
 
     public mutating func setLatch(_ output: Int, _ value: Bool) { latched[output] = value }
 
-    /// The earliest pulse end after `nowNs`, for the loop's timer.
+    /// The self-healing's cut of a power line, or pulse of a reset line, until `untilNs`.
+    public mutating func driveRadioLine(_ output: Int, untilNs: Int64) {
+        precondition(radioRoles[output] != nil, "only radio lines are driven by the self-healing")
+        radioUntilNs[output] = max(radioUntilNs[output], untilNs)
+    }
+
+    /// The earliest pulse (or radio cut) end after `nowNs`, for the loop's timer.
     public func nextPulseEnd(after nowNs: Int64) -> Int64? {
         var earliest: Int64? = nil
         for end in pulseEndNs where end > nowNs { earliest = min(earliest ?? end, end) }
+        for end in radioUntilNs where end > nowNs { earliest = min(earliest ?? end, end) }
         return earliest
     }
 

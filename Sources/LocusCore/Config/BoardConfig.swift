@@ -20,6 +20,20 @@ public struct BoardConfig {
         /// Accept NMEA sentences without a `*hh` checksum (a few old receivers omit it). Off by
         /// default: without a checksum line noise cannot be told from data.
         public var allowMissingChecksum: Bool
+        /// Board outputs that can restart the receiver when it falls silent (see `RadioLines`).
+        public var lines = RadioLines()
+    }
+
+    /// Outputs (names from `[gpio.outputs]`) wired to a radio's supply or reset pin, which the
+    /// agent's self-healing drives: `power` is kept active (powered) and cut for `powerOffMs`;
+    /// `reset` is kept inactive and made active for `resetPulseMs`. Site actions cannot name them.
+    public struct RadioLines: Equatable, Sendable {
+        public var power: String? = nil
+        public var powerOffMs: Int64 = 2_000
+        public var reset: String? = nil
+        public static let resetPulseMs: Int64 = 100
+
+        public init() {}
     }
 
     public enum BluetoothSource: Equatable {
@@ -69,6 +83,12 @@ public struct BoardConfig {
     public var bluetooth: BluetoothSource?
     public var gpio: GPIO?
 
+    /// The outputs the radios' self-healing owns: the site's actions may not drive them.
+    public var radioLines: [String] {
+        guard let lines = gnss?.lines else { return [] }
+        return [lines.power, lines.reset].compactMap { $0 }
+    }
+
     /// Standard UART rates termios knows; anything else is refused when the file is checked.
     public static let baudRates: [Int] = [1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200, 230400, 460800, 921600]
 
@@ -82,8 +102,12 @@ public struct BoardConfig {
             _ = section.string("description")
             section.finish()
         }
+        var radioLineOffsets: [(key: String, name: String, offset: SourceOffset)] = []
         if var section = root.table("gnss") {
             board.gnss = readGNSS(&section)
+            for key in ["power_line", "reset_line"] {
+                if let name = section.string(key) { radioLineOffsets.append(("gnss." + key, name, section.offset(of: key))) }
+            }
             section.finish()
         }
         if var section = root.table("bluetooth") {
@@ -95,8 +119,24 @@ public struct BoardConfig {
             section.finish()
         }
         root.finish()
+        checkRadioLines(radioLineOffsets, outputs: board.gpio?.outputs ?? [], report: report)
         if report.hasErrors { throw ConfigError(report.diagnostics) }
         return board
+    }
+
+    /// Each radio line names one of the board's outputs, and no two roles share one.
+    private static func checkRadioLines(_ lines: [(key: String, name: String, offset: SourceOffset)], outputs: [Output], report: ConfigReport) {
+        let names = outputs.map { $0.name }
+        for (index, line) in lines.enumerated() {
+            if !names.contains(line.name) {
+                var message = "'\(line.key)' = \"\(line.name)\" is not one of the board's [gpio.outputs]"
+                if let suggestion = Spelling.closest(to: line.name, among: names) { message += " (did you mean '\(suggestion)'?)" }
+                report.fail(at: line.offset, message)
+            }
+            for other in lines[..<index] where other.name == line.name {
+                report.fail(at: line.offset, "'\(line.key)' and '\(other.key)' both name output '\(line.name)'")
+            }
+        }
     }
 
     private static func readGNSS(_ section: inout TableReader) -> GNSS? {
@@ -113,9 +153,13 @@ public struct BoardConfig {
         }
         let receiver = section.choice("receiver", [("ublox", Receiver.ublox), ("mediatek", .mediatek), ("generic-nmea", .genericNMEA)]) ?? .genericNMEA
         let allowMissingChecksum = section.boolean("allow_missing_checksum") ?? false
+        var lines = RadioLines()
+        lines.power = section.string("power_line")
+        if let off = section.duration("power_off", in: 100...60_000) { lines.powerOffMs = off }
+        lines.reset = section.string("reset_line")
         guard let device else { return nil }
         if device.isEmpty { section.report.fail(at: section.offset(of: "device"), "'gnss.device' must not be empty") }
-        return GNSS(device: device, baud: baud, receiver: receiver, allowMissingChecksum: allowMissingChecksum)
+        return GNSS(device: device, baud: baud, receiver: receiver, allowMissingChecksum: allowMissingChecksum, lines: lines)
     }
 
     private static func readBluetooth(_ section: inout TableReader) -> BluetoothSource? {

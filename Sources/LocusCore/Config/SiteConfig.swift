@@ -250,6 +250,19 @@ public struct SiteConfig {
         public init() {}
     }
 
+    /// `[health]`: when the agent heals a radio that fell silent (docs/health.md). A limit of
+    /// "0s" turns that radio's healing off.
+    public struct Health: Equatable {
+        /// A GNSS port open, its receiver awake, and no NMEA sentence for this long (never less
+        /// than twice the period the receiver's plan fixes at).
+        public var gnssSilenceMs: Int64 = 15_000
+        /// How long each step is given to bring the radio back before the next.
+        public var settleMs: Int64 = 20_000
+        /// Times the whole ladder is climbed before giving up.
+        public var rounds = 2
+        public init() {}
+    }
+
     /// Path of the board file as written (relative to the site file's directory when relative).
     public var board: String
     public var stateDirectory: String = "/var/lib/locus"
@@ -260,6 +273,7 @@ public struct SiteConfig {
     public var access = Access()
     public var uplink: Uplink? = nil
     public var geocoding: Geocoding? = nil
+    public var health = Health()
     public var monitors: [MonitorConfig] = []
     public var actions: [ActionConfig] = []
 
@@ -291,6 +305,11 @@ public struct SiteConfig {
     public func problems(with board: BoardConfig, file: String) -> [ConfigDiagnostic] {
         var diagnostics: [ConfigDiagnostic] = []
         let outputs = board.gpio?.outputs.map { $0.name } ?? []
+        let radioLines = board.radioLines
+        for action in actions where radioLines.contains(action.gpio) {
+            diagnostics.append(ConfigDiagnostic(file: file, location: action.location,
+                                                message: "gpio '\(action.gpio)' powers or resets a radio (the board's [gnss] lines): the agent's self-healing drives it, actions cannot"))
+        }
         for action in actions where !outputs.contains(action.gpio) {
             var message = "gpio '\(action.gpio)' is not an output of board '\(board.name)'"
             if let suggestion = Spelling.closest(to: action.gpio, among: outputs) {

@@ -35,6 +35,17 @@ enum SiteSchema {
             site.geocoding = readGeocoding(&section)
             section.finish()
         }
+        if var section = root.table("health") {
+            if let silence = section.duration("gnss_silence", in: 0...3_600_000) {
+                if silence > 0 && silence < 2_000 {
+                    section.report.fail(at: section.offset(of: "gnss_silence"), "'health.gnss_silence' must be \"0s\" (off) or at least 2s")
+                }
+                site.health.gnssSilenceMs = silence
+            }
+            if let settle = section.duration("settle", in: 1_000...600_000) { site.health.settleMs = settle }
+            if let rounds = section.integer("rounds", in: 1...10) { site.health.rounds = Int(rounds) }
+            section.finish()
+        }
         if var section = root.table("monitor") {
             site.monitors = readMonitors(&section)
             section.finish()

@@ -22,6 +22,9 @@ public struct NMEAStatistics: Equatable, Sendable {
     public var epochs = 0
     public var fixes = 0
 
+    /// Sentences whose checksum held (whatever their content): the receiver is talking.
+    public var intact: Int { parsed + ignored + invalidFields + empty }
+
     public var rejected: Int { spliced + garbled + overlong + badChecksum + missingChecksum + malformedChecksum + invalidFields }
 }
 

@@ -238,6 +238,23 @@ public enum PMTK {
         return sentence
     }
 
+    /// PMTK101 ([PMTK] "Packet Type: 101 PMTK_CMD_HOT_START", `$PMTK101*32`): restarts the
+    /// receiver keeping its almanac, ephemeris and settings; it answers with `$PMTK010,001`.
+    public static func hotStart() -> PMTKSentence {
+        var sentence = PMTKSentence(packetType: 101)
+        sentence.finish()
+        return sentence
+    }
+
+    /// PMTK104 ([PMTK] "Packet Type: 104 PMTK_CMD_FULL_COLD_START", `$PMTK104*37`): clears
+    /// everything, settings included, back to the factory defaults (so the plan must be sent
+    /// again, which the start-up message `$PMTK010,001` triggers).
+    public static func fullColdStart() -> PMTKSentence {
+        var sentence = PMTKSentence(packetType: 104)
+        sentence.finish()
+        return sentence
+    }
+
     /// PMTK314 ([PMTK] "Packet Type: 314 PMTK_API_SET_NMEA_OUTPUT") with all 19 fields.
     /// Nil if a rate is above 5.
     public static func setNMEAOutput(_ rates: PMTKSentenceRates) -> PMTKSentence? {

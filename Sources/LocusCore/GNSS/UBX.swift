@@ -23,6 +23,7 @@ public struct UBXMessageID: Equatable, Hashable, Sendable {
     public static let cfgMsg = UBXMessageID(messageClass: 0x06, id: 0x01)
     public static let cfgRate = UBXMessageID(messageClass: 0x06, id: 0x08)
     public static let cfgRxm = UBXMessageID(messageClass: 0x06, id: 0x11)
+    public static let cfgRst = UBXMessageID(messageClass: 0x06, id: 0x04)
     public static let cfgNav5 = UBXMessageID(messageClass: 0x06, id: 0x24)
     public static let cfgPm2 = UBXMessageID(messageClass: 0x06, id: 0x3B)
     public static let rxmPmreq = UBXMessageID(messageClass: 0x02, id: 0x41)
@@ -279,6 +280,20 @@ public enum UBX {
         var frame = UBXFrame(.rxmPmreq)
         frame.appendLittleEndian(durationMilliseconds)
         frame.appendLittleEndian(backup ? UInt32(0x02) : 0)
+        frame.finish()
+        return frame
+    }
+
+    /// CFG-RST (0x06 0x04, 4 bytes): navBbrMask X2 (which battery-backed data to clear: 0x0000
+    /// hot start, 0xFFFF cold start), resetMode U1 (0x00 = hardware reset by the watchdog, at
+    /// once), reserved1 U1 ([U6]/[M8] "UBX-CFG-RST"). Not acknowledged: the receiver restarts
+    /// and announces itself with its boot banner, which `ReceiverControl` watches for. A
+    /// hardware reset is the one that frees a receiver whose firmware has stopped answering.
+    public static func cfgRst(coldStart: Bool) -> UBXFrame {
+        var frame = UBXFrame(.cfgRst)
+        frame.appendLittleEndian(coldStart ? UInt16(0xFFFF) : 0x0000)
+        frame.append(0x00)
+        frame.append(0x00)
         frame.finish()
         return frame
     }

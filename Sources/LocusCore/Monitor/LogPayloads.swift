@@ -342,6 +342,8 @@ extension LogPayload {
 
     public enum GPIOCause: UInt8, Sendable, CustomStringConvertible {
         case level = 1, pulseStart = 2, pulseEnd = 3, latchSet = 4, latchCleared = 5, restored = 6, safe = 7
+        /// A radio's power cut or reset pulse by the self-healing (board `power_line`, `reset_line`).
+        case heal = 8
         public var description: String { name.description }
         /// The name in the export (a static string, for writers that must not allocate).
         public var name: StaticString {
@@ -353,6 +355,7 @@ extension LogPayload {
             case .latchCleared: return "latch-cleared"
             case .restored: return "restored"
             case .safe: return "safe"
+            case .heal: return "heal"
             }
         }
     }

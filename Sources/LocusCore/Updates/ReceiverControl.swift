@@ -44,6 +44,8 @@ public struct ReceiverControl {
     private var resendMask: UInt8 = 0
     private var wakePending = false
     private var sleepCommand: ReceiverCommand? = nil
+    /// A restart request from the self-healing (not acknowledged: the start-up message answers).
+    private var resetCommand: ReceiverCommand? = nil
     /// A u-blox backup request ends by itself after its duration.
     private var asleepUntil: MonotonicInstant? = nil
     /// Set by a write that could not finish: nothing is written before this time.
@@ -135,6 +137,51 @@ public struct ReceiverControl {
         queuedAt = now
     }
 
+    // MARK: self-healing (a receiver that went silent)
+
+    /// Sends the whole plan again from the start (the first step for a silent receiver: a
+    /// receiver that lost its configuration may have lost its sentence rates with it).
+    public mutating func resendPlan(now: MonotonicInstant) {
+        guard receiver != .genericNMEA else { return }
+        restartPlan()
+        queuedAt = now
+    }
+
+    /// Queues a restart: u-blox CFG-RST (hardware reset; a cold start when `cold`), MediaTek
+    /// PMTK101 hot start or, when `cold`, PMTK104 full cold start (factory settings). The
+    /// receiver's start-up message then brings the plan again (`takeRestart`). Returns the
+    /// command's name, or nil for a generic-nmea receiver (which has no command for it).
+    public mutating func reset(cold: Bool, now: MonotonicInstant) -> StaticString? {
+        switch receiver {
+        case .genericNMEA:
+            return nil
+        case .ublox:
+            resetCommand = .ubx(UBX.cfgRst(coldStart: cold))
+        case .mediatek:
+            resetCommand = .pmtk(cold ? PMTK.fullColdStart() : PMTK.hotStart())
+        }
+        asleep = false
+        asleepUntil = nil
+        sleepCommand = nil
+        queuedAt = now
+        switch (receiver, cold) {
+        case (.ublox, false): return "UBX CFG-RST hardware reset, hot start"
+        case (.ublox, true): return "UBX CFG-RST hardware reset, cold start"
+        case (_, false): return "PMTK101 hot start"
+        case (_, true): return "PMTK104 full cold start"
+        }
+    }
+
+    /// The longest the receiver is silent by design under the plan: the period of a duty
+    /// cycle that fixes once per period (0 when it reports continuously, or has no plan).
+    public var quietPeriodMs: Int64 {
+        guard receiver != .genericNMEA else { return 0 }
+        switch tier.dutyCycle {
+        case .continuous: return preset.fixIntervalMs
+        case .cyclicTracking(let periodMs), .onOff(let periodMs): return periodMs
+        }
+    }
+
     /// `"receiver"` in `locus status`: an object value (the caller wrote its key).
     public func status(into line: inout JSONWriter) {
         line.beginObject()
@@ -169,6 +216,7 @@ public struct ReceiverControl {
         asleepUntil = nil
         wakePending = false
         sleepCommand = nil
+        resetCommand = nil
         writeRetryAt = nil
         ubxAcknowledgements = UBXAckParser()
         pmtkLines = PMTKLineFinder()
@@ -246,6 +294,10 @@ public struct ReceiverControl {
             asleepUntil = nil
         }
         let time = ReceiverControl.time(now)
+        if let command = resetCommand {
+            guard send(command, write, now: now) else { return false }
+            resetCommand = nil
+        }
         if wakePending {
             guard send(wakeUp: write, now: now) else { return false }
             wakePending = false
@@ -306,7 +358,7 @@ public struct ReceiverControl {
     public var nextDeadline: MonotonicInstant? {
         guard portOpen, receiver != .genericNMEA else { return nil }
         if let retry = writeRetryAt { return retry }
-        if wakePending || sleepCommand != nil || (!asleep && (nextFirstSend < commands.count || resendMask != 0)) {
+        if wakePending || sleepCommand != nil || resetCommand != nil || (!asleep && (nextFirstSend < commands.count || resendMask != 0)) {
             return queuedAt
         }
         if reportDue && !asleep && tracker.isSettled { return queuedAt }
@@ -368,6 +420,7 @@ public struct ReceiverControl {
             case .cfgPm2: return "CFG-PM2"
             case .cfgMsg: return "CFG-MSG"
             case .rxmPmreq: return "RXM-PMREQ"
+            case .cfgRst: return "CFG-RST"
             default:
                 return "UBX \(hex(frame.message.messageClass)) \(hex(frame.message.id))"
             }
