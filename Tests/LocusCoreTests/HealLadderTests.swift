@@ -54,6 +54,24 @@ import Testing
         #expect(!ladder.isHealing && ladder.nextDeadline == at(56))
     }
 
+    /// An unanswered command starts the ladder at once (the silence limit is counted as passed),
+    /// but does not hurry a ladder under way.
+    @Test func anUnansweredCommandStartsTheLadderAtOnce() {
+        var ladder = HealLadder(silenceMs: 300_000, settleMs: 20_000, rounds: 2, stepCount: 4, now: at(0))
+        ladder.unanswered(at(12))
+        #expect(ladder.nextDeadline == at(12))
+        #expect(ladder.decide(at(12)) == .step(0, round: 1, silentNs: 12 * Self.s), "the silence as it was")
+        ladder.unanswered(at(13))
+        #expect(ladder.nextDeadline == at(32), "the step under way keeps its settle")
+        var off = HealLadder(silenceMs: 0, settleMs: 20_000, rounds: 2, stepCount: 4, now: at(0))
+        off.unanswered(at(5))
+        #expect(off.nextDeadline == nil)
+        var heard = HealLadder(silenceMs: 300_000, settleMs: 20_000, rounds: 2, stepCount: 4, now: at(0))
+        heard.unanswered(at(5))
+        _ = heard.heard(at(6))
+        #expect(heard.nextDeadline == at(306), "an answer after all: back to the silence limit")
+    }
+
     @Test func zeroSilenceIsOffAndNoStepsMeansGivingUpAtOnce() {
         var off = HealLadder(silenceMs: 0, settleMs: 5_000, rounds: 2, stepCount: 2, now: at(0))
         #expect(off.nextDeadline == nil && off.decide(at(1_000_000)) == nil)

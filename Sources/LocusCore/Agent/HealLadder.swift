@@ -47,6 +47,8 @@ public struct HealLadder {
     public private(set) var givenUp = false
     /// When the next step is due, while an episode is under way.
     private var dueAt: MonotonicInstant? = nil
+    /// An unanswered command's time: the first step is due then, whatever the silence.
+    private var startAt: MonotonicInstant? = nil
     /// Steps taken and recoveries credited, per step; episodes of silence; give-ups.
     public private(set) var taken = InlineArray<4, Int>(repeating: 0)
     public private(set) var healed = InlineArray<4, Int>(repeating: 0)
@@ -69,6 +71,7 @@ public struct HealLadder {
     @_noAllocation
     public mutating func heard(_ now: MonotonicInstant) -> Recovery? {
         defer { heardAt = now }
+        startAt = nil
         guard isHealing else { return nil }
         let recovery = Recovery(step: lastStep, round: min(round, rounds), silentNs: now.nanoseconds - heardAt.nanoseconds,
                                 afterGivingUp: givenUp)
@@ -85,6 +88,15 @@ public struct HealLadder {
         } else if !givenUp {
             heardAt = now
         }
+    }
+
+    /// A command to the radio went unanswered: a radio that does not answer will not speak
+    /// either, so the first step is due now instead of after the whole silence. Nothing changes
+    /// while an episode is under way (its steps keep their pace) or when healing is off.
+    @_noAllocation
+    public mutating func unanswered(_ now: MonotonicInstant) {
+        guard silenceMs > 0, !isHealing else { return }
+        startAt = min(startAt ?? now, now)
     }
 
     /// Back to a healthy radio heard `now` (a reload; the owner's configuration changed).
@@ -107,6 +119,7 @@ public struct HealLadder {
             }
         } else {
             episodes += 1
+            startAt = nil
         }
         guard round <= rounds, stepCount > 0 else {
             givenUp = true
@@ -123,7 +136,10 @@ public struct HealLadder {
     /// When `decide` has something to say, while the radio is expected to speak.
     public var nextDeadline: MonotonicInstant? {
         guard silenceMs > 0, !givenUp else { return nil }
-        return dueAt ?? heardAt + silenceMs * 1_000_000
+        if let dueAt { return dueAt }
+        let silenceEnds = heardAt + silenceMs * 1_000_000
+        guard let startAt else { return silenceEnds }
+        return min(startAt, silenceEnds)
     }
 
     /// `"health":{...}` in `locus status`: silence so far, steps taken and the recoveries they
@@ -146,6 +162,7 @@ public struct HealLadder {
     }
 
     private mutating func endEpisode() {
+        startAt = nil
         lastStep = nil
         round = 1
         givenUp = false
