@@ -1,5 +1,5 @@
 // libFuzzer entry points, one per binary (Scripts/fuzz compiles this file with LocusCore's sources
-// and -D FUZZ_<TARGET>: HCI, AD, NMEA, MQTT, DNS, PLACES or PLACES_CRC, under -sanitize=fuzzer,address). Each target parses the
+// and -D FUZZ_<TARGET>: HCI, AD, MGMT, HCIMON, NMEA, MQTT, DNS, PLACES or PLACES_CRC, under -sanitize=fuzzer,address). Each target parses the
 // input and cross-checks what came out, so a parser that read past its input or returned
 // inconsistent values trips ASan or a precondition.
 
@@ -176,6 +176,41 @@ public func fuzzPlaceIndex(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
     let qualified: StaticString = "Paris, US"
     lookUp(UnsafeRawBufferPointer(start: qualified.utf8Start, count: qualified.utf8CodeUnitCount), near: nil)
+    return 0
+}
+#endif
+
+#if FUZZ_MGMT
+/// Bytes from the mgmt control socket: a decoded report's data lies inside the input and decodes
+/// as a beacon without reading past it.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzMgmtEvent(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    let bytes = UnsafeRawBufferPointer(start: data, count: size)
+    switch MgmtEvents.decode(bytes) {
+    case .success(.report(_, _, let report)):
+        precondition(report.data.baseAddress! >= bytes.baseAddress! && report.data.baseAddress! + report.data.count == bytes.baseAddress! + size)
+        _ = BeaconDecoder.decode(report.data)
+    case .success(.commandComplete(_, _, _, let parameters)):
+        precondition(parameters.count == size - 9)
+        _ = MgmtReplies.version(parameters)
+        _ = MgmtReplies.supports(parameters, .addAdvPatternsMonitor)
+        _ = MgmtReplies.indexListContains(parameters, 0)
+        _ = MgmtReplies.controllerInfo(parameters)
+    default:
+        break
+    }
+    return 0
+}
+#endif
+
+#if FUZZ_HCIMON
+/// Records from the HCI monitor channel's replay: a socket user's name is at most the record's
+/// comm field.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzMonitorRecord(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    if case .success(let user?) = HCIMonitorRecords.user(in: UnsafeRawBufferPointer(start: data, count: size)) {
+        precondition(user.name.utf8.count <= size - 20)
+    }
     return 0
 }
 #endif

@@ -559,14 +559,14 @@ int locus_unix_touch(const char *path) {
 
 // The raw HCI socket is opened here with BlueZ's kernel interface (its headers), as BlueZ's
 // hci_open_dev does, so libbluetooth itself is not linked.
-int locus_hci_open(int index) {
+static int hci_channel_open(unsigned short index, unsigned short channel) {
     int fd = socket(AF_BLUETOOTH, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, BTPROTO_HCI);
     if (fd < 0) return -errno;
     struct sockaddr_hci address;
     memset(&address, 0, sizeof address);
     address.hci_family = AF_BLUETOOTH;
-    address.hci_dev = (unsigned short)index;
-    address.hci_channel = HCI_CHANNEL_RAW;
+    address.hci_dev = index;
+    address.hci_channel = channel;
     if (bind(fd, (struct sockaddr *)&address, sizeof address) < 0) {
         int error = errno;
         close(fd);
@@ -574,6 +574,13 @@ int locus_hci_open(int index) {
     }
     return fd;
 }
+
+int locus_hci_open(int index) { return hci_channel_open((unsigned short)index, HCI_CHANNEL_RAW); }
+
+// mgmt and the monitor channel are bound to no adapter (HCI_DEV_NONE): mgmt commands name their
+// adapter in each header, and the monitor reports every adapter.
+int locus_mgmt_open(void) { return hci_channel_open(HCI_DEV_NONE, HCI_CHANNEL_CONTROL); }
+int locus_hci_monitor_open(void) { return hci_channel_open(HCI_DEV_NONE, HCI_CHANNEL_MONITOR); }
 
 int locus_hci_device_up(int socket_fd, int index) {
     if (ioctl(socket_fd, HCIDEVUP, index) == 0) return 0;

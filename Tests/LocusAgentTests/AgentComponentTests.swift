@@ -167,6 +167,22 @@ enum ComponentHarness {
 @Suite(.serialized) struct BluetoothSourceTests {
     typealias H = ComponentHarness
 
+    /// The scan mode is decided at the first start. Here the monitor channel cannot be read (no
+    /// Bluetooth in this kernel, or no CAP_NET_RAW), so `auto` takes the kernel mode, which is safe
+    /// beside anyone; `raw` stays raw. Neither can start without an adapter: both say why.
+    @Test func theScanModeIsDecidedAtTheFirstStart() throws {
+        for (text, mode) in [("", "kernel"), ("scan = \"raw\"\n", "raw"), ("scan = \"kernel\"\n", "kernel")] {
+            let bluetooth = BluetoothSource(board: try H.board("[bluetooth]\nhci = 0\n" + text), stateDirectory: "/", tier: .hundredMeters)
+            var status = try H.status(bluetooth)["bluetooth"] as? [String: Any]
+            #expect(status?["mode"] as? String == "undecided")
+            bluetooth.openIfDue(H.at(0))
+            status = try H.status(bluetooth)["bluetooth"] as? [String: Any]
+            #expect(status?["mode"] as? String == mode && status?["scanning"] as? Bool == false)
+            #expect(status?["co_users"] as? [String] == [] && status?["monitor_readds"] as? Int == 0)
+            #expect((bluetooth.scanSettings == nil) == (mode == "kernel"))
+        }
+    }
+
     @Test func anHCIFeedBecomesSightingsAndWhatDoesNotFitIsCounted() throws {
         let (master, slave) = try H.openPTY()
         defer { close(master) }

@@ -47,6 +47,22 @@ private func boardErrors(_ text: String) -> [String] {
         #expect(pi4.gpio?.inputs.first?.bias == .pullDown)
     }
 
+    /// `[bluetooth] scan` picks how an adapter is scanned, `power_on` whether Locus may power it;
+    /// a wrong word or a scan mode on a feed is a one-line reason.
+    @Test func bluetoothScanModeAndPowerOn() throws {
+        let board = { (text: String) in try BoardConfig.parse(Array(("[board]\nname = \"b\"\n[bluetooth]\n" + text).utf8), file: "b.toml") }
+        let defaults = try board("hci = 0\n")
+        #expect(defaults.scanMode == .auto && defaults.powerOn)
+        let kernel = try board("hci = 1\nscan = \"kernel\"\npower_on = false\n")
+        #expect(kernel.bluetooth == .hci(1) && kernel.scanMode == .kernel && !kernel.powerOn)
+        #expect(try board("hci = 0\nscan = \"raw\"\n").scanMode == .raw)
+        #expect(boardErrors("[board]\nname = \"b\"\n[bluetooth]\nhci = 0\nscan = \"kernal\"\n") ==
+                ["board.toml:5:8: 'bluetooth.scan' = \"kernal\" is not one of: auto | kernel | raw (did you mean \"kernel\"?)"])
+        #expect(boardErrors("[board]\nname = \"b\"\n[bluetooth]\nfeed = \"x\"\nscan = \"raw\"\n") ==
+                ["board.toml:5:8: 'bluetooth.scan' applies to an adapter ('hci'), not to a 'feed'"])
+        #expect(boardErrors("[board]\nname = \"b\"\n[bluetooth]\nhci = 0\npower_on = 1\n").count == 1)
+    }
+
     @Test func boardErrorsAreLocated() {
         let errors = boardErrors("""
         [board]

@@ -160,6 +160,12 @@ int locus_unix_touch(const char *path);
 
 /// Opens a raw HCI socket bound to device `index`, non-blocking.
 int locus_hci_open(int index);
+/// The management interface (HCI_CHANNEL_CONTROL), non-blocking: one mgmt command per write,
+/// one event per read. Commands that change an adapter need CAP_NET_ADMIN.
+int locus_mgmt_open(void);
+/// The monitor channel (HCI_CHANNEL_MONITOR, CAP_NET_RAW), non-blocking: on open the kernel
+/// queues a replay of the adapters and of every open HCI socket with its process name.
+int locus_hci_monitor_open(void);
 /// Brings the adapter up (HCIDEVUP); 0 when it is up already.
 int locus_hci_device_up(int socket_fd, int index);
 /// Restricts the socket to HCI events: Command Complete, Command Status and LE Meta.

@@ -1,13 +1,32 @@
 import LocusCore
 import LocusDevices
 
-/// The Bluetooth side: a BlueZ adapter scanned through a raw HCI socket, or an HCI feed (H4
-/// framed events from a file, a pseudo-terminal, a UART), both read through one path into one
-/// sighting buffer the loop takes sightings from (`sightingCount`, `sighting(_:)`).
+/// How an adapter is scanned once decided: HCI commands on a raw socket, or the kernel's
+/// advertisement monitor (mgmt). An enum, not a protocol value: the device build has no
+/// existentials. The scanners are move-only (each owns its socket and buffers), so each sits in
+/// a box the loop mutates in place: moving them in and out of the enum on every call cost the
+/// device binary several kilobytes.
+enum AdapterScan {
+    final class Box<Scanner: ~Copyable> {
+        var scanner: Scanner
+        init(_ scanner: consuming Scanner) { self.scanner = scanner }
+    }
+
+    case undecided
+    case raw(Box<HCIScanner<LibBluetoothHCI>>)
+    case kernel(Box<KernelScanner<MgmtSocket>>)
+}
+
+/// The Bluetooth side: a BlueZ adapter scanned through a raw HCI socket or through the kernel's
+/// management interface (beside bluetoothd), or an HCI feed (H4 framed events from a file, a
+/// pseudo-terminal, a UART), all read into one sighting buffer the loop takes sightings from
+/// (`sightingCount`, `sighting(_:)`).
 ///
-/// An adapter is checked every `adapterCheckIntervalNs` (a raw socket goes quiet rather than
-/// failing when its adapter goes down) and restarted with backoff; a feed is reopened with
-/// backoff. Sightings beyond the buffer are counted and logged, never dropped silently.
+/// The scan mode is decided at the first start (`decide`). A raw adapter is checked every
+/// `adapterCheckIntervalNs` (a raw socket goes quiet rather than failing when its adapter goes
+/// down) and restarted with backoff; the kernel mode hears of its adapter through mgmt events; a
+/// feed is reopened with backoff. Sightings beyond the buffer are counted and logged, never
+/// dropped silently.
 final class BluetoothSource: LoopComponent {
     enum Kind { case none, adapter(Int), feed(String) }
 
@@ -16,8 +35,13 @@ final class BluetoothSource: LoopComponent {
     static let adapterCheckIntervalNs: Int64 = 10_000_000_000
 
     let kind: Kind
-    /// The adapter's scanner (`.adapter`), or nil.
-    private var scanner: HCIScanner<LibBluetoothHCI>?
+    /// The adapter's scanner (`.adapter`), decided at its first start.
+    private var scan = AdapterScan.undecided
+    private let scanMode: BoardConfig.ScanMode
+    private let powerOn: Bool
+    private let monitorStatePath: String
+    /// Other programs with a Bluetooth socket open when the mode was decided ("'bluetoothd' (mgmt)").
+    private var coUsers: [String] = []
     /// The feed's reader (`.feed`), or nil.
     private var feed: SerialReader?
     private var h4 = H4Framer()
@@ -45,18 +69,18 @@ final class BluetoothSource: LoopComponent {
         switch board.bluetooth {
         case .hci(let index)?:
             kind = .adapter(index)
-            scanner = HCIScanner(adapterIndex: index, settings: settings)
             feed = nil
         case .feed(let path)?:
             let resolved = Paths.resolve(path, relativeTo: stateDirectory)
             kind = .feed(resolved)
-            scanner = nil
             feed = SerialReader(path: resolved, baud: 115200)
         case nil:
             kind = .none
-            scanner = nil
             feed = nil
         }
+        scanMode = board.scanMode
+        powerOn = board.powerOn
+        monitorStatePath = Paths.resolve("bluetooth-monitor", relativeTo: stateDirectory)
         sightings = .allocate(capacity: BluetoothSource.sightingCapacity)
     }
 
@@ -68,7 +92,7 @@ final class BluetoothSource: LoopComponent {
 
     func register(in poll: inout PollSet) {
         switch kind {
-        case .adapter: readIndex = poll.add(scanner?.descriptor)
+        case .adapter: readIndex = poll.add(scan.descriptor)
         case .feed: readIndex = poll.add(feed?.descriptor)
         case .none: readIndex = nil
         }
@@ -77,8 +101,8 @@ final class BluetoothSource: LoopComponent {
     func deadlines(_ next: inout NextDeadline) {
         switch kind {
         case .adapter:
-            if scanner?.isOpen == true { next.consider(nextAdapterCheck) }
-            if let attempt = scanner?.nextAttemptAtNs { next.consider(MonotonicInstant(nanoseconds: attempt)) }
+            if scan.isOpen && !scan.isKernel { next.consider(nextAdapterCheck) }
+            if let attempt = scan.nextAttemptAtNs { next.consider(MonotonicInstant(nanoseconds: attempt)) }
         case .feed:
             if let attempt = feed?.nextAttemptAtNs { next.consider(MonotonicInstant(nanoseconds: attempt)) }
         case .none:
@@ -90,10 +114,12 @@ final class BluetoothSource: LoopComponent {
     func openIfDue(_ now: AgentTime) {
         switch kind {
         case .adapter(let index):
-            guard let event = scanner?.startIfDue(now: now.monotonic.nanoseconds) else { return }
-            switch event {
-            case .started: AgentLog.info("locus: bluetooth: hci\(index): \(event)")
-            default: AgentLog.warning("locus: bluetooth: \(event)")
+            if scan.isUndecided { decide(index) }
+            guard let (text, started) = scan.startIfDue(now: now.monotonic.nanoseconds) else { return }
+            if started { AgentLog.info("locus: bluetooth: " + text) } else { AgentLog.warning("locus: bluetooth: " + text) }
+            if !started, scanMode == .auto, scan.kernelUnsupported {
+                AgentLog.info("locus: bluetooth: scan = auto: the kernel cannot scan for others; using raw HCI commands")
+                scan = .raw(.init(HCIScanner(adapterIndex: index, settings: wantedSettings)))
             }
             nextAdapterCheck = now.monotonic + BluetoothSource.adapterCheckIntervalNs
         case .feed(let path):
@@ -125,10 +151,9 @@ final class BluetoothSource: LoopComponent {
         var count = 0, rejected = 0, dropped = 0
         switch kind {
         case .adapter:
-            let event = scanner?.read(now: now.monotonic.nanoseconds) { packet in
-                SightingGather.gather(packet, time, buffer, &count, &rejected, &dropped)
+            if let text = scan.read(now.monotonic.nanoseconds, time, buffer, &count, &rejected, &dropped) {
+                AgentLog.warning("locus: bluetooth: \(text)")
             }
-            if let event { AgentLog.warning("locus: bluetooth: \(event)") }
         case .feed(let path):
             let event = feed?.read(now: now.monotonic.nanoseconds) { bytes in
                 h4.consume(bytes) { packet in SightingGather.gather(packet, time, buffer, &count, &rejected, &dropped) }
@@ -154,9 +179,9 @@ final class BluetoothSource: LoopComponent {
 
     /// Asks the kernel whether the adapter is still up, every `adapterCheckIntervalNs`.
     func checkAdapter(_ now: AgentTime) {
-        guard case .adapter = kind, scanner?.isOpen == true, now.monotonic >= nextAdapterCheck else { return }
+        guard case .adapter = kind, scan.isOpen, now.monotonic >= nextAdapterCheck else { return }
         nextAdapterCheck = now.monotonic + BluetoothSource.adapterCheckIntervalNs
-        if let event = scanner?.checkAdapter(now: now.monotonic.nanoseconds) { AgentLog.warning("locus: bluetooth: \(event)") }
+        if let text = scan.checkAdapter(now: now.monotonic.nanoseconds) { AgentLog.warning("locus: bluetooth: \(text)") }
     }
 
     /// The radios' tier changed: the scan's duty cycle follows (a feed has none), unless beacon
@@ -166,13 +191,49 @@ final class BluetoothSource: LoopComponent {
         applyScan()
     }
 
-    /// The scan the adapter runs now (nil for a feed or no Bluetooth).
-    var scanSettings: ScanSettings? { scanner?.settings }
+    /// The scan timing a raw scan runs with (nil for a feed, no Bluetooth, or the kernel mode,
+    /// where the kernel times the scan).
+    var scanSettings: ScanSettings? {
+        guard case .adapter = kind, !scan.isKernel else { return nil }
+        return wantedSettings
+    }
+
+    private var wantedSettings: ScanSettings { rangingScan ? TierPolicy(tier: .best).scanSettings : tierSettings }
 
     private func applyScan() {
-        let settings = rangingScan ? TierPolicy(tier: .best).scanSettings : tierSettings
-        guard case .adapter = kind, let problem = scanner?.reconfigure(settings) else { return }
+        guard case .adapter = kind, let problem = scan.reconfigure(wantedSettings) else { return }
         AgentLog.warning("locus: bluetooth: restarting the scan at the new duty cycle: \(problem)")
+    }
+
+    /// `scan = "auto"`: the kernel mode when another program has a mgmt socket open (bluetoothd,
+    /// btmgmt: they drive this adapter through the kernel, which must then be the one that scans)
+    /// or when the monitor replay cannot be read (the kernel mode is safe beside anyone); raw HCI
+    /// commands when nobody else uses Bluetooth. An HCI user-channel holder owns the adapter
+    /// outright: said in one line, since neither mode can share it.
+    private func decide(_ index: Int) {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 8)
+        defer { buffer.deallocate() }
+        let name = "hci" + String(index)
+        var reason = "no other program uses Bluetooth"
+        switch HCIUsers.read(MgmtSocket(), buffer: buffer) {
+        case .success(let users):
+            for user in users where user.name != "locus" {
+                coUsers.append(user.description)
+                if user.channel == .control && coUsers.count == 1 { reason = "beside " + user.name }
+                if user.channel == .user && Int(user.index) == index {
+                    AgentLog.error("locus: bluetooth: " + name + " is held exclusively through the HCI user channel by '" + user.name + "'; it cannot be shared: stop it or give Locus another adapter")
+                }
+            }
+        case .failure:
+            reason = "the monitor channel is not readable"
+        }
+        let kernel = scanMode == .kernel || (scanMode == .auto && reason != "no other program uses Bluetooth")
+        if kernel {
+            scan = .kernel(.init(KernelScanner(adapterIndex: index, powerOn: powerOn, statePath: monitorStatePath, driver: MgmtSocket())))
+        } else {
+            scan = .raw(.init(HCIScanner(adapterIndex: index, settings: wantedSettings)))
+        }
+        if scanMode == .auto { AgentLog.info("locus: bluetooth: " + name + ": scan = auto: " + (kernel ? "kernel" : "raw") + " mode (" + reason + ")") }
     }
 
     // MARK: beacon ranging
@@ -195,8 +256,13 @@ final class BluetoothSource: LoopComponent {
             line.string("source", "none")
         case .adapter(let index):
             line.string("source", "hci\(index)")
-            line.boolean("scanning", scanner?.isOpen ?? false)
-            line.integer("losses", scanner?.losses ?? 0)
+            line.string("mode", scan.modeName)
+            line.boolean("scanning", scan.isOpen)
+            line.integer("losses", scan.losses)
+            line.beginArray("co_users")
+            for user in coUsers { line.string(user) }
+            line.endArray()
+            line.integer("monitor_readds", scan.monitorReadds)
         case .feed(let path):
             line.string("source", path)
             line.boolean("open", feed?.isOpen ?? false)
@@ -211,8 +277,106 @@ final class BluetoothSource: LoopComponent {
     func reload(_ config: LoadedConfig, now: AgentTime) {}
 
     func shutdown(now: AgentTime) {
-        if let problem = scanner?.stop() { AgentLog.warning("locus: bluetooth: stopping the scan: \(problem)") }
+        if let problem = scan.stop() { AgentLog.warning("locus: bluetooth: stopping the scan: \(problem)") }
         feed?.close()
+    }
+}
+
+/// The loop's calls on whichever scanner was chosen.
+extension AdapterScan {
+    var isKernel: Bool { if case .kernel = self { return true } else { return false } }
+    var isUndecided: Bool { if case .undecided = self { return true } else { return false } }
+
+    var descriptor: Descriptor? {
+        switch self {
+        case .raw(let box): return box.scanner.descriptor
+        case .kernel(let box): return box.scanner.descriptor
+        case .undecided: return nil
+        }
+    }
+
+    var isOpen: Bool { descriptor != nil }
+
+    var nextAttemptAtNs: Int64? {
+        switch self {
+        case .raw(let box): return box.scanner.nextAttemptAtNs
+        case .kernel(let box): return box.scanner.nextAttemptAtNs
+        case .undecided: return nil
+        }
+    }
+
+    var modeName: String {
+        switch self {
+        case .raw: return "raw"
+        case .kernel: return "kernel"
+        case .undecided: return "undecided"
+        }
+    }
+
+    var losses: Int {
+        switch self {
+        case .raw(let box): return box.scanner.losses
+        case .kernel(let box): return box.scanner.losses
+        case .undecided: return 0
+        }
+    }
+
+    var monitorReadds: Int { if case .kernel(let box) = self { return box.scanner.monitorReadds } else { return 0 } }
+    var kernelUnsupported: Bool { if case .kernel(let box) = self { return box.scanner.unsupported } else { return false } }
+
+    /// The start's log text and whether scanning started (or the monitor is being added again).
+    func startIfDue(now: Int64) -> (String, Bool)? {
+        switch self {
+        case .raw(let box):
+            guard let event = box.scanner.startIfDue(now: now) else { return nil }
+            if case .started = event { return ("hci" + String(box.scanner.adapterIndex) + ": " + event.description, true) }
+            return (event.description, false)
+        case .kernel(let box):
+            guard let event = box.scanner.startIfDue(now: now) else { return nil }
+            switch event {
+            case .started: return ("hci" + String(box.scanner.adapterIndex) + ": " + event.description, true)
+            case .readding: return (event.description, true)
+            default: return (event.description, false)
+            }
+        case .undecided:
+            return nil
+        }
+    }
+
+    /// Reads what the scanner has into the sighting buffer; the text of anything to log.
+    func read(_ now: Int64, _ time: UTCTime, _ buffer: UnsafeMutableBufferPointer<Sighting>,
+              _ count: inout Int, _ rejected: inout Int, _ dropped: inout Int) -> String? {
+        switch self {
+        case .raw(let box):
+            return box.scanner.read(now: now) { packet in SightingGather.gather(packet, time, buffer, &count, &rejected, &dropped) }?.description
+        case .kernel(let box):
+            let before = box.scanner.rejectedEvents
+            let event = box.scanner.read(now: now) { report in SightingGather.store(report, time, buffer, &count, &dropped) }
+            rejected += box.scanner.rejectedEvents - before
+            return event?.description
+        case .undecided:
+            return nil
+        }
+    }
+
+    /// A raw socket goes quiet when its adapter goes down; the kernel mode hears it as mgmt events.
+    func checkAdapter(now: Int64) -> String? {
+        guard case .raw(let box) = self else { return nil }
+        return box.scanner.checkAdapter(now: now)?.description
+    }
+
+    /// New raw scan timing; the kernel times its own scan.
+    func reconfigure(_ settings: ScanSettings) -> String? {
+        guard case .raw(let box) = self else { return nil }
+        return box.scanner.reconfigure(settings)?.description
+    }
+
+    func stop() -> String? {
+        switch self {
+        case .raw(let box): return box.scanner.stop()?.description
+        case .kernel(let box): return box.scanner.stop()?.description
+        case .undecided: return nil
+        }
     }
 }
 
@@ -227,16 +391,23 @@ enum SightingGather {
         var stored = count
         var over = 0
         let result = HCIEvents.forEachReport(in: HCIEvents.withoutPacketType(packet)) { report in
-            guard let sighting = Sighting.from(report, time: time) else { return }
-            guard stored < buffer.count else {
-                over += 1
-                return
-            }
-            buffer[stored] = sighting
-            stored += 1
+            store(report, time, buffer, &stored, &over)
         }
         count = stored
         dropped += over
         if case .failure = result { rejected += 1 }
+    }
+
+    /// One report (from an HCI event or a mgmt Device Found) into the buffer, if it is a beacon.
+    @_noAllocation @inline(__always)
+    static func store(_ report: AdvertisingReport, _ time: UTCTime, _ buffer: UnsafeMutableBufferPointer<Sighting>,
+                      _ count: inout Int, _ dropped: inout Int) {
+        guard let sighting = Sighting.from(report, time: time) else { return }
+        guard count < buffer.count else {
+            dropped += 1
+            return
+        }
+        buffer[count] = sighting
+        count += 1
     }
 }

@@ -44,6 +44,21 @@ public struct BoardConfig {
         case feed(String)
     }
 
+    /// How an adapter is scanned (`[bluetooth] scan`). `kernel`: through the kernel's management
+    /// interface, beside bluetoothd (docs/ble.md "Beside bluetoothd"); `raw`: HCI commands on a
+    /// raw socket, for an adapter nobody else uses; `auto`: decided at start from who else has
+    /// the adapter open (BluetoothSource).
+    public enum ScanMode: Equatable, Sendable, CustomStringConvertible {
+        case auto, kernel, raw
+        public var description: String {
+            switch self {
+            case .auto: return "auto"
+            case .kernel: return "kernel"
+            case .raw: return "raw"
+            }
+        }
+    }
+
     public enum GPIOChip: Equatable {
         case name(String)
         case label(String)
@@ -82,6 +97,10 @@ public struct BoardConfig {
     public var gnss: GNSS?
     public var bluetooth: BluetoothSource?
     public var gpio: GPIO?
+    public var scanMode = ScanMode.auto
+    /// Whether Locus may power a powered-off adapter (`[bluetooth] power_on`, default true: an
+    /// adapter is there to scan, as HCIDEVUP did before the kernel mode existed).
+    public var powerOn = true
 
     /// The outputs the radios' self-healing owns: the site's actions may not drive them.
     public var radioLines: [String] {
@@ -112,6 +131,11 @@ public struct BoardConfig {
         }
         if var section = root.table("bluetooth") {
             board.bluetooth = readBluetooth(&section)
+            board.scanMode = section.choice("scan", [("auto", ScanMode.auto), ("kernel", .kernel), ("raw", .raw)]) ?? .auto
+            board.powerOn = section.boolean("power_on") ?? true
+            if case .feed? = board.bluetooth, section.has("scan") {
+                section.report.fail(at: section.offset(of: "scan"), "'bluetooth.scan' applies to an adapter ('hci'), not to a 'feed'")
+            }
             section.finish()
         }
         if var section = root.table("gpio") {
