@@ -124,7 +124,29 @@ struct Doctor {
         report(SystemChecks.clock(synchronised: probe.clockSynchronised(), hasGNSS: loaded.board.gnss != nil))
     }
 
-    mutating func checkRaspberryPi() {}
+    /// Check 3, on a Raspberry Pi only.
+    mutating func checkRaspberryPi() {
+        guard let device = gnssDevice, let model = probe.read("/proc/device-tree/model").map({ SystemText.deviceTreeString($0) }),
+              model.utf8.starts(with: "Raspberry Pi".utf8) else { return }
+        let tree = "/proc/device-tree"
+        var compatible: [String] = []
+        if let node = probe.read(tree + "/aliases/serial0").map({ SystemText.deviceTreeString($0) }) {
+            compatible = SystemText.deviceTreeStrings(probe.read(tree + node + "/compatible") ?? [])
+        }
+        var bluetoothOnPL011 = false
+        for alias in ["serial0", "serial1"] {
+            guard let node = probe.read(tree + "/aliases/" + alias).map({ SystemText.deviceTreeString($0) }),
+                  SystemText.deviceTreeStrings(probe.read(tree + node + "/compatible") ?? []).contains("arm,pl011"),
+                  probe.exists(tree + node + "/bluetooth") else { continue }
+            let status = probe.read(tree + node + "/bluetooth/status").map { SystemText.deviceTreeString($0) }
+            bluetoothOnPL011 = status != "disabled"
+        }
+        var configPath = "/boot/firmware/config.txt"
+        if !probe.exists(configPath) { configPath = "/boot/config.txt" }
+        let config = PiConfigTxt.parse(probe.read(configPath) ?? [], filters: PiConfigTxt.filters(model: model))
+        let facts = PiUARTCheck.Facts(model: model, headerCompatible: compatible, bluetoothOnPL011: bluetoothOnPL011, config: config, configPath: configPath)
+        report(PiUARTCheck.check(facts, gnssName: probe.terminalName(device)))
+    }
 
     mutating func checkGNSSBytes() {}
 }
