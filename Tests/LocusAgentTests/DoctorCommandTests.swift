@@ -1,0 +1,112 @@
+import Foundation
+import Testing
+
+/// `locus doctor --root FIXTURE` on the trees under Tests/Fixtures/doctor (see make-fixtures.py):
+/// each finding's exact line and the exit status. The clock line depends on the machine running
+/// the tests (adjtimex is not a file), so it is only checked not to FAIL (every fixture board
+/// has a receiver, which makes an unsynchronised clock a warning).
+@Suite struct DoctorCommandTests {
+    func doctor(_ fixture: String) throws -> (status: Int32, lines: [String]) {
+        let run = try locus(["doctor", "--root", "Tests/Fixtures/doctor/\(fixture)"])
+        let lines = run.output.split(separator: "\n").map(String.init)
+        #expect(lines.contains { $0.hasPrefix("ok    clock:") || $0.hasPrefix("warn  clock:") })
+        let state = lines.filter { $0.hasPrefix("ok    state: /var/lib/locus is writable, ") && $0.hasSuffix(" free for a log of up to 1 MB") }
+        #expect(state.count == 1, "\(lines)")
+        return (run.status, lines.filter { !$0.contains(" clock: ") && !$0.hasPrefix("ok    state: ") && !$0.hasPrefix("ok    config: ") })
+    }
+
+    static let portOK = ["ok    gnss: /dev/serial0 (ttyS0) is a character device (1:3)", "ok    console: ttyS0 is not a kernel console",
+                         "ok    gnss: no other program has /dev/serial0 open"]
+    static let capabilitiesOK = "ok    capabilities: CAP_NET_RAW and CAP_NET_ADMIN effective"
+    static let bluetoothOK = "ok    bluetooth: hci0 present, not blocked by rfkill"
+
+    @Test func aCleanGatewayPassesWithoutConfigFromTheDefaultPath() throws {
+        let run = try locus(["doctor", "--root", "Tests/Fixtures/doctor/clean"])
+        #expect(run.output.hasPrefix("ok    config: site Tests/Fixtures/doctor/clean/etc/locus/site.toml, board Tests/Fixtures/doctor/clean/etc/locus/board.toml ('Test gateway')\n"))
+        let result = try doctor("clean")
+        #expect(result.status == 0)
+        #expect(result.lines == Self.portOK + [Self.bluetoothOK, Self.capabilitiesOK])
+    }
+
+    @Test func aKernelConsoleOnTheReceiversPortFails() throws {
+        let result = try doctor("console-on-gnss")
+        #expect(result.status == 1)
+        #expect(result.lines[1] == "FAIL  console: ttyS0 is a kernel console (console=serial0 on the kernel command line) — remove 'console=...' naming it from the kernel command line (/boot/firmware/cmdline.txt; raspi-config: Interface Options, Serial Port, login shell No) and reboot")
+    }
+
+    @Test func anEnabledSerialGettyAndItsProcessFail() throws {
+        let result = try doctor("getty-enabled")
+        #expect(result.status == 1)
+        #expect(result.lines == [
+            Self.portOK[0], Self.portOK[1],
+            "FAIL  console: serial-getty@ttyS0.service is enabled (a login prompt on the receiver's port) — sudo systemctl disable --now serial-getty@ttyS0.service && sudo systemctl mask serial-getty@ttyS0.service",
+            "FAIL  gnss: /dev/serial0 is open in 'agetty' (pid 812) — stop it ('sudo systemctl disable --now serial-getty@...', or 'sudo kill 812')",
+            Self.bluetoothOK,
+            "warn  bluetooth: bluetoothd runs (pid 640) and may scan on hci0 too — if the agent logs 'the adapter is busy', stop it: 'sudo systemctl disable --now bluetooth'",
+            Self.capabilitiesOK,
+        ])
+    }
+
+    @Test func aMaskedGettyIsNoProblem() throws {
+        let result = try doctor("getty-masked")
+        #expect(result.status == 0)
+        #expect(result.lines == Self.portOK + [Self.bluetoothOK, Self.capabilitiesOK])
+    }
+
+    @Test func aSoftBlockedRadioFailsAndMissingCapabilitiesWarn() throws {
+        let result = try doctor("rfkill-soft")
+        #expect(result.status == 1)
+        #expect(result.lines == Self.portOK + [
+            "FAIL  bluetooth: hci0 is blocked by rfkill (soft) — sudo rfkill unblock bluetooth (Locus never unblocks a radio by itself)",
+            "warn  capabilities: this process lacks CAP_NET_RAW and CAP_NET_ADMIN (a technician's shell does; locus.service grants both) — for 'locus run' by hand: sudo setcap 'cap_net_raw,cap_net_admin+eip' $(command -v locus); run 'sudo locus doctor' to check the adapter as the service sees it",
+        ])
+    }
+
+    @Test func aMissingGPIOChipListsWhatWasFound() throws {
+        let result = try doctor("gpio-missing")
+        #expect(result.status == 1)
+        #expect(result.lines.contains("FAIL  gpio: no GPIO chip labelled 'pinctrl-bcm2711' (found: none) — set [gpio] label (or chip) in the board file to one of those ('gpiodetect' lists them)"))
+    }
+
+    @Test func aPi4WithEnableUARTUsesTheMiniUART() throws {
+        let result = try doctor("pi4-default")
+        #expect(result.status == 0)
+        #expect(result.lines == Self.portOK + [Self.bluetoothOK, Self.capabilitiesOK,
+                                               "ok    raspberry pi: GPIO14/15 carry the mini UART (ttyS0), its clock fixed by enable_uart=1"])
+    }
+
+    @Test func aPi4WithDisableBTHasThePL011ButNoAdapter() throws {
+        let result = try doctor("pi4-disable-bt")
+        #expect(result.status == 1)
+        #expect(result.lines == [
+            "ok    gnss: /dev/serial0 (ttyAMA0) is a character device (1:3)", "ok    console: ttyAMA0 is not a kernel console",
+            "ok    gnss: no other program has /dev/serial0 open",
+            "FAIL  bluetooth: no adapter hci0 (/sys/class/bluetooth/hci0) — check [bluetooth] hci in the board file; a USB adapter: is it plugged in; a Raspberry Pi: is Bluetooth disabled in config.txt (dtoverlay=disable-bt)?",
+            Self.capabilitiesOK, "ok    raspberry pi: GPIO14/15 carry the PL011 (ttyAMA0) (dtoverlay=disable-bt)",
+        ])
+    }
+
+    @Test func aPiZero2WithoutEnableUARTFailsNamingTheLine() throws {
+        let result = try doctor("pi02-mini-uart-no-enable_uart")
+        #expect(result.status == 1)
+        #expect(result.lines.suffix(2) == [
+            "FAIL  raspberry pi: GPIO14/15 carry the mini UART (ttyS0) without enable_uart=1 in /boot/firmware/config.txt: its baud rate follows the core clock — add 'enable_uart=1' under [all] in /boot/firmware/config.txt and reboot (or 'dtoverlay=disable-bt' to give GPIO14/15 the PL011)",
+            "warn  raspberry pi: /boot/firmware/config.txt has sections doctor cannot evaluate ([gpio4=1]); their lines were skipped — check those sections by hand",
+        ])
+    }
+
+    @Test func aPi5WithoutUART0FailsTwice() throws {
+        let result = try doctor("pi5")
+        #expect(result.status == 1)
+        #expect(result.lines.first == "FAIL  gnss: /dev/ttyAMA0 cannot be opened: No such file or directory — check [gnss] device in the board file; a USB receiver: is it plugged in ('dmesg | tail'); a Raspberry Pi: enable the UART (enable_uart=1 in config.txt)")
+        #expect(result.lines.last == "FAIL  raspberry pi 5: GPIO14/15's UART0 (ttyAMA0) is not switched on in /boot/firmware/config.txt — add 'dtparam=uart0=on' under [all] in /boot/firmware/config.txt and reboot")
+    }
+
+    @Test func usageErrorsExitTwoAndABrokenConfigExitsOne() throws {
+        #expect(try locus(["doctor", "--bogus"]).status == 2)
+        #expect(try locus(["doctor", "--config"]).status == 2)
+        let missing = try locus(["doctor", "--config", "/nonexistent/site.toml"])
+        #expect(missing.status == 1)
+        #expect(missing.output == "FAIL  config: /nonexistent/site.toml does not check (the problems are above) — locus check-config /nonexistent/site.toml\n")
+    }
+}
