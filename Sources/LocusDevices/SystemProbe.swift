@@ -105,7 +105,9 @@ public struct SystemProbe {
         for pid in processIDs() {
             for descriptor in list("/proc/\(pid)/fd", limit: 1024) {
                 guard let target = readLink("/proc/\(pid)/fd/\(descriptor)"), paths.contains(target) else { continue }
-                holders.append(Holder(pid: pid, name: readLine("/proc/\(pid)/comm") ?? "?"))
+                var name = "?"
+                if let comm = readLine("/proc/\(pid)/comm") { name = comm } // if-let: the aarch64 Embedded build miscompiles ?? between Strings
+                holders.append(Holder(pid: pid, name: name))
                 break
             }
         }
@@ -167,7 +169,9 @@ extension SystemProbe {
         list("/sys/class/rfkill", limit: 64).sorted().compactMap { entry in
             let base = "/sys/class/rfkill/\(entry)/"
             guard let type = readLine(base + "type") else { return nil }
-            return SystemChecks.RadioSwitch(name: readLine(base + "name") ?? entry, type: type,
+            var name = entry
+            if let written = readLine(base + "name") { name = written }
+            return SystemChecks.RadioSwitch(name: name, type: type,
                                             softBlocked: readLine(base + "soft") == "1", hardBlocked: readLine(base + "hard") == "1")
         }
     }

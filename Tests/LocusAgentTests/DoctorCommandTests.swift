@@ -12,7 +12,10 @@ import Testing
         #expect(lines.contains { $0.hasPrefix("ok    clock:") || $0.hasPrefix("warn  clock:") })
         let state = lines.filter { $0.hasPrefix("ok    state: /var/lib/locus is writable, ") && $0.hasSuffix(" free for a log of up to 1 MB") }
         #expect(state.count == 1, "\(lines)")
-        return (run.status, lines.filter { !$0.contains(" clock: ") && !$0.hasPrefix("ok    state: ") && !$0.hasPrefix("ok    config: ") })
+        // The fixtures' port is /dev/null: no terminal, so the byte check says it cannot read it
+        // (the C library's wording of ENOTTY differs between the host and the device build).
+        return (run.status, lines.filter { !$0.contains(" clock: ") && !$0.hasPrefix("ok    state: ") && !$0.hasPrefix("ok    config: ")
+            && !$0.hasPrefix("warn  gnss bytes: cannot read /dev/serial0 as a terminal: ") })
     }
 
     static let portOK = ["ok    gnss: /dev/serial0 (ttyS0) is a character device (1:3)", "ok    console: ttyS0 is not a kernel console",
@@ -26,6 +29,8 @@ import Testing
         let result = try doctor("clean")
         #expect(result.status == 0)
         #expect(result.lines == Self.portOK + [Self.bluetoothOK, Self.capabilitiesOK])
+        #expect(run.output.contains("\nwarn  gnss bytes: cannot read /dev/serial0 as a terminal: "))
+        #expect(run.output.hasSuffix(" — check that [gnss] device is the receiver's serial port\n"))
     }
 
     @Test func aKernelConsoleOnTheReceiversPortFails() throws {
@@ -108,5 +113,80 @@ import Testing
         let missing = try locus(["doctor", "--config", "/nonexistent/site.toml"])
         #expect(missing.status == 1)
         #expect(missing.output == "FAIL  config: /nonexistent/site.toml does not check (the problems are above) — locus check-config /nonexistent/site.toml\n")
+    }
+}
+
+@_silgen_name("posix_openpt") private func c_posix_openpt(_ flags: Int32) -> Int32
+@_silgen_name("grantpt") private func c_grantpt(_ fd: Int32) -> Int32
+@_silgen_name("unlockpt") private func c_unlockpt(_ fd: Int32) -> Int32
+@_silgen_name("ptsname") private func c_ptsname(_ fd: Int32) -> UnsafeMutablePointer<CChar>?
+
+/// A receiver on a real pseudo-terminal that talks NMEA only at 38400 baud: a pty enforces no
+/// rate, so the writer reads the rate the reader set (tcgetattr on the master gives the slave's
+/// settings) and sends sentences at 38400, framing-garbage-like bytes at any other rate.
+final class RateSensitiveReceiver: @unchecked Sendable {
+    let master: Int32
+    let slavePath: String
+    private let keepOpen: Int32
+    private let lock = NSLock()
+    private var stopped = false
+
+    init() throws {
+        master = c_posix_openpt(O_RDWR | O_NOCTTY)
+        guard master >= 0, c_grantpt(master) == 0, c_unlockpt(master) == 0, let name = c_ptsname(master) else { throw POSIXError(.EIO) }
+        slavePath = String(cString: name)
+        keepOpen = open(slavePath, O_RDWR | O_NOCTTY) // a slave stays open between the reader's samples
+        _ = fcntl(master, F_SETFL, fcntl(master, F_GETFL) | O_NONBLOCK)
+    }
+
+    static func sentence(_ body: String) -> String {
+        var checksum: UInt8 = 0
+        for byte in body.utf8 { checksum ^= byte }
+        return "$\(body)*\(String(format: "%02X", checksum))\r\n"
+    }
+
+    func start() {
+        let nmea = Array((Self.sentence("GPRMC,120000.00,A,4807.038,N,01131.000,E,0.0,0.0,230324,,,A")
+                          + Self.sentence("GPGGA,120000.00,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,")).utf8)
+        let garbage = (0..<160).map { UInt8(0x80 + $0 % 0x35) }
+        Thread.detachNewThread {
+            while !self.isStopped {
+                var settings = termios()
+                tcgetattr(self.master, &settings)
+                let bytes = cfgetospeed(&settings) == speed_t(B38400) ? nmea : garbage
+                _ = bytes.withUnsafeBytes { write(self.master, $0.baseAddress, $0.count) }
+                usleep(50_000)
+            }
+        }
+    }
+
+    var isStopped: Bool { lock.withLock { stopped } }
+
+    func stop() {
+        lock.withLock { stopped = true }
+        usleep(100_000)
+        close(keepOpen)
+        close(master)
+    }
+}
+
+@Suite struct DoctorBaudTests {
+    @Test func theBaudScanNamesTheRateTheReceiverSends() throws {
+        let receiver = try RateSensitiveReceiver()
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("doctor-baud-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try FileManager.default.createDirectory(atPath: root + "/etc/locus", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: root + "/dev", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: root + "/var/lib/locus", withIntermediateDirectories: true)
+        try "board = \"board.toml\"\nstate_dir = \"/var/lib/locus\"\n".write(toFile: root + "/etc/locus/site.toml", atomically: true, encoding: .utf8)
+        try "[board]\nname = \"pty\"\n\n[gnss]\ndevice = \"/dev/gnss0\"\nbaud = 9600\n".write(toFile: root + "/etc/locus/board.toml", atomically: true, encoding: .utf8)
+        try FileManager.default.createSymbolicLink(atPath: root + "/dev/gnss0", withDestinationPath: receiver.slavePath)
+        receiver.start()
+        let run = try locus(["doctor", "--root", root])
+        receiver.stop()
+        let line = run.output.split(separator: "\n").first { $0.contains("gnss bytes:") }.map(String.init) ?? run.output
+        #expect(line.hasPrefix("FAIL  gnss bytes: no NMEA at 9600 baud ("), "\(line)")
+        #expect(line.hasSuffix("; the receiver sends NMEA at 38400 baud — set [gnss] baud = 38400 in the board file (or configure the receiver for 9600)"), "\(line)")
+        #expect(run.status == 1)
     }
 }

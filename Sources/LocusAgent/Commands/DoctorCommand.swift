@@ -148,5 +148,33 @@ struct Doctor {
         report(PiUARTCheck.check(facts, gnssName: probe.terminalName(device)))
     }
 
-    mutating func checkGNSSBytes() {}
+    /// Check 4, last: it takes seconds (3 s at the configured rate, 2 s per other rate tried).
+    mutating func checkGNSSBytes() {
+        guard let device = gnssDevice, let baud = loaded.board.gnss?.baud, probe.node(device).node?.kind == .characterDevice else { return }
+        if probe.agentRunning(stateDirectory: loaded.site.stateDirectory) {
+            report(GNSSBytesCheck.agentRunning())
+            return
+        }
+        let score: NMEABaudScore
+        switch probe.sampleSerial(device, baud: baud, durationMs: GNSSBytesCheck.sampleMs) {
+        case .failure(let error):
+            report(GNSSBytesCheck.unreadable(device, error.description))
+            return
+        case .success(let bytes):
+            score = NMEABaudScore.score(bytes)
+        }
+        if let finding = GNSSBytesCheck.configured(baud: baud, score) {
+            report(finding)
+            return
+        }
+        var found: Int? = nil
+        for rate in NMEABaudScore.scanRates where rate != baud {
+            guard case .success(let bytes) = probe.sampleSerial(device, baud: rate, durationMs: GNSSBytesCheck.scanSampleMs) else { break }
+            if NMEABaudScore.score(bytes).verdict == .nmea {
+                found = rate
+                break
+            }
+        }
+        report(GNSSBytesCheck.scanned(baud: baud, score, found: found))
+    }
 }

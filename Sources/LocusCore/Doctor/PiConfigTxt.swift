@@ -18,23 +18,24 @@ public struct PiConfigTxt: Equatable {
 
     static let modelFilters = ["pi1", "pi2", "pi3", "pi3+", "pi4", "pi400", "pi5", "pi500", "cm4", "cm4s", "cm5", "pi0", "pi0w", "pi02"]
 
-    /// The section filters a model answers to, from /proc/device-tree/model.
+    /// Models by the start of /proc/device-tree/model, longest names first where one name
+    /// starts another ("Raspberry Pi 400" before "Raspberry Pi 4").
+    static let models: [(prefix: StaticString, filters: [String])] = [
+        ("Raspberry Pi 500", ["pi5", "pi500"]), ("Raspberry Pi 5", ["pi5"]), ("Raspberry Pi Compute Module 5", ["pi5", "cm5"]),
+        ("Raspberry Pi 400", ["pi4", "pi400"]), ("Raspberry Pi 4", ["pi4"]), ("Raspberry Pi Compute Module 4S", ["pi4", "cm4s"]),
+        ("Raspberry Pi Compute Module 4", ["pi4", "cm4"]), ("Raspberry Pi 3 Model B Plus", ["pi3", "pi3+"]),
+        ("Raspberry Pi 3 Model A Plus", ["pi3", "pi3+"]), ("Raspberry Pi 3", ["pi3"]), ("Raspberry Pi Zero 2", ["pi02"]),
+        ("Raspberry Pi Zero W", ["pi0", "pi0w"]), ("Raspberry Pi Zero", ["pi0"]), ("Raspberry Pi 2", ["pi2"]),
+    ]
+
+    /// The section filters a model answers to, from /proc/device-tree/model. Compared byte by byte
+    /// with static strings: plain and the same in both builds.
     public static func filters(model: String) -> [String] {
         let name = Array(model.utf8)
-        func has(_ prefix: String) -> Bool { name.starts(with: prefix.utf8) }
-        if has("Raspberry Pi 500") { return ["pi5", "pi500"] }
-        if has("Raspberry Pi 5") { return ["pi5"] }
-        if has("Raspberry Pi Compute Module 5") { return ["pi5", "cm5"] }
-        if has("Raspberry Pi 400") { return ["pi4", "pi400"] }
-        if has("Raspberry Pi 4") { return ["pi4"] }
-        if has("Raspberry Pi Compute Module 4S") { return ["pi4", "cm4s"] }
-        if has("Raspberry Pi Compute Module 4") { return ["pi4", "cm4"] }
-        if has("Raspberry Pi 3 Model B Plus") || has("Raspberry Pi 3 Model A Plus") { return ["pi3", "pi3+"] }
-        if has("Raspberry Pi 3") { return ["pi3"] }
-        if has("Raspberry Pi Zero 2") { return ["pi02"] }
-        if has("Raspberry Pi Zero W") { return ["pi0", "pi0w"] }
-        if has("Raspberry Pi Zero") { return ["pi0"] }
-        if has("Raspberry Pi 2") { return ["pi2"] }
+        for entry in models where entry.prefix.utf8CodeUnitCount <= name.count {
+            let prefix = UnsafeBufferPointer(start: entry.prefix.utf8Start, count: entry.prefix.utf8CodeUnitCount)
+            if name.prefix(prefix.count).elementsEqual(prefix) { return entry.filters }
+        }
         return ["pi1"]
     }
 
