@@ -184,6 +184,18 @@ extension SystemProbe {
         return result < 0 ? nil : result == 1
     }
 
+    /// Processes with a Bluetooth HCI socket open: the socket inodes /proc/net/bluetooth/hci lists
+    /// (`sk RefCnt Rmem Wmem User Inode Parent`) matched against /proc/PID/fd's `socket:[inode]`.
+    public func hciSocketHolders() -> [Holder] {
+        guard let table = read("/proc/net/bluetooth/hci") else { return [] }
+        var sockets: [String] = []
+        for line in SystemText.lines(table).dropFirst() {
+            let words = SystemText.words(line)
+            if words.count >= 6, let inode = SystemText.integer(words[5]), inode > 0 { sockets.append("socket:[\(inode)]") }
+        }
+        return sockets.isEmpty ? [] : holders(of: sockets)
+    }
+
     /// The kernel clock's synchronisation flag (adjtimex); nil when it cannot be read.
     public func clockSynchronised() -> Bool? {
         let result = locus_clock_synchronised()

@@ -67,6 +67,17 @@ import Testing
         ])
     }
 
+    @Test func aProcessWithAnHCISocketIsNamed() throws {
+        let result = try doctor("hci-socket-holder")
+        #expect(result.status == 0)
+        #expect(result.lines == Self.portOK + [
+            Self.bluetoothOK,
+            "warn  bluetooth: bluetoothd runs (pid 640) and may scan on hci0 too — if the agent logs 'the adapter is busy', stop it: 'sudo systemctl disable --now bluetooth'",
+            "warn  bluetooth: 'btproxy' (pid 900) has an HCI socket open — if it holds hci0 through the HCI user channel the agent cannot scan beside it: stop it, or give Locus another adapter",
+            Self.capabilitiesOK,
+        ])
+    }
+
     @Test func aMissingGPIOChipListsWhatWasFound() throws {
         let result = try doctor("gpio-missing")
         #expect(result.status == 1)

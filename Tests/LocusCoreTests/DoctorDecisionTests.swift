@@ -66,4 +66,30 @@ import Testing
         let pi5 = PiUARTCheck.Facts(model: "Raspberry Pi 5 Model B", headerCompatible: [], bluetoothOnPL011: false, config: PiConfigTxt(), configPath: "/boot/firmware/config.txt")
         #expect(PiUARTCheck.check(pi5, gnssName: "ttyAMA10").first?.level == .warn)
     }
+
+    @Test func theReceiversBytesAtTheConfiguredRate() {
+        var score = NMEABaudScore()
+        score.bytes = 900
+        score.sentences = 12
+        score.rejected = 1
+        #expect(GNSSBytesCheck.configured(baud: 9600, score)?.description == "ok    gnss bytes: NMEA at 9600 baud (12 sentences in 3 s, 1 rejected)")
+        #expect(GNSSBytesCheck.configured(baud: 9600, NMEABaudScore())?.level == .fail)
+        var ubx = NMEABaudScore()
+        ubx.bytes = 300
+        ubx.ubxFrames = 4
+        #expect(GNSSBytesCheck.configured(baud: 38400, ubx)?.level == .warn)
+        var noise = NMEABaudScore()
+        noise.bytes = 2000
+        noise.rejected = 3
+        #expect(GNSSBytesCheck.configured(baud: 9600, noise) == nil)
+        #expect(GNSSBytesCheck.scanned(baud: 9600, noise, found: nil).description
+                == "FAIL  gnss bytes: no NMEA at 9600 baud (2000 bytes, 0 sentences, 3 rejected) nor at the other usual rates — check the wiring (TX and RX swapped?), RS-232 levels on a 3.3 V UART, and the receiver's protocol")
+    }
+
+    @Test func hciSocketHoldersOtherThanBluetoothdAndTheAgentAreNamed() {
+        let findings = SystemChecks.bluetooth(index: 1, present: true, switches: [SystemChecks.RadioSwitch(name: "hci1", type: "bluetooth", softBlocked: false, hardBlocked: true)],
+                                              up: false, bluetoothd: [], socketHolders: [Holder(pid: 5, name: "locus"), Holder(pid: 6, name: "bluetoothd")])
+        #expect(findings.map(\.level) == [.fail, .warn])
+        #expect(findings[0].text == "bluetooth: hci1 is hard-blocked by rfkill")
+    }
 }

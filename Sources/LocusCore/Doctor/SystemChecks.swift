@@ -68,8 +68,10 @@ public enum SystemChecks {
         }
     }
 
-    /// Check 6: the adapter exists, is not blocked, is up (when known), and who else uses it.
-    public static func bluetooth(index: Int, present: Bool, switches: [RadioSwitch], up: Bool?, bluetoothd: [Holder]) -> [Finding] {
+    /// Check 6: the adapter exists, is not blocked, is up (when known), and who else uses it:
+    /// bluetoothd by name, and any other process with an HCI socket (`socketHolders`), which may
+    /// hold the adapter through the HCI user channel, where nothing can share it.
+    public static func bluetooth(index: Int, present: Bool, switches: [RadioSwitch], up: Bool?, bluetoothd: [Holder], socketHolders: [Holder]) -> [Finding] {
         let adapter = "hci\(index)"
         guard present else {
             return [.fail("bluetooth: no adapter \(adapter) (/sys/class/bluetooth/\(adapter))",
@@ -90,6 +92,10 @@ public enum SystemChecks {
         for holder in bluetoothd {
             findings.append(.warn("bluetooth: bluetoothd runs (pid \(holder.pid)) and may scan on \(adapter) too",
                                   "if the agent logs 'the adapter is busy', stop it: 'sudo systemctl disable --now bluetooth'"))
+        }
+        for holder in socketHolders where holder.name != "bluetoothd" && holder.name != "locus" {
+            findings.append(.warn("bluetooth: \(holder) has an HCI socket open",
+                                  "if it holds \(adapter) through the HCI user channel the agent cannot scan beside it: stop it, or give Locus another adapter"))
         }
         return findings
     }

@@ -89,6 +89,13 @@ write(root, "proc/640/comm", "bluetoothd\n")
 root = base("getty-masked")
 link(root, "etc/systemd/system/getty.target.wants/serial-getty@ttyS0.service", "/lib/systemd/system/serial-getty@.service")
 link(root, "etc/systemd/system/serial-getty@ttyS0.service", "/dev/null")
+root = base("hci-socket-holder")
+write(root, "proc/net/bluetooth/hci", "sk               RefCnt Rmem   Wmem   User   Inode  Parent\n"
+      "ffff8880086c2000 2      0      0      0      31337  0\nffff8880086c4000 2      0      0      0      4242   0\n")
+write(root, "proc/900/comm", "btproxy\n")
+link(root, "proc/900/fd/4", "socket:[31337]")
+write(root, "proc/640/comm", "bluetoothd\n")
+link(root, "proc/640/fd/9", "socket:[4242]")
 base("rfkill-soft", rfkill_soft="1", cap_eff="0000000000000000")
 base("gpio-missing", extra='\n[gpio]\nlabel = "pinctrl-bcm2711"\n\n[gpio.outputs]\nrelay1 = { line = 17 }\n')
 
