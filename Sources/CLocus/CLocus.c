@@ -820,13 +820,15 @@ int locus_write_all(int fd, const void *buffer, size_t count) {
 
 // MARK: doctor
 
-int locus_stat_node(const char *path, int *kind, unsigned *major_number, unsigned *minor_number) {
+int locus_stat_node(const char *path, int *kind, unsigned *major_number, unsigned *minor_number, unsigned *mode, unsigned *gid) {
     struct stat info;
     if (stat(path, &info) != 0) return -errno;
     *kind = S_ISCHR(info.st_mode) ? LOCUS_NODE_CHARACTER : S_ISDIR(info.st_mode) ? LOCUS_NODE_DIRECTORY
           : S_ISREG(info.st_mode) ? LOCUS_NODE_REGULAR : LOCUS_NODE_OTHER;
     *major_number = major(info.st_rdev);
     *minor_number = minor(info.st_rdev);
+    *mode = info.st_mode & 07777;
+    *gid = info.st_gid;
     return 0;
 }
 

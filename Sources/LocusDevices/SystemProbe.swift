@@ -41,15 +41,24 @@ public struct SystemProbe {
         return SystemText.string(SystemText.trimmed(bytes[...]))
     }
 
-    /// stat(2) of `absolute` under the root; on failure nil and the reason.
+    /// stat(2) of `absolute` under the root; on failure nil and the reason. The group is its
+    /// number: `namingGroup` looks the name up (only where a finding shows it).
     public func node(_ absolute: String) -> (node: DeviceNode?, error: String) {
         var kind: Int32 = 0
         var major: UInt32 = 0
         var minor: UInt32 = 0
-        let result = locus_stat_node(path(absolute), &kind, &major, &minor)
+        var mode: UInt32 = 0
+        var gid: UInt32 = 0
+        let result = locus_stat_node(path(absolute), &kind, &major, &minor, &mode, &gid)
         if result < 0 { return (nil, SystemError(code: -result).description) }
         let kinds: [DeviceNode.Kind] = [.other, .characterDevice, .directory, .regular]
-        return (DeviceNode(kind: kinds[Int(kind)], major: Int(major), minor: Int(minor)), "")
+        return (DeviceNode(kind: kinds[Int(kind)], major: Int(major), minor: Int(minor), mode: Int(mode), group: "\(gid)"), "")
+    }
+
+    public func namingGroup(_ node: DeviceNode) -> DeviceNode {
+        var named = node
+        if let gid = UInt32(node.group), let name = Accounts.groupName(gid) { named.group = name }
+        return named
     }
 
     public func exists(_ absolute: String) -> Bool { node(absolute).node != nil }

@@ -92,4 +92,13 @@ import Testing
         #expect(findings.map(\.level) == [.fail, .warn])
         #expect(findings[0].text == "bluetooth: hci1 is hard-blocked by rfkill")
     }
+
+    @Test func aPortTheServiceCannotOpenFails() {
+        let console = DeviceNode(kind: .characterDevice, major: 4, minor: 64, mode: 0o620, group: "tty")
+        #expect(SerialChecks.device("/dev/serial0", name: "ttyS0", node: console, error: "").description
+                == "FAIL  gnss: /dev/serial0 (ttyS0) is group tty, mode 0620: the service's user (groups locus, dialout, gpio) cannot open it — a udev rule: KERNEL==\"ttyS0\", GROUP=\"dialout\", MODE=\"0660\" (in /etc/udev/rules.d/99-gnss.rules), then 'sudo udevadm trigger'")
+        #expect(SerialChecks.device("/dev/ttyUSB0", name: "ttyUSB0", node: DeviceNode(kind: .characterDevice, major: 188, minor: 0, mode: 0o660, group: "dialout"), error: "").level == .ok)
+        #expect(SerialChecks.device("/dev/ttyUSB0", name: "ttyUSB0", node: DeviceNode(kind: .characterDevice, major: 188, minor: 0, mode: 0o600, group: "dialout"), error: "").level == .fail)
+        #expect(SerialChecks.device("/dev/x", name: "x", node: DeviceNode(kind: .regular, major: 0, minor: 0), error: "").level == .fail)
+    }
 }

@@ -201,8 +201,9 @@ void locus_gpio_release(locus_gpio_line *line);
 // MARK: doctor (one system call each; `locus doctor` decides what the answers mean)
 
 enum { LOCUS_NODE_OTHER = 0, LOCUS_NODE_CHARACTER = 1, LOCUS_NODE_DIRECTORY = 2, LOCUS_NODE_REGULAR = 3 };
-/// stat(2) following links: the kind (LOCUS_NODE_*) and, for a device, its number; 0 or -errno.
-int locus_stat_node(const char *path, int *kind, unsigned *major, unsigned *minor);
+/// stat(2) following links: the kind (LOCUS_NODE_*), for a device its number, the permission
+/// bits and the group; 0 or -errno.
+int locus_stat_node(const char *path, int *kind, unsigned *major, unsigned *minor, unsigned *mode, unsigned *gid);
 /// readlink(2) into `target` (NUL-terminated): its length or -errno (-EINVAL: not a link).
 int locus_readlink(const char *path, char *target, size_t capacity);
 /// adjtimex(2) reading only (modes 0): 1 when the clock is synchronised, 0 when not

@@ -76,7 +76,7 @@ struct Doctor {
         }
         let name = probe.terminalName(device)
         let (node, error) = probe.node(device)
-        report(SerialChecks.device(device, name: name, node: node, error: error))
+        report(SerialChecks.device(device, name: name, node: node.map { probe.namingGroup($0) }, error: error))
         guard node != nil else { return }
         var commandLine: [(written: String, resolved: String)] = []
         if let bytes = probe.read("/proc/cmdline") {

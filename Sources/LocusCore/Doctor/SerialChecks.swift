@@ -5,10 +5,15 @@ public struct DeviceNode: Equatable {
     public var kind: Kind
     public var major: Int
     public var minor: Int
-    public init(kind: Kind, major: Int, minor: Int) {
+    /// Permission bits (0o660) and the group's name ("dialout"; the number when it has none).
+    public var mode: Int
+    public var group: String
+    public init(kind: Kind, major: Int, minor: Int, mode: Int = 0o666, group: String = "root") {
         self.kind = kind
         self.major = major
         self.minor = minor
+        self.mode = mode
+        self.group = group
     }
 }
 
@@ -36,7 +41,24 @@ public enum SerialChecks {
         guard node.kind == .characterDevice else {
             return .fail("gnss: \(shown) is not a character device", "point [gnss] device at the receiver's terminal (/dev/ttyS0, /dev/ttyUSB0, /dev/serial0)")
         }
+        if node.mode & 0o006 != 0o006 && !(serviceGroups.contains(node.group) && node.mode & 0o060 == 0o060) {
+            return .fail("gnss: \(shown) is group \(node.group), mode 0\(octal(node.mode)): the service's user (groups \(serviceGroups[0]), \(serviceGroups[1]), \(serviceGroups[2])) cannot open it",
+                         "a udev rule: KERNEL==\"\(name)\", GROUP=\"dialout\", MODE=\"0660\" (in /etc/udev/rules.d/99-gnss.rules), then 'sudo udevadm trigger'")
+        }
         return .ok("gnss: \(shown) is a character device (\(node.major):\(node.minor))")
+    }
+
+    /// The groups locus.service runs with (Group=, SupplementaryGroups=).
+    static let serviceGroups = ["locus", "dialout", "gpio"]
+
+    static func octal(_ value: Int) -> String {
+        var digits = ""
+        var rest = value
+        repeat {
+            digits = String(rest % 8) + digits
+            rest /= 8
+        } while rest > 0
+        return digits
     }
 
     /// The port must not be a kernel console: /proc/consoles by device number, then the kernel
