@@ -21,6 +21,9 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/sysmacros.h>
+#include <sys/timex.h>
 #include <sys/timerfd.h>
 #include <sys/un.h>
 #include <termios.h>
@@ -820,4 +823,74 @@ int locus_write_all(int fd, const void *buffer, size_t count) {
         left -= (size_t)n;
     }
     return 0;
+}
+
+// MARK: doctor
+
+int locus_stat_node(const char *path, int *kind, unsigned *major_number, unsigned *minor_number, unsigned *mode, unsigned *gid) {
+    struct stat info;
+    if (stat(path, &info) != 0) return -errno;
+    *kind = S_ISCHR(info.st_mode) ? LOCUS_NODE_CHARACTER : S_ISDIR(info.st_mode) ? LOCUS_NODE_DIRECTORY
+          : S_ISREG(info.st_mode) ? LOCUS_NODE_REGULAR : LOCUS_NODE_OTHER;
+    *major_number = major(info.st_rdev);
+    *minor_number = minor(info.st_rdev);
+    *mode = info.st_mode & 07777;
+    *gid = info.st_gid;
+    return 0;
+}
+
+int locus_readlink(const char *path, char *target, size_t capacity) {
+    if (capacity == 0) return -EINVAL;
+    ssize_t length = readlink(path, target, capacity - 1);
+    if (length < 0) return -errno;
+    target[length] = 0;
+    return (int)length;
+}
+
+int locus_clock_synchronised(void) {
+    struct timex state;
+    memset(&state, 0, sizeof state);
+    int result = adjtimex(&state);
+    if (result < 0) return -errno;
+    return (result == TIME_ERROR || (state.status & STA_UNSYNC)) ? 0 : 1;
+}
+
+int locus_free_bytes(const char *path, int64_t *free_bytes) {
+    struct statvfs info;
+    if (statvfs(path, &info) != 0) return -errno;
+    *free_bytes = (int64_t)info.f_bavail * (int64_t)info.f_frsize;
+    return 0;
+}
+
+int locus_gpio_chip_info(const char *path, char *label, size_t capacity, int *line_count) {
+    errno = 0;
+    struct gpiod_chip *chip = gpiod_chip_open(path);
+    if (!chip) return errno ? -errno : -ENODEV;
+    snprintf(label, capacity, "%s", gpiod_chip_label(chip));
+    *line_count = (int)gpiod_chip_num_lines(chip);
+    gpiod_chip_close(chip);
+    return 0;
+}
+
+int locus_gpio_line_consumer(const char *path, unsigned offset, char *consumer, size_t capacity) {
+    errno = 0;
+    struct gpiod_chip *chip = gpiod_chip_open(path);
+    if (!chip) return errno ? -errno : -ENODEV;
+    struct gpiod_line *line = gpiod_chip_get_line(chip, offset);
+    int result = -EINVAL;
+    if (line) {
+        const char *name = gpiod_line_consumer(line);
+        snprintf(consumer, capacity, "%s", name ? name : "");
+        result = gpiod_line_is_used(line) ? 1 : 0;
+    }
+    gpiod_chip_close(chip);
+    return result;
+}
+
+int locus_hci_probe_up(int index) {
+    int fd = socket(AF_BLUETOOTH, SOCK_RAW | SOCK_CLOEXEC, BTPROTO_HCI);
+    if (fd < 0) return -errno;
+    int result = locus_hci_device_is_up(fd, index);
+    close(fd);
+    return result;
 }

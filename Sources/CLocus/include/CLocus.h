@@ -39,7 +39,7 @@ enum {
     LOCUS_EAGAIN = EAGAIN, LOCUS_EACCES = EACCES, LOCUS_EBUSY = EBUSY, LOCUS_EEXIST = EEXIST, LOCUS_ENODEV = ENODEV,
     LOCUS_EISDIR = EISDIR, LOCUS_EINVAL = EINVAL, LOCUS_EFBIG = EFBIG, LOCUS_ENOSPC = ENOSPC, LOCUS_EPIPE = EPIPE,
     LOCUS_EBADFD = EBADFD, LOCUS_EAFNOSUPPORT = EAFNOSUPPORT, LOCUS_ENETDOWN = ENETDOWN, LOCUS_ETIMEDOUT = ETIMEDOUT,
-    LOCUS_ERFKILL = ERFKILL,
+    LOCUS_ERFKILL = ERFKILL, LOCUS_EROFS = EROFS,
 };
 
 // MARK: file descriptors (return >= 0 or -errno; EINTR is retried a bounded number of times)
@@ -203,6 +203,26 @@ int locus_gpio_event_fd(locus_gpio_line *line);
 /// Reads one edge event: 1 rising, 0 falling, -errno on error.
 int locus_gpio_read_event(locus_gpio_line *line);
 void locus_gpio_release(locus_gpio_line *line);
+
+// MARK: doctor (one system call each; `locus doctor` decides what the answers mean)
+
+enum { LOCUS_NODE_OTHER = 0, LOCUS_NODE_CHARACTER = 1, LOCUS_NODE_DIRECTORY = 2, LOCUS_NODE_REGULAR = 3 };
+/// stat(2) following links: the kind (LOCUS_NODE_*), for a device its number, the permission
+/// bits and the group; 0 or -errno.
+int locus_stat_node(const char *path, int *kind, unsigned *major, unsigned *minor, unsigned *mode, unsigned *gid);
+/// readlink(2) into `target` (NUL-terminated): its length or -errno (-EINVAL: not a link).
+int locus_readlink(const char *path, char *target, size_t capacity);
+/// adjtimex(2) reading only (modes 0): 1 when the clock is synchronised, 0 when not
+/// (STA_UNSYNC set or TIME_ERROR returned), -errno.
+int locus_clock_synchronised(void);
+/// statvfs(3): bytes an unprivileged user may still write on the file system holding `path`.
+int locus_free_bytes(const char *path, int64_t *free_bytes);
+/// Opens the GPIO chip at `path` (/dev/gpiochipN) for its label and line count; 0 or -errno.
+int locus_gpio_chip_info(const char *path, char *label, size_t capacity, int *line_count);
+/// Line `offset` of the chip at `path`: 1 in use (its consumer copied, maybe empty), 0 free, -errno.
+int locus_gpio_line_consumer(const char *path, unsigned offset, char *consumer, size_t capacity);
+/// Whether HCI adapter `index` is up (HCIGETDEVINFO on an unbound socket): 1, 0, or -errno.
+int locus_hci_probe_up(int index);
 
 // MARK: output
 

@@ -41,6 +41,20 @@ public enum CommandLineInterface {
             """,
             run: CheckConfigCommand.run),
         Command(
+            name: "doctor", summary: "check this gateway against the site and board files, one line per finding",
+            usage: "locus doctor [--config SITE.toml]",
+            details: """
+            Reads the site file (default /etc/locus/site.toml, as 'locus run') and its board file,
+            then checks: the GNSS port (exists, not a kernel console, no login prompt, no other
+            program), the state directory (writable, room for [log] retain), the GPIO chip and
+            lines, the Bluetooth adapter (present, rfkill, up, bluetoothd), CAP_NET_RAW and
+            CAP_NET_ADMIN, the clock, a Raspberry Pi's header UART, and the receiver's bytes at the
+            configured baud (other rates are tried when they are not NMEA; skipped while the agent
+            runs). One line per finding: ok, warn or FAIL, and what to do. Exit 0 without a FAIL,
+            1 with one. docs/doctor.md explains every finding.
+            """,
+            run: DoctorCommand.run),
+        Command(
             name: "decode", summary: "decode recorded receiver data to JSON lines",
             usage: "locus decode nmea [--allow-missing-checksum] [FILE|-]\n       locus decode adv --hex HEX\n       locus decode hci (--hex HEX | FILE)",
             details: """
