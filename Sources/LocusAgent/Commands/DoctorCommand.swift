@@ -111,7 +111,8 @@ struct Doctor {
     mutating func checkBluetooth() {
         guard case .hci(let index)? = loaded.board.bluetooth else { return }
         report(SystemChecks.bluetooth(index: index, present: probe.exists("/sys/class/bluetooth/hci\(index)"), switches: probe.radioSwitches(),
-                                      up: probe.adapterUp(index), bluetoothd: probe.processes(named: "bluetoothd"), socketHolders: probe.hciSocketHolders()))
+                                      up: probe.adapterUp(index), bluetoothd: probe.processes(named: "bluetoothd"), socketHolders: probe.hciSocketHolders(),
+                                      scanMode: loaded.board.scanMode))
     }
 
     /// Checks 7 and 8.

@@ -71,7 +71,10 @@ public enum SystemChecks {
     /// Check 6: the adapter exists, is not blocked, is up (when known), and who else uses it:
     /// bluetoothd by name, and any other process with an HCI socket (`socketHolders`), which may
     /// hold the adapter through the HCI user channel, where nothing can share it.
-    public static func bluetooth(index: Int, present: Bool, switches: [RadioSwitch], up: Bool?, bluetoothd: [Holder], socketHolders: [Holder]) -> [Finding] {
+    /// bluetoothd is fine beside the agent unless the board forces raw scanning (`scan = "raw"`),
+    /// whose commands the kernel's own scan for bluetoothd overrides.
+    public static func bluetooth(index: Int, present: Bool, switches: [RadioSwitch], up: Bool?, bluetoothd: [Holder], socketHolders: [Holder],
+                                 scanMode: BoardConfig.ScanMode = .auto) -> [Finding] {
         let adapter = "hci\(index)"
         guard present else {
             return [.fail("bluetooth: no adapter \(adapter) (/sys/class/bluetooth/\(adapter))",
@@ -90,8 +93,12 @@ public enum SystemChecks {
             findings.append(.warn("bluetooth: \(adapter) is down", "the agent brings it up at start (with CAP_NET_ADMIN); by hand: 'sudo btmgmt --index \(index) power on'"))
         }
         for holder in bluetoothd {
-            findings.append(.warn("bluetooth: bluetoothd runs (pid \(holder.pid)) and may scan on \(adapter) too",
-                                  "if the agent logs 'the adapter is busy', stop it: 'sudo systemctl disable --now bluetooth'"))
+            if scanMode == .raw {
+                findings.append(.warn("bluetooth: bluetoothd runs (pid \(holder.pid)) beside a board with scan = \"raw\"",
+                                      "the kernel re-programs the scan for bluetoothd and stops the agent's: set [bluetooth] scan = \"auto\" (the kernel's advertisement monitor) or stop bluetoothd"))
+            } else {
+                findings.append(.ok("bluetooth: bluetoothd runs (pid \(holder.pid)); the agent scans beside it through the kernel's advertisement monitor"))
+            }
         }
         for holder in socketHolders where holder.name != "bluetoothd" && holder.name != "locus" {
             findings.append(.warn("bluetooth: \(holder) has an HCI socket open",
