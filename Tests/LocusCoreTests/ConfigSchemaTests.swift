@@ -17,7 +17,8 @@ func readRepositoryFile(_ relative: String) throws -> [UInt8] {
 
 struct TestFileError: Error { let path: String }
 
-private func boardErrors(_ text: String) -> [String] {
+/// Every diagnostic parsing `text` as a board file gives, as printed; empty when it parses.
+func boardErrors(_ text: String) -> [String] {
     do {
         _ = try BoardConfig.parse(Array(text.utf8), file: "board.toml")
         return []

@@ -108,15 +108,6 @@ import Testing
 @Suite struct RadioLineConfigTests {
     static let board = "[board]\nname = \"b\"\n[gnss]\ndevice = \"/dev/ttyS0\"\nreceiver = \"ublox\"\n"
 
-    static func boardErrors(_ text: String) -> [String] {
-        do {
-            _ = try BoardConfig.parse(Array(text.utf8), file: "board.toml")
-            return []
-        } catch {
-            return error.diagnostics.map { $0.description }
-        }
-    }
-
     @Test func radioLinesNameBoardOutputsAndActionsCannotDriveThem() throws {
         let text = Self.board + "power_line = \"gnss_power\"\npower_off = \"3s\"\nreset_line = \"gnss_reset\"\n"
             + "[gpio]\nsimulated = true\n[gpio.outputs]\nrelay1 = { line = 0 }\ngnss_power = { line = 1, safe = 1 }\ngnss_reset = { line = 2 }\n"
@@ -133,11 +124,11 @@ import Testing
         #expect(config.problems(with: board, file: "site.toml").map { $0.description } ==
                 ["site.toml:5:1: gpio 'gnss_power' powers or resets a radio (the board's [gnss] lines): the agent's self-healing drives it, actions cannot"])
 
-        #expect(Self.boardErrors(Self.board + "power_line = \"gnss_pwr\"\n[gpio]\nsimulated = true\n[gpio.outputs]\ngnss_power = { line = 1 }\n")
+        #expect(boardErrors(Self.board + "power_line = \"gnss_pwr\"\n[gpio]\nsimulated = true\n[gpio.outputs]\ngnss_power = { line = 1 }\n")
                 == ["board.toml:6:14: 'gnss.power_line' = \"gnss_pwr\" is not one of the board's [gpio.outputs] (did you mean 'gnss_power'?)"])
-        #expect(Self.boardErrors(Self.board + "power_line = \"x\"\nreset_line = \"x\"\n[gpio]\nsimulated = true\n[gpio.outputs]\nx = { line = 1 }\n")
+        #expect(boardErrors(Self.board + "power_line = \"x\"\nreset_line = \"x\"\n[gpio]\nsimulated = true\n[gpio.outputs]\nx = { line = 1 }\n")
                 == ["board.toml:7:14: 'gnss.reset_line' and 'gnss.power_line' both name output 'x'"])
-        #expect(Self.boardErrors(Self.board + "power_off = \"10ms\"\n") == ["board.toml:6:13: 'gnss.power_off' = \"10ms\" is out of range (100ms...1min)"])
+        #expect(boardErrors(Self.board + "power_off = \"10ms\"\n") == ["board.toml:6:13: 'gnss.power_off' = \"10ms\" is out of range (100ms...1min)"])
     }
 
     @Test func healthSettings() throws {
