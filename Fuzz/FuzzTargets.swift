@@ -209,7 +209,8 @@ public func fuzzMgmtEvent(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzMonitorRecord(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     if case .success(let user?) = HCIMonitorRecords.user(in: UnsafeRawBufferPointer(start: data, count: size)) {
-        precondition(user.name.utf8.count <= size - 20)
+        // One scalar per comm byte at most (invalid UTF-8 becomes U+FFFD, three bytes for one).
+        precondition(user.name.unicodeScalars.count <= size - 20)
     }
     return 0
 }

@@ -57,7 +57,7 @@ public enum HCIScannerAdvice {
     public static let needsCapabilities =
         "needs CAP_NET_RAW and CAP_NET_ADMIN (run as root, or setcap 'cap_net_raw,cap_net_admin+eip' on the binary)"
     public static let busy =
-        "the adapter is busy: bluetoothd or another scanner holds it (stop bluetoothd or use another adapter)"
+        "the adapter is busy: bluetoothd or another scanner holds it (scan = \"kernel\" scans beside it; or use another adapter)"
     public static func noAdapter(_ adapterIndex: Int) -> String {
         "no adapter hci\(adapterIndex) ('hciconfig -a' lists the adapters the kernel has)"
     }
@@ -93,7 +93,7 @@ public enum HCIScannerAdvice {
         let prefix = "controller status " + status.description
         switch status {
         case .commandDisallowed:
-            return prefix + ": bluetoothd may be scanning or advertising on this adapter (stop bluetoothd or use another adapter)"
+            return prefix + ": bluetoothd may be scanning or advertising on this adapter (scan = \"kernel\" scans beside it; or use another adapter)"
         case .unknownCommand, .unsupportedFeatureOrParameter:
             return prefix + ": the controller does not support it"
         case .invalidParameters:

@@ -98,6 +98,11 @@ public struct KernelScanner<Driver: MgmtDriver>: ~Copyable {
     public private(set) var monitorHandle: UInt16?
     private var address = BLEAddress(value: 0)
     private var addPending = false
+    /// The monitor is gone and must be added again (once the adapter is powered).
+    private var addWanted = false
+    private var powered = false
+    /// Failed adds in a row: the retry waits 1 s, doubling to 32 s.
+    private var addFailures = 0
     private var readdAtNs: Int64?
     public private(set) var monitorReadds = 0
     public private(set) var losses = 0
@@ -139,7 +144,7 @@ public struct KernelScanner<Driver: MgmtDriver>: ~Copyable {
         if isOpen {
             guard let due = readdAtNs, now >= due else { return nil }
             readdAtNs = nil
-            return sendAdd(reason: name + ": the kernel was busy")
+            return addIfPowered(name + ": retrying")
         }
         guard now >= nextAttemptNs else { return nil }
         switch start() {
@@ -213,6 +218,7 @@ public struct KernelScanner<Driver: MgmtDriver>: ~Copyable {
             guard let handle = MgmtReplies.firstWord(parameters, octets: 2) else { return .failure(error("add", .malformedReply)) }
             remember(UInt16(handle))
         }
+        powered = true
         return .success(poweredOff)
     }
 
@@ -253,6 +259,8 @@ public struct KernelScanner<Driver: MgmtDriver>: ~Copyable {
     private mutating func remember(_ handle: UInt16) {
         monitorHandle = handle
         addPending = false
+        addWanted = false
+        addFailures = 0
         driver.store(statePath, address.description + " " + String(handle) + "\n")
     }
 
@@ -260,13 +268,20 @@ public struct KernelScanner<Driver: MgmtDriver>: ~Copyable {
         switch event {
         case .advMonitorRemoved(index, let handle) where handle == 0 || handle == monitorHandle:
             guard monitorHandle != nil else { return nil }
-            return sendAdd(reason: name + ": another program removed the advertisement monitor")
+            return lost(name + ": another program removed the advertisement monitor")
         case .indexRemoved(index):
             monitorHandle = nil
+            powered = false
             return .notice(name + " went away; scanning resumes when it returns")
         case .indexAdded(index):
             if powerOn { _ = driver.write(socket, .setPowered(index: index, true)) }
-            return sendAdd(reason: name + " is back")
+            return lost(name + " is back")
+        case .newSettings(index, let settings):
+            return settingsChanged(settings)
+        case .commandComplete(index, MgmtOpcode.setPowered.rawValue, MgmtStatus.success, let parameters):
+            // The kernel sends New Settings to every socket but the one that asked.
+            guard let settings = MgmtReplies.firstWord(parameters, octets: 4) else { return nil }
+            return settingsChanged(settings)
         case .commandComplete(index, MgmtOpcode.addAdvPatternsMonitor.rawValue, let status, let parameters):
             if status == MgmtStatus.success, let handle = MgmtReplies.firstWord(parameters, octets: 2) {
                 remember(UInt16(handle))
@@ -282,20 +297,41 @@ public struct KernelScanner<Driver: MgmtDriver>: ~Copyable {
 
     private mutating func addFailed(_ status: UInt8, now: Int64) -> Event? {
         addPending = false
-        readdAtNs = now + KernelScanner.retryAddNs
-        return .notice(name + ": adding the advertisement monitor: mgmt status " + MgmtStatus.name(status) + "; retrying in 1 s")
+        addFailures += 1
+        let waitS = Int64(1) << min(addFailures - 1, 5)
+        readdAtNs = now + waitS * KernelScanner.retryAddNs
+        return .notice(name + ": adding the advertisement monitor: mgmt status " + MgmtStatus.name(status) + "; retrying in " + String(waitS) + " s")
     }
 
-    private mutating func sendAdd(reason: String) -> Event? {
+    private mutating func lost(_ reason: String) -> Event? {
         monitorHandle = nil
-        guard !addPending else { return nil }
         monitorReadds += 1
+        addWanted = true
+        return addIfPowered(reason)
+    }
+
+    /// The monitor waits for power: an Add sent while the adapter is off fails, and Linux 6.1
+    /// then answers Busy to every later Add until the adapter is registered again (its pending
+    /// command leaks when hci_cmd_sync_queue refuses, mgmt.c __add_adv_patterns_monitor).
+    private mutating func addIfPowered(_ reason: String) -> Event? {
+        guard addWanted, !addPending, readdAtNs == nil else { return nil }
+        guard powered else { return .notice(reason + "; the advertisement monitor is added again when the adapter is powered") }
         addPending = driver.write(socket, .addBeaconMonitor(index: index)) > 0
         return .readding(reason: reason)
     }
 
+    private mutating func settingsChanged(_ settings: UInt32) -> Event? {
+        let now = settings & MgmtSettings.powered != 0
+        guard now != powered else { return nil }
+        powered = now
+        if now { return addIfPowered(name + " is powered") }
+        return .notice(name + " was powered off; scanning resumes when it is powered again")
+    }
+
+    /// Only while powered (a Remove on an adapter that is off fails the same way as an Add, see
+    /// `addIfPowered`); otherwise the state file keeps the handle for the next start to remove.
     private mutating func removeMonitor() -> KernelScannerError? {
-        guard let handle = monitorHandle else { return nil }
+        guard let handle = monitorHandle, powered else { return nil }
         monitorHandle = nil
         driver.store(statePath, nil)
         if case .failure(let problem) = request(.removeAdvMonitor(index: index, handle: handle)) { return problem }
@@ -333,6 +369,8 @@ public struct KernelScanner<Driver: MgmtDriver>: ~Copyable {
         socket = -1
         monitorHandle = nil
         addPending = false
+        addWanted = false
+        powered = false
         readdAtNs = nil
     }
 

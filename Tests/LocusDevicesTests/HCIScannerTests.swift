@@ -169,7 +169,7 @@ private func retryDelays<D: HCIDriver>(_ scanner: inout HCIScanner<D>, attempts:
     @Test func adviceForEachErrno() {
         func message(_ code: Int32) -> String { HCIScannerAdvice.message(for: SystemError(code: code), adapterIndex: 2) }
         let capabilities = "needs CAP_NET_RAW and CAP_NET_ADMIN (run as root, or setcap 'cap_net_raw,cap_net_admin+eip' on the binary)"
-        let busy = "the adapter is busy: bluetoothd or another scanner holds it (stop bluetoothd or use another adapter)"
+        let busy = "the adapter is busy: bluetoothd or another scanner holds it (scan = \"kernel\" scans beside it; or use another adapter)"
         #expect(message(eperm) == capabilities)
         #expect(message(eacces) == capabilities)
         #expect(HCIScannerAdvice.needsCapabilities == capabilities)
@@ -183,7 +183,7 @@ private func retryDelays<D: HCIDriver>(_ scanner: inout HCIScanner<D>, attempts:
         #expect(message(etimedout) == "the controller did not answer within 1000 ms (check the adapter's power and firmware)")
         #expect(message(5) == "Input/output error (errno 5)")
         #expect(HCIScannerAdvice.message(for: .commandDisallowed)
-                == "controller status 0x0C (Command Disallowed): bluetoothd may be scanning or advertising on this adapter (stop bluetoothd or use another adapter)")
+                == "controller status 0x0C (Command Disallowed): bluetoothd may be scanning or advertising on this adapter (scan = \"kernel\" scans beside it; or use another adapter)")
         let error = HCIScannerError(adapterIndex: 0, step: .command(.leSetScanParameters), cause: .controller(.invalidParameters))
         #expect(error.description == "hci0: LE Set Scan Parameters: controller status 0x12 (Invalid HCI Command Parameters): the controller refused the scan settings")
     }
@@ -331,7 +331,7 @@ private func retryDelays<D: HCIDriver>(_ scanner: inout HCIScanner<D>, attempts:
         refusing.scripted[HCIOpcode.leSetScanParameters.rawValue] = [0x0C]
         var other = recordingScanner(refusing)
         guard case .startFailed(let error, _)? = other.startIfDue(now: 0) else { Issue.record("expected failure"); return }
-        #expect(error.description == "hci0: LE Set Scan Parameters: controller status 0x0C (Command Disallowed): bluetoothd may be scanning or advertising on this adapter (stop bluetoothd or use another adapter)")
+        #expect(error.description == "hci0: LE Set Scan Parameters: controller status 0x0C (Command Disallowed): bluetoothd may be scanning or advertising on this adapter (scan = \"kernel\" scans beside it; or use another adapter)")
         #expect(refusing.sentOpcodes == [0x1002, 0x200C, 0x200B], "nothing after the refused command")
         #expect(refusing.calls.last == "close 7")
         #expect(other.isOpen == false)

@@ -279,9 +279,99 @@ EOF
     finish
 }
 
+# bluetoothd: a system bus and bluetoothd in the foreground (it powers the adapter itself, as on
+# a gateway image); their output in /tmp/dbus.log and /tmp/bluetoothd.log.
+bluetoothd_start() {
+    if [ ! -f /etc/machine-id ]; then
+        echo 'root:x:0:0:root:/:/bin/sh' > /etc/passwd
+        echo 'root:x:0:' > /etc/group
+        echo 5a1b0c2d3e4f5a6b7c8d9e0f1a2b3c4d > /etc/machine-id
+        mkdir -p /run/dbus /var/lib/bluetooth
+        ln -s /run /var/run
+        dbus-daemon --config-file=/etc/dbus-system.conf --nofork --nopidfile > /tmp/dbus.log 2>&1 &
+        DBUS=$!
+        n=0; while [ ! -S /run/dbus/system_bus_socket ] && [ $n -lt 50 ]; do usleep 100000; n=$((n+1)); done
+    fi
+    bluetoothd -n -d >> /tmp/bluetoothd.log 2>&1 &
+    BLUETOOTHD=$!
+}
+
+sightings() { locus status --state /state/$1 | sed -n 's/.*"sightings":\([0-9]*\).*/\1/p'; }
+# rising NAME BEFORE SECONDS: true when the sightings count goes above BEFORE within SECONDS.
+rising() {
+    n=$(($3 * 10))
+    while [ $n -gt 0 ]; do [ "$(sightings $1)" -gt "$2" ] 2>/dev/null && return 0; usleep 100000; n=$((n - 1)); done
+    return 1
+}
+# readded SECONDS: the agent added its monitor again after the removal it logged.
+readded() {
+    n=$(($1 * 10))
+    while [ $n -gt 0 ]; do
+        sed -n '/another program removed/,$p' /tmp/s6.err | grep -q 'adding the advertisement monitor again' && return 0
+        usleep 100000; n=$((n - 1))
+    done
+    return 1
+}
+elapsed_since() { awk "BEGIN { printf \"%.1f\", $(uptime_s) - $1 }"; }
+
+scenario_bluetoothd() {
+    echo "vboard: scenario 6: beside bluetoothd: the kernel scans for both, through a discovery and a bluetoothd restart"
+    site s6 <<EOF
+$CRATE
+EOF
+    echo "0 300000 300 6A:6B:C9:A2:3E:43 -60 $IBEACON" > /tmp/schedule
+    : > /tmp/s6.err
+    : > /tmp/bluetoothd.log
+    controller /tmp/schedule
+    t0=$(uptime_s)
+    bluetoothd_start
+    check "bluetoothd powers hci0 (bluetoothctl show: Powered: yes)" \
+        sh -c 'n=0; while [ $n -lt 100 ]; do bluetoothctl show 2>/dev/null | grep -q "Powered: yes" && exit 0; usleep 200000; n=$((n+1)); done; exit 1'
+    echo "vboard: note bluetoothd up and hci0 powered after $(elapsed_since $t0) s"
+    agent s6 /tmp/s6.err
+    check "scan = auto chooses the kernel mode and names bluetoothd" wait_for 10 /tmp/s6.err "scan = auto: kernel mode (beside bluetoothd)"
+    check "the agent scans through the kernel's advertisement monitor" wait_for 10 /tmp/s6.err "scanning through the kernel's advertisement monitor"
+    check "cargo/anyCrate satisfied" wait_for 10 /tmp/s6.err "event .*cargo/anyCrate .*satisfied"
+    check "the monitor's address and handle are kept in the state directory" grep -q "^C0:0C:B0:00:00:01 [0-9]" /state/s6/bluetooth-monitor
+    check "locus status: mode kernel, bluetoothd among the co-users" \
+        sh -c "locus status --state /state/s6 | grep -q '\"mode\":\"kernel\",\"scanning\":true,\"losses\":0,\"co_users\":\[[^]]*bluetoothd'"
+    before=$(sightings s6)
+    t0=$(uptime_s)
+    bluetoothctl --timeout 8 scan on > /tmp/btctl 2>&1 &
+    scan=$!
+    usleep 4000000
+    during=$(sightings s6)
+    wait $scan
+    echo "vboard: note bluetoothctl scan on ran $(elapsed_since $t0) s"
+    check "bluetoothd's discovery works beside the agent (bluetoothctl: Discovery started)" grep -q "Discovery started" /tmp/btctl
+    check "sightings keep rising during the discovery ($before, then $during)" test "${during:-0}" -gt "${before:-0}"
+    after=$(sightings s6)
+    check "sightings keep rising after the discovery ended (from $after)" rising s6 "${after:-0}" 3
+    check "bluetoothctl show: still Powered: yes" sh -c "bluetoothctl show | grep -q 'Powered: yes'"
+    kill $BLUETOOTHD; wait $BLUETOOTHD 2>/dev/null
+    t0=$(uptime_s)
+    bluetoothd_start
+    check "bluetoothd's restart removes every monitor (handle 0); the agent hears it" \
+        wait_for 15 /tmp/s6.err "another program removed the advertisement monitor"
+    check "the agent adds its monitor again once bluetoothd has powered hci0" readded 15
+    echo "vboard: note monitor re-added $(elapsed_since $t0) s after bluetoothd restarted"
+    check "locus status: one monitor re-add" sh -c "locus status --state /state/s6 | grep -q '\"monitor_readds\":1'"
+    restarted=$(sightings s6)
+    check "sightings resume after the re-add (from $restarted)" rising s6 "${restarted:-0}" 5
+    check "no scan command refused, no restart warning" sh -c "! grep -q 'Command Disallowed\|retrying' /tmp/s6.err"
+    kill $AGENT; wait $AGENT 2>/dev/null   # finish kills it again: a bare `wait` would wait for dbus-daemon
+    check "stopped: the agent removed its monitor and forgot it" \
+        sh -c "! grep -q 'stopping the scan' /tmp/s6.err && test ! -e /state/s6/bluetooth-monitor"
+    kill $BLUETOOTHD 2>/dev/null; wait $BLUETOOTHD 2>/dev/null
+    grep -v '^\s*$' /tmp/btctl | head -12 | sed 's|^|  /tmp/btctl: |'
+    grep -i 'error\|fail' /tmp/bluetoothd.log | head -12 | sed 's/^/  bluetoothd: /'
+    finish
+}
+
 scenario_fence
 scenario_beacon
 scenario_beacon -x
 scenario_crash
 scenario_recovery
 scenario_input
+scenario_bluetoothd
