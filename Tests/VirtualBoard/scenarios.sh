@@ -343,7 +343,8 @@ EOF
     during=$(sightings s6)
     wait $scan
     echo "vboard: note bluetoothctl scan on ran $(elapsed_since $t0) s"
-    check "bluetoothd's discovery works beside the agent (bluetoothctl: Discovery started)" grep -q "Discovery started" /tmp/btctl
+    check "bluetoothd's discovery works beside the agent (bluetoothctl: Discovery started, the crate found)" \
+        sh -c "grep -q 'Discovery started' /tmp/btctl && grep -q 'NEW.* Device 6A:6B:C9:A2:3E:43' /tmp/btctl"
     check "sightings keep rising during the discovery ($before, then $during)" test "${during:-0}" -gt "${before:-0}"
     after=$(sightings s6)
     check "sightings keep rising after the discovery ended (from $after)" rising s6 "${after:-0}" 3
