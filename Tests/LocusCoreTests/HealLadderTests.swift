@@ -50,6 +50,10 @@ import Testing
         ladder.hold(at(40))
         #expect(ladder.nextDeadline == at(45))
         #expect(ladder.decide(at(45)) == .step(1, round: 1, silentNs: 37 * Self.s), "the second step, not the first again")
+        ladder.postpone(at(47))
+        #expect(ladder.nextDeadline == at(52), "a power cut of 2 s: its settle starts when the supply is back")
+        ladder.postpone(at(40))
+        #expect(ladder.nextDeadline == at(52), "never earlier")
         ladder.reset(at(46))
         #expect(!ladder.isHealing && ladder.nextDeadline == at(56))
     }

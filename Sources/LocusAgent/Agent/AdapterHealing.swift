@@ -91,7 +91,7 @@ struct AdapterHealing {
             return step
         case .giveUp(let silentNs)?:
             AgentLog.error("locus: bluetooth: " + adapter + ": no advertising report for " + Quantity.describe(nanoseconds: silentNs)
-                           + "; gave up after " + String(ladder.rounds) + " rounds of " + steps.map { $0.description }.joined(separator: ", ")
+                            + "; gave up after " + String(ladder.rounds) + (ladder.rounds == 1 ? " round of " : " rounds of ") + steps.map { $0.description }.joined(separator: ", ")
                            + ". Check the antenna or dongle, 'rfkill list', 'dmesg' for the controller's errors, then run 'locus doctor'; "
                            + "scanning goes on and an advertisement ends this")
             return nil
@@ -107,4 +107,7 @@ struct AdapterHealing {
     }
 
     mutating func reset(_ now: MonotonicInstant) { ladder.reset(now) }
+
+    /// The step just taken needs longer before its settle counts (a power cut's off time).
+    mutating func postpone(_ time: MonotonicInstant) { ladder.postpone(time) }
 }

@@ -305,6 +305,7 @@ final class BluetoothSource: LoopComponent {
         healthExpected = beaconsExpected && !scan.isUndecided
         guard let step = healing.check(now.monotonic, expected: healthExpected, adapter: adapter) else { return }
         if let problem = scan.stop() { AgentLog.warning("locus: bluetooth: stopping the scan: " + problem) }
+        scan.restartSoon()
         var problem: String? = nil
         switch step {
         case .rescan: break
@@ -312,6 +313,8 @@ final class BluetoothSource: LoopComponent {
         case .downUp: problem = AdapterControl.downUp(adapterIndex: index)
         case .powerCycle:
             if let line = healing.lines.power { lineRequest = ReceiverHealing.LineRequest(name: line, forMs: healing.lines.powerOffMs) }
+            // The settle starts when the supply is back.
+            healing.postpone(now.monotonic + healing.lines.powerOffMs * 1_000_000)
         }
         if let problem { AgentLog.warning("locus: bluetooth: " + adapter + ": " + step.description + ": " + problem) }
     }
@@ -418,6 +421,15 @@ extension AdapterScan {
     func reconfigure(_ settings: ScanSettings) -> String? {
         guard case .raw(let box) = self else { return nil }
         return box.scanner.reconfigure(settings)?.description
+    }
+
+    /// After a self-healing step: start again as soon as possible.
+    func restartSoon() {
+        switch self {
+        case .raw(let box): box.scanner.restartSoon()
+        case .kernel(let box): box.scanner.restartSoon()
+        case .undecided: break
+        }
     }
 
     func stop() -> String? {

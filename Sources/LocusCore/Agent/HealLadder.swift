@@ -99,6 +99,13 @@ public struct HealLadder {
         startAt = min(startAt ?? now, now)
     }
 
+    /// The step under way needs until `time` before its settle starts (a power cut that lasts
+    /// longer than a moment): the next step is due no earlier than `time` + `settleMs`.
+    public mutating func postpone(_ time: MonotonicInstant) {
+        guard let due = dueAt else { return }
+        dueAt = max(due, time + settleMs * 1_000_000)
+    }
+
     /// Back to a healthy radio heard `now` (a reload; the owner's configuration changed).
     public mutating func reset(_ now: MonotonicInstant) {
         endEpisode()
