@@ -37,6 +37,11 @@ import Testing
         #expect(ladder.decide(at(18)) == .step(1, round: 1, silentNs: 15 * Self.s))
         #expect(ladder.heard(at(19.5)) == HealLadder.Recovery(step: 1, round: 1, silentNs: Int64(16.5 * 1e9), afterGivingUp: false))
         #expect(Self.counts(ladder.healed) == [0, 1, 0, 0] && !ladder.isHealing && ladder.nextDeadline == at(29.5))
+        let names = ["scan restart", "controller reset"]
+        #expect(HealLadder.Recovery(step: 1, round: 2, silentNs: 47 * Self.s, afterGivingUp: false).text { names[$0] }
+                == "after 47 s of silence; healed by the controller reset (round 2)")
+        #expect(HealLadder.Recovery(step: 1, round: 2, silentNs: 130 * Self.s, afterGivingUp: true).text { names[$0] }
+                == "after 2 min of silence (by itself, after the self-healing gave up)")
     }
 
     /// Not expected to speak (port closed, receiver asleep): silence does not count, and a ladder

@@ -58,13 +58,7 @@ struct AdapterHealing {
         guard reports != reportsSeen else { return }
         reportsSeen = reports
         guard let recovery = ladder.heard(now) else { return }
-        let silence = Quantity.describe(nanoseconds: recovery.silentNs)
-        if recovery.afterGivingUp {
-            AgentLog.notice("locus: bluetooth: " + adapter + ": advertisements again after " + silence + " (by itself, after the self-healing gave up)")
-        } else if let step = recovery.step {
-            AgentLog.notice("locus: bluetooth: " + adapter + ": advertisements again after " + silence + "; healed by the "
-                            + steps[step].description + " (round " + String(recovery.round) + ")")
-        }
+        AgentLog.notice("locus: bluetooth: " + adapter + ": advertisements again " + recovery.text { steps[$0].description })
     }
 
     /// A command to the adapter went unanswered: the first step is due at once.

@@ -176,3 +176,14 @@ public struct HealLadder {
         dueAt = nil
     }
 }
+
+extension HealLadder.Recovery {
+    /// "after 47 s of silence; healed by the receiver reset (round 1)", for the owner's log line
+    /// (`describe` names a step).
+    public func text(_ describe: (Int) -> String) -> String {
+        let silence = "after " + Quantity.describe(nanoseconds: silentNs) + " of silence"
+        if afterGivingUp { return silence + " (by itself, after the self-healing gave up)" }
+        guard let step else { return silence }
+        return silence + "; healed by the " + describe(step) + " (round " + String(round) + ")"
+    }
+}
