@@ -590,6 +590,11 @@ int locus_hci_device_up(int socket_fd, int index) {
     return errno == EALREADY ? 0 : -errno;
 }
 
+int locus_hci_device_down(int socket_fd, int index) {
+    if (ioctl(socket_fd, HCIDEVDOWN, index) == 0) return 0;
+    return errno == EALREADY ? 0 : -errno;
+}
+
 int locus_hci_device_is_up(int socket_fd, int index) {
     struct hci_dev_info info;
     memset(&info, 0, sizeof info);

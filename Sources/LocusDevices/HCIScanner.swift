@@ -336,6 +336,13 @@ public struct HCIScanner<Driver: HCIDriver>: ~Copyable {
         return problem
     }
 
+    /// The next start is due at once, its backoff from the start (the self-healing just acted on
+    /// the adapter, and the scan should follow as soon as it can).
+    public mutating func restartSoon() {
+        nextAttemptNs = 0
+        backoffNs = HCIScanner.initialBackoffNs
+    }
+
     public mutating func stop() -> HCIScannerError? {
         guard isOpen else { return nil }
         let problem = teardown()

@@ -181,6 +181,12 @@ public struct KernelScanner<Driver: MgmtDriver>: ~Copyable {
         return event
     }
 
+    /// The next start is due at once, its backoff from the start (after a self-healing step).
+    public mutating func restartSoon() {
+        nextAttemptNs = 0
+        backoffNs = 250_000_000
+    }
+
     /// Removes the monitor (so the kernel stops scanning for us) and closes the socket.
     public mutating func stop() -> KernelScannerError? {
         guard isOpen else { return nil }

@@ -18,14 +18,15 @@ import Testing
         var count = 0
         var rejected = 0
         var dropped = 0
+        var reports = 0
         let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: stream.count, alignment: 8)
         defer { bytes.deallocate() }
         bytes.copyBytes(from: stream)
         let first = UnsafeRawBufferPointer(rebasing: bytes[0..<37])
         let second = UnsafeRawBufferPointer(rebasing: bytes[37...])
         func pass() {
-            framer.consume(first) { packet in SightingGather.gather(packet, time, sightings, &count, &rejected, &dropped) }
-            framer.consume(second) { packet in SightingGather.gather(packet, time, sightings, &count, &rejected, &dropped) }
+            framer.consume(first) { packet in SightingGather.gather(packet, time, sightings, &count, &rejected, &dropped, &reports) }
+            framer.consume(second) { packet in SightingGather.gather(packet, time, sightings, &count, &rejected, &dropped, &reports) }
             count = 0
         }
         pass() // warm-up: -Onone may allocate on a first call
@@ -37,9 +38,10 @@ import Testing
         framer.consume(UnsafeRawBufferPointer(start: nil, count: 0)) { _ in }
         #expect(framer.packets == 3 * 1_002 && framer.junkBytes == 1_002, "packets \(framer.packets), junk \(framer.junkBytes)")
         stream.withUnsafeBytes { raw in
-            framer.consume(raw) { packet in SightingGather.gather(packet, time, sightings, &count, &rejected, &dropped) }
+            framer.consume(raw) { packet in SightingGather.gather(packet, time, sightings, &count, &rejected, &dropped, &reports) }
         }
         #expect(count == 3 && rejected == 0 && dropped == 0)
+        #expect(reports == 3 * 1_003, "every advertising report is counted, the beacons' and the others'")
         #expect(sightings[0].identity.major == 100 && sightings[0].identity.minor == 0)
     }
 }

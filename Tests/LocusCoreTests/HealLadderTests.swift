@@ -37,6 +37,11 @@ import Testing
         #expect(ladder.decide(at(18)) == .step(1, round: 1, silentNs: 15 * Self.s))
         #expect(ladder.heard(at(19.5)) == HealLadder.Recovery(step: 1, round: 1, silentNs: Int64(16.5 * 1e9), afterGivingUp: false))
         #expect(Self.counts(ladder.healed) == [0, 1, 0, 0] && !ladder.isHealing && ladder.nextDeadline == at(29.5))
+        let names = ["scan restart", "controller reset"]
+        #expect(HealLadder.Recovery(step: 1, round: 2, silentNs: 47 * Self.s, afterGivingUp: false).text { names[$0] }
+                == "after 47 s of silence; healed by the controller reset (round 2)")
+        #expect(HealLadder.Recovery(step: 1, round: 2, silentNs: 130 * Self.s, afterGivingUp: true).text { names[$0] }
+                == "after 2 min of silence (by itself, after the self-healing gave up)")
     }
 
     /// Not expected to speak (port closed, receiver asleep): silence does not count, and a ladder
@@ -50,6 +55,10 @@ import Testing
         ladder.hold(at(40))
         #expect(ladder.nextDeadline == at(45))
         #expect(ladder.decide(at(45)) == .step(1, round: 1, silentNs: 37 * Self.s), "the second step, not the first again")
+        ladder.postpone(at(47))
+        #expect(ladder.nextDeadline == at(52), "a power cut of 2 s: its settle starts when the supply is back")
+        ladder.postpone(at(40))
+        #expect(ladder.nextDeadline == at(52), "never earlier")
         ladder.reset(at(46))
         #expect(!ladder.isHealing && ladder.nextDeadline == at(56))
     }
@@ -122,12 +131,17 @@ import Testing
         #expect(board.radioLines == ["gnss_power", "gnss_reset"])
         let config = try site("board = \"b\"\n[[monitor.g.condition]]\nid = \"a\"\ncircle = { lat = 1, lon = 1, radius = 1 }\n[[action]]\nwhen = \"g/a\"\ngpio = \"gnss_power\"\n")
         #expect(config.problems(with: board, file: "site.toml").map { $0.description } ==
-                ["site.toml:5:1: gpio 'gnss_power' powers or resets a radio (the board's [gnss] lines): the agent's self-healing drives it, actions cannot"])
+                ["site.toml:5:1: gpio 'gnss_power' powers or resets a radio (the board's [gnss] or [bluetooth] lines): the agent's self-healing drives it, actions cannot"])
 
         #expect(boardErrors(Self.board + "power_line = \"gnss_pwr\"\n[gpio]\nsimulated = true\n[gpio.outputs]\ngnss_power = { line = 1 }\n")
                 == ["board.toml:6:14: 'gnss.power_line' = \"gnss_pwr\" is not one of the board's [gpio.outputs] (did you mean 'gnss_power'?)"])
         #expect(boardErrors(Self.board + "power_line = \"x\"\nreset_line = \"x\"\n[gpio]\nsimulated = true\n[gpio.outputs]\nx = { line = 1 }\n")
                 == ["board.toml:7:14: 'gnss.reset_line' and 'gnss.power_line' both name output 'x'"])
+        let adapter = try BoardConfig.parse(Array((Self.board + "[bluetooth]\nhci = 0\npower_line = \"bt_power\"\npower_off = \"1s\"\n"
+            + "[gpio]\nsimulated = true\n[gpio.outputs]\nbt_power = { line = 1, safe = 1 }\n").utf8), file: "board.toml")
+        #expect(adapter.bluetoothLines.power == "bt_power" && adapter.bluetoothLines.powerOffMs == 1_000 && adapter.radioLines == ["bt_power"])
+        #expect(boardErrors(Self.board + "[bluetooth]\nhci = 0\npower_line = \"bt\"\n")
+                == ["board.toml:8:14: 'bluetooth.power_line' = \"bt\" is not one of the board's [gpio.outputs]"])
         #expect(boardErrors(Self.board + "power_off = \"10ms\"\n") == ["board.toml:6:13: 'gnss.power_off' = \"10ms\" is out of range (100ms...1min)"])
     }
 
@@ -139,6 +153,9 @@ import Testing
         #expect(try site("board = \"b\"\n[health]\ngnss_silence = \"0s\"\n").health.gnssSilenceMs == 0)
         #expect(siteErrors("board = \"b\"\n[health]\ngnss_silence = \"500ms\"\n") == ["site.toml:3:16: 'health.gnss_silence' must be \"0s\" (off) or at least 2s"])
         #expect(siteErrors("board = \"b\"\n[health]\nrounds = 0\n").count == 1)
+        #expect(defaults.health.bleSilenceMs == 300_000)
+        #expect(try site("board = \"b\"\n[health]\nble_silence = \"2min\"\n").health.bleSilenceMs == 120_000)
+        #expect(siteErrors("board = \"b\"\n[health]\nble_silence = \"5s\"\n") == ["site.toml:3:15: 'health.ble_silence' must be \"0s\" (off) or at least 10s"])
         #expect(siteErrors("board = \"b\"\n[health]\nble = 1\n").count == 1, "unknown keys are refused")
     }
 }

@@ -7,6 +7,7 @@ G=$VBOARD_GPIO
 RELAY1=3
 BUZZER=5
 MOTION=6
+BTPOWER=7
 IBEACON=02011a1aff4c000215e2c56db5dffb48d2b060d0f5a71096e000640000c5   # major 100, minor 0
 mkdir -p /sites
 
@@ -369,6 +370,57 @@ EOF
     finish
 }
 
+scenario_healing() {
+    echo "vboard: scenario 7: a silent adapter healed step by step (raw mode)"
+    site s7 <<EOF
+[health]
+ble_silence = "10s"
+settle = "4s"
+rounds = 1
+$CRATE
+EOF
+    echo "0 600000 300 6A:6B:C9:A2:3E:43 -60 $IBEACON" > /tmp/schedule
+    echo ok > /tmp/fault
+    # The supply line reads 1 before the agent requests it, as a pulled-up enable pin would.
+    echo pull-up > "$G/sim_gpio$BTPOWER/pull"
+    vhci-controller -c /tmp/fault -p "$G/sim_gpio$BTPOWER/value" /tmp/schedule > /tmp/vhci &
+    CONTROLLER=$!
+    wait_for 5 /tmp/vhci "vhci: hci0"
+    : > /tmp/s7.err
+    agent s7 /tmp/s7.err
+    check "the agent scans" wait_for 10 /tmp/s7.err "scanning with"
+    check "cargo/anyCrate satisfied" wait_for 10 /tmp/s7.err "event .*cargo/anyCrate .*satisfied"
+    check "the agent holds the supply line on (sim_gpio$BTPOWER = 1)" test "$(value $BTPOWER)" = 1
+
+    # A radio that needs a reset: restarting the scan does not bring it back, the kernel's
+    # controller reset (mgmt power off and on: HCI Reset first) does.
+    t0=$(uptime_s)
+    echo deaf-until-reset > /tmp/fault
+    check "the silence noticed; the scan restarted (step 1 of 4)" \
+        wait_for 20 /tmp/s7.err "hci0: no advertising report for 1[0-9] s; scan restart (step 1 of 4, round 1 of 1)"
+    check "then the controller reset (step 2 of 4)" wait_for 15 /tmp/s7.err "; controller reset (step 2 of 4, round 1 of 1)"
+    check "the controller got its HCI Reset" wait_for 10 /tmp/vhci "HCI Reset clears the fault"
+    check "healed by the controller reset" wait_for 15 /tmp/s7.err "advertisements again after .*; healed by the controller reset (round 1)"
+    echo "vboard: note deaf until reset: healed $(elapsed_since $t0) s after the fault"
+
+    # A hung controller that answers nothing: every step up to the supply line's power cut.
+    t0=$(uptime_s)
+    echo mute > /tmp/fault
+    check "a hung controller: the power cycle (step 4 of 4) after the others" \
+        wait_for 90 /tmp/s7.err "power cycle (gpio bt_power, 1s off) (step 4 of 4, round 1 of 1)"
+    check "the adapter down and up was tried before (step 3 of 4)" grep -q "adapter down and up (step 3 of 4" /tmp/s7.err
+    check "the controller lost its supply" wait_for 5 /tmp/vhci "vhci: power off"
+    check "and got it back" wait_for 10 /tmp/vhci "vhci: power on"
+    check "healed by the power cycle" wait_for 30 /tmp/s7.err "advertisements again after .*; healed by the power cycle (round 1)"
+    echo "vboard: note hung controller: healed $(elapsed_since $t0) s after the fault"
+    check "locus status credits the reset and the power cycle" \
+        sh -c "locus status --state /state/s7 | grep -q '\"healed_by\":{\"rescan\":0,\"reset\":1,\"down_up\":0,\"power\":1}'"
+    check "the power cut is in the event log, both moves with cause heal" \
+        sh -c "test \$(locus log export --state /state/s7 | grep '\"output\":\"bt_power\"' | grep -c '\"cause\":\"heal\"') = 2"
+    echo pull-down > "$G/sim_gpio$BTPOWER/pull"
+    finish
+}
+
 scenario_fence
 scenario_beacon
 scenario_beacon -x
@@ -376,3 +428,4 @@ scenario_crash
 scenario_recovery
 scenario_input
 scenario_bluetoothd
+scenario_healing

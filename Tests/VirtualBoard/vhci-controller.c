@@ -1,7 +1,7 @@
 /*
  * vhci-controller: a virtual Bluetooth LE controller on /dev/vhci for the virtual board.
  *
- *   vhci-controller [-x] SCHEDULE
+ *   vhci-controller [-x] [-c CONTROL] [-p POWER] SCHEDULE
  *
  * Creates an LE-only primary controller (hciN; the index is printed as "vhci: hciN" on stdout),
  * answers every HCI command with a Command Complete of status 0 and return parameters of the
@@ -23,6 +23,15 @@
  * printed on stdout per report sent, and "vhci: scanning on|off (legacy|extended)" on changes;
  * taking the adapter down turns scanning off.
  * The controller runs until killed or the host side closes.
+ *
+ * Faults, for the agent's self-healing: -c CONTROL names a file whose first word sets the fault
+ * when it changes (read every 50 ms): "mute" (a hung controller: no command is answered, "vhci:
+ * ignored 0xOPCODE", and no report sent),
+ * "deaf" (commands answered, no report sent), "deaf-until-reset" (deaf until an HCI Reset, as a
+ * controller whose radio needs a reset), "ok". -p POWER names a file holding 0 or 1, the level of
+ * the board line that powers the controller (gpio-sim's sim_gpioN/value), read every 50 ms: on 0
+ * the controller goes away (/dev/vhci closed: the kernel removes the adapter; "vhci: power off"),
+ * on 1 it comes back as a new controller with every fault cleared ("vhci: power on").
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -49,6 +58,11 @@ static int advertiser_count;
 static int fd;
 static int scanning, scanning_extended, claims_extended;
 static long scan_started_ms = -1;
+enum fault { fault_none, fault_mute, fault_deaf, fault_deaf_until_reset };
+static enum fault fault;
+static const char *control_path, *power_path;
+static char control_word[32];
+static int powered = 1;
 
 static long now_ms(void) {
     struct timespec t;
@@ -159,6 +173,15 @@ static void answer(const uint8_t *command, int size) {
     if (size < 4 || size < 4 + command[3]) return;
     uint16_t opcode = (uint16_t)(command[1] | command[2] << 8);
     const uint8_t *parameters = command + 4;
+    if (fault == fault_mute) {
+        printf("vhci: ignored 0x%04x\n", opcode);
+        fflush(stdout);
+        return;
+    }
+    if (opcode == 0x0c03 && fault == fault_deaf_until_reset) {
+        fault = fault_none;
+        printf("vhci: HCI Reset clears the fault\n");
+    }
     if (opcode == 0x0c03) set_scanning(0, 0);                                    /* Reset */
     if (opcode == 0x200c && command[3] >= 1) set_scanning(parameters[0] == 1, 0);  /* LE Set Scan Enable */
     if (opcode == 0x2042 && command[3] >= 1) set_scanning(parameters[0] == 1, 1);  /* LE Set Extended Scan Enable */
@@ -223,7 +246,7 @@ static int advertise_due(void) {
     for (int i = 0; i < advertiser_count; i++) {
         struct advertiser *a = &advertisers[i];
         while (a->next_ms < a->to_ms && a->next_ms <= elapsed) {
-            if (scanning) advertise(a);
+            if (scanning && fd >= 0 && fault == fault_none) advertise(a);
             a->next_ms += a->every_ms;
         }
         if (a->next_ms < a->to_ms && (wait < 0 || a->next_ms - elapsed < wait)) wait = a->next_ms - elapsed;
@@ -231,21 +254,75 @@ static int advertise_due(void) {
     return (int)wait;
 }
 
-int main(int argc, char **argv) {
-    int first = 1;
-    if (argc > 1 && strcmp(argv[1], "-x") == 0) { claims_extended = 1; first = 2; }
-    if (argc != first + 1) { fprintf(stderr, "usage: vhci-controller [-x] SCHEDULE\n"); return 2; }
-    read_schedule(argv[first]);
+/* The first word of a small file, or "" when it cannot be read. */
+static void read_word(const char *path, char *word, size_t size) {
+    word[0] = 0;
+    FILE *file = fopen(path, "r");
+    if (!file) return;
+    if (fscanf(file, "%31s", word) != 1) word[0] = 0;
+    fclose(file);
+    (void)size;
+}
+
+static void power_on(void) {
     fd = open("/dev/vhci", O_RDWR);
     if (fd < 0) die("/dev/vhci");
     /* Vendor packet 0xff with opcode 0x00: create a primary controller; answered ff 00 index. */
     send_packet((const uint8_t *)"\xff\x00", 2);
+}
+
+/* The control file's fault and the power line's level, when they changed. */
+static void read_faults(void) {
+    char word[32];
+    if (control_path) {
+        read_word(control_path, word, sizeof word);
+        if (strcmp(word, control_word) != 0) {
+            strcpy(control_word, word);
+            fault = strcmp(word, "mute") == 0 ? fault_mute : strcmp(word, "deaf") == 0 ? fault_deaf
+                  : strcmp(word, "deaf-until-reset") == 0 ? fault_deaf_until_reset : fault_none;
+            printf("vhci: fault %s\n", word[0] ? word : "ok");
+        }
+    }
+    if (power_path) {
+        read_word(power_path, word, sizeof word);
+        int level = word[0] == '1';
+        if (word[0] && level != powered) {
+            powered = level;
+            if (!level) {
+                close(fd);
+                fd = -1;
+                scanning = 0;
+                printf("vhci: power off\n");
+            } else {
+                fault = fault_none;
+                power_on();
+                printf("vhci: power on\n");
+            }
+        }
+    }
+    fflush(stdout);
+}
+
+int main(int argc, char **argv) {
+    int first = 1;
+    for (; first < argc - 1; first++) {
+        if (strcmp(argv[first], "-x") == 0) claims_extended = 1;
+        else if (strcmp(argv[first], "-c") == 0 && first + 2 < argc) control_path = argv[++first];
+        else if (strcmp(argv[first], "-p") == 0 && first + 2 < argc) power_path = argv[++first];
+        else break;
+    }
+    if (argc != first + 1) { fprintf(stderr, "usage: vhci-controller [-x] [-c CONTROL] [-p POWER] SCHEDULE\n"); return 2; }
+    read_schedule(argv[first]);
+    power_on();
     uint8_t packet[packet_max];
     for (;;) {
         struct pollfd p = {fd, POLLIN, 0};
-        int ready = poll(&p, 1, advertise_due());
+        int wait = advertise_due();
+        if (control_path || power_path) wait = wait < 0 || wait > 50 ? 50 : wait;
+        int ready = poll(&p, fd >= 0 ? 1 : 0, wait);
         if (ready < 0 && errno != EINTR) die("poll");
-        if (ready <= 0) continue;
+        read_faults();
+        if (ready <= 0 || fd < 0) continue;
         ssize_t size = read(fd, packet, sizeof packet);
         if (size < 0 && errno == EINTR) continue;
         if (size <= 0) die("read /dev/vhci");

@@ -168,6 +168,8 @@ int locus_mgmt_open(void);
 int locus_hci_monitor_open(void);
 /// Brings the adapter up (HCIDEVUP); 0 when it is up already.
 int locus_hci_device_up(int socket_fd, int index);
+/// Takes the adapter down (HCIDEVDOWN); 0 when it is down already.
+int locus_hci_device_down(int socket_fd, int index);
 /// Restricts the socket to HCI events: Command Complete, Command Status and LE Meta.
 /// The previous filter is saved into `saved` (16 bytes) when non-NULL.
 int locus_hci_set_le_filter(int fd, void *saved, size_t saved_size);

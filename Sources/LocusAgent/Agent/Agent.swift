@@ -112,7 +112,8 @@ final class Agent {
         }
         let gnss = GNSSSource(board: loaded.board, stateDirectory: directory, settings: updates.siteUpdater.settings,
                               health: loaded.site.health, now: start.monotonic)
-        let bluetooth = BluetoothSource(board: loaded.board, stateDirectory: directory, tier: loaded.site.updates.accuracy)
+        let bluetooth = BluetoothSource(board: loaded.board, stateDirectory: directory, tier: loaded.site.updates.accuracy,
+                                        health: loaded.site.health, now: start.monotonic)
         let sessions = ControlSessions(directory: directory, capacity: loaded.site.capacity.subscribers, privacy: loaded.site.fixPrivacy,
                                        access: loaded.accessPolicy, config: loaded)
         let ranging = Ranging(slots: sessions.capacity)
@@ -182,6 +183,8 @@ final class Agent {
         if ranging.isActive { for index in 0..<bluetooth.sightingCount { ranging.observe(bluetooth.sighting(index)) } }
         if let uplink { for index in 0..<bluetooth.sightingCount { uplink.observe(bluetooth.sighting(index)) } }
         bluetooth.checkAdapter(now)
+        bluetooth.checkHealth(now, beaconsExpected: engine.beaconConditionCount > 0 || ranging.isActive)
+        if let line = bluetooth.takeLineRequest() { outputs.driveRadioLine(line.name, forMs: line.forMs, now) }
         if updates.readMotion(poll, now, receiver: gnss.receiverState) { takeUpdates(now) }
         serveControl(now)
         engine.tick(now: now.utc)
@@ -394,6 +397,7 @@ final class Agent {
         for problem in loaded.changesAtRestart(fresh) { AgentLog.warning("locus: reload: \(problem)") }
         log.reload(fresh, now: now)
         gnss.reload(fresh, now: now)
+        bluetooth.reload(fresh, now: now)
         outputs.reload(fresh, now: now)
         updates.reload(fresh, now: now)
         sessions.reload(fresh, now: now)

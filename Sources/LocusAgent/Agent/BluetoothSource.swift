@@ -62,8 +62,17 @@ final class BluetoothSource: LoopComponent {
     /// scan runs at the finest tier's instead (`scanForRanging`).
     private var tierSettings: ScanSettings
     private var rangingScan = false
+    /// Advertising reports of any advertiser since start: the adapter's sign of life.
+    private(set) var reportsHeard = 0
+    /// An adapter that falls silent while beacons are expected is healed step by step.
+    private var healing: AdapterHealing
+    /// A power cut the healing asked for (taken by the loop for `Outputs`).
+    private var lineRequest: ReceiverHealing.LineRequest? = nil
+    /// Whether the last turn expected the adapter to hear (its healing's deadline counts then).
+    private var healthExpected = false
 
-    init(board: BoardConfig, stateDirectory: String, tier: AccuracyTier) {
+    init(board: BoardConfig, stateDirectory: String, tier: AccuracyTier, health: SiteConfig.Health = SiteConfig.Health(),
+         now: MonotonicInstant = MonotonicClock.instant) {
         let settings = TierPolicy(tier: tier).scanSettings
         tierSettings = settings
         switch board.bluetooth {
@@ -81,6 +90,7 @@ final class BluetoothSource: LoopComponent {
         scanMode = board.scanMode
         powerOn = board.powerOn
         monitorStatePath = Paths.resolve("bluetooth-monitor", relativeTo: stateDirectory)
+        healing = AdapterHealing(lines: board.bluetoothLines, health: health, now: now)
         sightings = .allocate(capacity: BluetoothSource.sightingCapacity)
     }
 
@@ -101,6 +111,7 @@ final class BluetoothSource: LoopComponent {
     func deadlines(_ next: inout NextDeadline) {
         switch kind {
         case .adapter:
+            if healthExpected { next.consider(healing.ladder.nextDeadline) }
             if scan.isOpen && !scan.isKernel { next.consider(nextAdapterCheck) }
             if let attempt = scan.nextAttemptAtNs { next.consider(MonotonicInstant(nanoseconds: attempt)) }
         case .feed:
@@ -115,8 +126,9 @@ final class BluetoothSource: LoopComponent {
         switch kind {
         case .adapter(let index):
             if scan.isUndecided { decide(index) }
-            guard let (text, started) = scan.startIfDue(now: now.monotonic.nanoseconds) else { return }
+            guard let (text, started, unanswered) = scan.startIfDue(now: now.monotonic.nanoseconds) else { return }
             if started { AgentLog.info("locus: bluetooth: " + text) } else { AgentLog.warning("locus: bluetooth: " + text) }
+            if unanswered { healing.commandTimedOut(now.monotonic) }
             if !started, scanMode == .auto, scan.kernelUnsupported {
                 AgentLog.info("locus: bluetooth: scan = auto: the kernel cannot scan for others; using raw HCI commands")
                 scan = .raw(.init(HCIScanner(adapterIndex: index, settings: wantedSettings)))
@@ -148,15 +160,17 @@ final class BluetoothSource: LoopComponent {
         guard poll.readable(readIndex) else { return }
         // Locals, not `self`, in the gather: the framer's allocation-free path may not retain.
         let time = now.utc, buffer = sightings
-        var count = 0, rejected = 0, dropped = 0
+        var count = 0, rejected = 0, dropped = 0, reports = 0
         switch kind {
-        case .adapter:
-            if let text = scan.read(now.monotonic.nanoseconds, time, buffer, &count, &rejected, &dropped) {
+        case .adapter(let index):
+            if let text = scan.read(now.monotonic.nanoseconds, time, buffer, &count, &rejected, &dropped, &reports) {
                 AgentLog.warning("locus: bluetooth: \(text)")
             }
+            reportsHeard += reports
+            healing.observe(reports: reportsHeard, now: now.monotonic, adapter: "hci" + String(index))
         case .feed(let path):
             let event = feed?.read(now: now.monotonic.nanoseconds) { bytes in
-                h4.consume(bytes) { packet in SightingGather.gather(packet, time, buffer, &count, &rejected, &dropped) }
+                h4.consume(bytes) { packet in SightingGather.gather(packet, time, buffer, &count, &rejected, &dropped, &reports) }
             }
             if case .lost? = event { AgentLog.warning("locus: bluetooth: the HCI feed \(path) closed; reopening") }
         case .none:
@@ -263,6 +277,8 @@ final class BluetoothSource: LoopComponent {
             for user in coUsers { line.string(user) }
             line.endArray()
             line.integer("monitor_readds", scan.monitorReadds)
+            line.integer("reports", reportsHeard)
+            healing.status(into: &line, now: MonotonicClock.instant)
         case .feed(let path):
             line.string("source", path)
             line.boolean("open", feed?.isOpen ?? false)
@@ -274,7 +290,40 @@ final class BluetoothSource: LoopComponent {
         line.endObject()
     }
 
-    func reload(_ config: LoadedConfig, now: AgentTime) {}
+    /// SIGHUP: a healing that gave up starts afresh ([health] itself is read at start).
+    func reload(_ config: LoadedConfig, now: AgentTime) { healing.reset(now.monotonic) }
+
+    // MARK: self-healing
+
+    /// Every turn: while the adapter should hear advertisements (the site has beacon conditions
+    /// or a client ranges), the healing's next step when it is due, whether the scan runs or
+    /// cannot even start (a controller that answers nothing). Every step stops the scan first;
+    /// `openIfDue` starts it again on the next turn.
+    func checkHealth(_ now: AgentTime, beaconsExpected: Bool) {
+        guard case .adapter(let index) = kind else { return }
+        let adapter = "hci" + String(index)
+        healthExpected = beaconsExpected && !scan.isUndecided
+        guard let step = healing.check(now.monotonic, expected: healthExpected, adapter: adapter) else { return }
+        if let problem = scan.stop() { AgentLog.warning("locus: bluetooth: stopping the scan: " + problem) }
+        scan.restartSoon()
+        var problem: String? = nil
+        switch step {
+        case .rescan: break
+        case .resetController: problem = AdapterControl.powerCycle(adapterIndex: index)
+        case .downUp: problem = AdapterControl.downUp(adapterIndex: index)
+        case .powerCycle:
+            if let line = healing.lines.power { lineRequest = ReceiverHealing.LineRequest(name: line, forMs: healing.lines.powerOffMs) }
+            // The settle starts when the supply is back.
+            healing.postpone(now.monotonic + healing.lines.powerOffMs * 1_000_000)
+        }
+        if let problem { AgentLog.warning("locus: bluetooth: " + adapter + ": " + step.description + ": " + problem) }
+    }
+
+    /// A power cut the healing asked for, once.
+    func takeLineRequest() -> ReceiverHealing.LineRequest? {
+        defer { lineRequest = nil }
+        return lineRequest
+    }
 
     func shutdown(now: AgentTime) {
         if let problem = scan.stop() { AgentLog.warning("locus: bluetooth: stopping the scan: \(problem)") }
@@ -324,19 +373,22 @@ extension AdapterScan {
     var monitorReadds: Int { if case .kernel(let box) = self { return box.scanner.monitorReadds } else { return 0 } }
     var kernelUnsupported: Bool { if case .kernel(let box) = self { return box.scanner.unsupported } else { return false } }
 
-    /// The start's log text and whether scanning started (or the monitor is being added again).
-    func startIfDue(now: Int64) -> (String, Bool)? {
+    /// The start's log text, whether scanning started (or the monitor is being added again), and
+    /// whether a command went unanswered (the self-healing's cue).
+    func startIfDue(now: Int64) -> (String, Bool, Bool)? {
         switch self {
         case .raw(let box):
             guard let event = box.scanner.startIfDue(now: now) else { return nil }
-            if case .started = event { return ("hci" + String(box.scanner.adapterIndex) + ": " + event.description, true) }
-            return (event.description, false)
+            if case .started = event { return ("hci" + String(box.scanner.adapterIndex) + ": " + event.description, true, false) }
+            if case .startFailed(let error, _) = event { return (event.description, false, error.isUnanswered) }
+            return (event.description, false, false)
         case .kernel(let box):
             guard let event = box.scanner.startIfDue(now: now) else { return nil }
             switch event {
-            case .started: return ("hci" + String(box.scanner.adapterIndex) + ": " + event.description, true)
-            case .readding: return (event.description, true)
-            default: return (event.description, false)
+            case .started: return ("hci" + String(box.scanner.adapterIndex) + ": " + event.description, true, false)
+            case .readding: return (event.description, true, false)
+            case .startFailed(let error, _): return (event.description, false, error.isUnanswered)
+            default: return (event.description, false, false)
             }
         case .undecided:
             return nil
@@ -345,13 +397,13 @@ extension AdapterScan {
 
     /// Reads what the scanner has into the sighting buffer; the text of anything to log.
     func read(_ now: Int64, _ time: UTCTime, _ buffer: UnsafeMutableBufferPointer<Sighting>,
-              _ count: inout Int, _ rejected: inout Int, _ dropped: inout Int) -> String? {
+              _ count: inout Int, _ rejected: inout Int, _ dropped: inout Int, _ reports: inout Int) -> String? {
         switch self {
         case .raw(let box):
-            return box.scanner.read(now: now) { packet in SightingGather.gather(packet, time, buffer, &count, &rejected, &dropped) }?.description
+            return box.scanner.read(now: now) { packet in SightingGather.gather(packet, time, buffer, &count, &rejected, &dropped, &reports) }?.description
         case .kernel(let box):
             let before = box.scanner.rejectedEvents
-            let event = box.scanner.read(now: now) { report in SightingGather.store(report, time, buffer, &count, &dropped) }
+            let event = box.scanner.read(now: now) { report in SightingGather.store(report, time, buffer, &count, &dropped, &reports) }
             rejected += box.scanner.rejectedEvents - before
             return event?.description
         case .undecided:
@@ -371,6 +423,15 @@ extension AdapterScan {
         return box.scanner.reconfigure(settings)?.description
     }
 
+    /// After a self-healing step: start again as soon as possible.
+    func restartSoon() {
+        switch self {
+        case .raw(let box): box.scanner.restartSoon()
+        case .kernel(let box): box.scanner.restartSoon()
+        case .undecided: break
+        }
+    }
+
     func stop() -> String? {
         switch self {
         case .raw(let box): return box.scanner.stop()?.description
@@ -387,21 +448,25 @@ enum SightingGather {
     /// `dropped`; none is trusted or lost without a count.
     @_noAllocation
     static func gather(_ packet: UnsafeRawBufferPointer, _ time: UTCTime, _ buffer: UnsafeMutableBufferPointer<Sighting>,
-                       _ count: inout Int, _ rejected: inout Int, _ dropped: inout Int) {
+                       _ count: inout Int, _ rejected: inout Int, _ dropped: inout Int, _ reports: inout Int) {
         var stored = count
         var over = 0
+        var heard = 0
         let result = HCIEvents.forEachReport(in: HCIEvents.withoutPacketType(packet)) { report in
-            store(report, time, buffer, &stored, &over)
+            store(report, time, buffer, &stored, &over, &heard)
         }
         count = stored
         dropped += over
+        reports += heard
         if case .failure = result { rejected += 1 }
     }
 
-    /// One report (from an HCI event or a mgmt Device Found) into the buffer, if it is a beacon.
+    /// One report (from an HCI event or a mgmt Device Found) into the buffer, if it is a beacon;
+    /// every report is counted in `reports` (the adapter hears).
     @_noAllocation @inline(__always)
     static func store(_ report: AdvertisingReport, _ time: UTCTime, _ buffer: UnsafeMutableBufferPointer<Sighting>,
-                      _ count: inout Int, _ dropped: inout Int) {
+                      _ count: inout Int, _ dropped: inout Int, _ reports: inout Int) {
+        reports += 1
         guard let sighting = Sighting.from(report, time: time) else { return }
         guard count < buffer.count else {
             dropped += 1

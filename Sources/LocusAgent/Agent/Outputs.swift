@@ -22,6 +22,7 @@ final class Outputs: LoopComponent {
         var roles: [(name: String, role: OutputPlan.RadioRole)] = []
         if let power = board.gnss?.lines.power { roles.append((power, .power)) }
         if let reset = board.gnss?.lines.reset { roles.append((reset, .reset)) }
+        if let power = board.bluetoothLines.power { roles.append((power, .power)) }
         return roles
     }
 

@@ -63,12 +63,7 @@ struct ReceiverHealing {
         guard intactSentences != intactSeen else { return }
         intactSeen = intactSentences
         guard let recovery = ladder.heard(now) else { return }
-        let silence = Quantity.describe(nanoseconds: recovery.silentNs)
-        if recovery.afterGivingUp {
-            AgentLog.notice("locus: gnss: \(path): NMEA again after \(silence) of silence (by itself, after the self-healing gave up)")
-        } else if let step = recovery.step {
-            AgentLog.notice("locus: gnss: \(path): NMEA again after \(silence) of silence; healed by the \(steps[step].description) (round \(recovery.round))")
-        }
+        AgentLog.notice("locus: gnss: " + path + ": NMEA again " + recovery.text { steps[$0].description })
     }
 
     /// Every turn: while the receiver should talk (`expected`), the next step when due; a line

@@ -99,6 +99,13 @@ public struct HealLadder {
         startAt = min(startAt ?? now, now)
     }
 
+    /// The step under way needs until `time` before its settle starts (a power cut that lasts
+    /// longer than a moment): the next step is due no earlier than `time` + `settleMs`.
+    public mutating func postpone(_ time: MonotonicInstant) {
+        guard let due = dueAt else { return }
+        dueAt = max(due, time + settleMs * 1_000_000)
+    }
+
     /// Back to a healthy radio heard `now` (a reload; the owner's configuration changed).
     public mutating func reset(_ now: MonotonicInstant) {
         endEpisode()
@@ -167,5 +174,16 @@ public struct HealLadder {
         round = 1
         givenUp = false
         dueAt = nil
+    }
+}
+
+extension HealLadder.Recovery {
+    /// "after 47 s of silence; healed by the receiver reset (round 1)", for the owner's log line
+    /// (`describe` names a step).
+    public func text(_ describe: (Int) -> String) -> String {
+        let silence = "after " + Quantity.describe(nanoseconds: silentNs) + " of silence"
+        if afterGivingUp { return silence + " (by itself, after the self-healing gave up)" }
+        guard let step else { return silence }
+        return silence + "; healed by the " + describe(step) + " (round " + String(round) + ")"
     }
 }

@@ -101,11 +101,13 @@ public struct BoardConfig {
     /// Whether Locus may power a powered-off adapter (`[bluetooth] power_on`, default true: an
     /// adapter is there to scan, as HCIDEVUP did before the kernel mode existed).
     public var powerOn = true
+    /// The adapter's power line (`[bluetooth] power_line`, `power_off`; a USB hub port, a module's
+    /// enable pin): the last step of its self-healing.
+    public var bluetoothLines = RadioLines()
 
     /// The outputs the radios' self-healing owns: the site's actions may not drive them.
     public var radioLines: [String] {
-        guard let lines = gnss?.lines else { return [] }
-        return [lines.power, lines.reset].compactMap { $0 }
+        [gnss?.lines.power, gnss?.lines.reset, bluetoothLines.power].compactMap { $0 }
     }
 
     /// Standard UART rates termios knows; anything else is refused when the file is checked.
@@ -133,6 +135,11 @@ public struct BoardConfig {
             board.bluetooth = readBluetooth(&section)
             board.scanMode = section.choice("scan", [("auto", ScanMode.auto), ("kernel", .kernel), ("raw", .raw)]) ?? .auto
             board.powerOn = section.boolean("power_on") ?? true
+            if let name = section.string("power_line") {
+                board.bluetoothLines.power = name
+                radioLineOffsets.append(("bluetooth.power_line", name, section.offset(of: "power_line")))
+            }
+            if let off = section.duration("power_off", in: 100...60_000) { board.bluetoothLines.powerOffMs = off }
             if case .feed? = board.bluetooth, section.has("scan") {
                 section.report.fail(at: section.offset(of: "scan"), "'bluetooth.scan' applies to an adapter ('hci'), not to a 'feed'")
             }

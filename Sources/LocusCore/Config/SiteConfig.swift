@@ -256,6 +256,10 @@ public struct SiteConfig {
         /// A GNSS port open, its receiver awake, and no NMEA sentence for this long (never less
         /// than twice the period the receiver's plan fixes at).
         public var gnssSilenceMs: Int64 = 15_000
+        /// An adapter scanning while beacons are expected, and no advertising report (of any
+        /// advertiser) for this long. Five minutes: a quiet site at night still has a phone or a
+        /// beacon advertising somewhere within range every few minutes.
+        public var bleSilenceMs: Int64 = 300_000
         /// How long each step is given to bring the radio back before the next.
         public var settleMs: Int64 = 20_000
         /// Times the whole ladder is climbed before giving up.
@@ -308,7 +312,7 @@ public struct SiteConfig {
         let radioLines = board.radioLines
         for action in actions where radioLines.contains(action.gpio) {
             diagnostics.append(ConfigDiagnostic(file: file, location: action.location,
-                                                message: "gpio '\(action.gpio)' powers or resets a radio (the board's [gnss] lines): the agent's self-healing drives it, actions cannot"))
+                                                message: "gpio '\(action.gpio)' powers or resets a radio (the board's [gnss] or [bluetooth] lines): the agent's self-healing drives it, actions cannot"))
         }
         for action in actions where !outputs.contains(action.gpio) {
             var message = "gpio '\(action.gpio)' is not an output of board '\(board.name)'"

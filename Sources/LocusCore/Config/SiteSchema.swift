@@ -42,6 +42,12 @@ enum SiteSchema {
                 }
                 site.health.gnssSilenceMs = silence
             }
+            if let silence = section.duration("ble_silence", in: 0...86_400_000) {
+                if silence > 0 && silence < 10_000 {
+                    section.report.fail(at: section.offset(of: "ble_silence"), "'health.ble_silence' must be \"0s\" (off) or at least 10s")
+                }
+                site.health.bleSilenceMs = silence
+            }
             if let settle = section.duration("settle", in: 1_000...600_000) { site.health.settleMs = settle }
             if let rounds = section.integer("rounds", in: 1...10) { site.health.rounds = Int(rounds) }
             section.finish()

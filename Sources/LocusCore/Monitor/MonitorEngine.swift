@@ -155,6 +155,8 @@ public final class MonitorEngine {
     public private(set) var deferredDetections = 0
     @exclusivity(unchecked)
     public private(set) var conditionCount = 0
+    /// Beacon conditions: while there is one, the adapter is expected to hear advertisements.
+    public var beaconConditionCount: Int { beacons.count }
     /// Circles with `transit` on: no transit search at all while there are none.
     @exclusivity(unchecked)
     private var transitCount = 0
