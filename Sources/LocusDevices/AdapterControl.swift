@@ -14,17 +14,20 @@ import LocusCore
 ///
 /// Both need CAP_NET_ADMIN. Each returns nil when done, or what went wrong, for the log.
 public enum AdapterControl {
-    /// How long a mgmt command may take (the kernel's own command timeout is 2 s).
-    public static let commandTimeoutMs: Int32 = 4_000
-
     public static func powerCycle(adapterIndex: Int) -> String? {
         let socket = locus_mgmt_open()
         if socket < 0 { return "cannot open the management socket: " + SystemError(code: -socket).description }
         defer { _ = locus_close(socket) }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 512, alignment: 16)
         defer { buffer.deallocate() }
-        if let problem = setPowered(socket, UInt16(adapterIndex), false, buffer) { return "power off: " + problem }
-        if let problem = setPowered(socket, UInt16(adapterIndex), true, buffer) { return "power on: " + problem }
+        var rejected = 0
+        for on in [false, true] {
+            let command = MgmtCommand.setPowered(index: UInt16(adapterIndex), on)
+            let result = MgmtExchange.request(command, on: socket, MgmtSocket(), buffer: buffer, timeoutMs: KernelScannerError.commandTimeoutMs, rejected: &rejected)
+            if case .failure(let cause) = result {
+                return (on ? "power on: " : "power off: ") + KernelScannerError(adapterIndex: adapterIndex, step: "", cause: cause).message
+            }
+        }
         return nil
     }
 
@@ -37,30 +40,6 @@ public enum AdapterControl {
         let up = locus_hci_device_up(socket, Int32(adapterIndex))
         if up < 0 { return "up: " + SystemError(code: -up).description }
         return nil
-    }
-
-    /// Sends Set Powered and waits for its answer (other events on the socket are skipped).
-    private static func setPowered(_ socket: Int32, _ index: UInt16, _ on: Bool, _ buffer: UnsafeMutableRawBufferPointer) -> String? {
-        let command = MgmtCommand.setPowered(index: index, on)
-        let driver = MgmtSocket()
-        let written = driver.write(socket, command)
-        if written < 0 { return SystemError(code: Int32(-written)).description }
-        for _ in 0..<64 {
-            let count = driver.read(socket, into: buffer)
-            if count == -Int(LOCUS_EAGAIN) || count == -Int(LOCUS_EINTR) {
-                if !driver.waitReadable(socket, timeoutMs: commandTimeoutMs) { return "no answer in " + String(commandTimeoutMs / 1_000) + " s" }
-                continue
-            }
-            if count < 0 { return SystemError(code: Int32(-count)).description }
-            switch MgmtEvents.decode(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) {
-            case .success(.commandComplete(index, command.opcode.rawValue, let status, _)),
-                 .success(.commandStatus(index, command.opcode.rawValue, let status)):
-                return status == MgmtStatus.success ? nil : MgmtStatus.name(status)
-            default:
-                continue
-            }
-        }
-        return "no answer"
     }
 }
 

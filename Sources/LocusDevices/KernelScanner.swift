@@ -3,7 +3,7 @@ import LocusCore
 
 /// Why kernel-mode scanning could not start or stopped.
 public struct KernelScannerError: Error, Equatable, CustomStringConvertible {
-    public enum Cause: Equatable, Sendable {
+    public enum Cause: Error, Equatable, Sendable {
         case system(SystemError)
         case status(UInt8)
         /// mgmt older than 1.18 or without Add Advertisement Patterns Monitor.
@@ -84,7 +84,6 @@ public struct KernelScanner<Driver: MgmtDriver>: ~Copyable {
     public static var minimumVersion: (UInt8, UInt16) { (1, 18) }
     public static var maximumReadsPerTurn: Int { 32 }
     /// Events read while waiting for one reply: bounds a start on a crowded radio.
-    static var maximumReadsPerRequest: Int { 64 }
     static var retryAddNs: Int64 { 1_000_000_000 }
 
     public let adapterIndex: Int
@@ -348,26 +347,8 @@ public struct KernelScanner<Driver: MgmtDriver>: ~Copyable {
     /// arrive meanwhile are dropped (nothing is scanning for us yet). The parameters point into
     /// the buffer.
     private mutating func request(_ command: MgmtCommand, timeoutMs: Int32 = KernelScannerError.commandTimeoutMs) -> Result<UnsafeRawBufferPointer, KernelScannerError> {
-        let step = command.opcode.description
-        let written = driver.write(socket, command)
-        if written < 0 { return .failure(error(step, .system(SystemError(code: Int32(-written))))) }
-        for _ in 0..<KernelScanner.maximumReadsPerRequest {
-            let count = driver.read(socket, into: buffer)
-            if count == -Int(LOCUS_EAGAIN) {
-                if !driver.waitReadable(socket, timeoutMs: timeoutMs) { return .failure(error(step, .noAnswer)) }
-                continue
-            }
-            if count < 0 { return .failure(error(step, .system(SystemError(code: Int32(-count))))) }
-            switch MgmtEvents.decode(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) {
-            case .success(.commandComplete(command.index, command.opcode.rawValue, let status, let parameters)):
-                return status == MgmtStatus.success ? .success(parameters) : .failure(error(step, .status(status)))
-            case .success(.commandStatus(command.index, command.opcode.rawValue, let status)):
-                return .failure(error(step, .status(status)))
-            case .failure: rejectedEvents += 1
-            default: continue
-            }
-        }
-        return .failure(error(step, .noAnswer))
+        let result = MgmtExchange.request(command, on: socket, driver, buffer: buffer, timeoutMs: timeoutMs, rejected: &rejectedEvents)
+        return result.mapError { error(command.opcode.description, $0) }
     }
 
     private mutating func close() {

@@ -37,6 +37,40 @@ public struct MgmtSocket: MgmtDriver {
     }
 }
 
+/// One mgmt command and its answer, for the scanner and the self-healing's controller reset.
+public enum MgmtExchange {
+    /// Events read while waiting for an answer, at most (others are dropped: nothing that reads
+    /// this socket expects them yet).
+    public static let maximumReads = 64
+
+    /// Sends `command` and waits (bounded by `timeoutMs` per wait) for its Command Complete or
+    /// Status; undecodable events meanwhile are counted in `rejected`. The parameters point into
+    /// `buffer`.
+    public static func request<Driver: MgmtDriver>(_ command: MgmtCommand, on socket: Int32, _ driver: Driver,
+                                                   buffer: UnsafeMutableRawBufferPointer, timeoutMs: Int32,
+                                                   rejected: inout Int) -> Result<UnsafeRawBufferPointer, KernelScannerError.Cause> {
+        let written = driver.write(socket, command)
+        if written < 0 { return .failure(.system(SystemError(code: Int32(-written)))) }
+        for _ in 0..<maximumReads {
+            let count = driver.read(socket, into: buffer)
+            if count == -Int(LOCUS_EAGAIN) {
+                if !driver.waitReadable(socket, timeoutMs: timeoutMs) { return .failure(.noAnswer) }
+                continue
+            }
+            if count < 0 { return .failure(.system(SystemError(code: Int32(-count)))) }
+            switch MgmtEvents.decode(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) {
+            case .success(.commandComplete(command.index, command.opcode.rawValue, let status, let parameters)):
+                return status == MgmtStatus.success ? .success(parameters) : .failure(.status(status))
+            case .success(.commandStatus(command.index, command.opcode.rawValue, let status)):
+                return .failure(.status(status))
+            case .failure: rejected += 1
+            default: continue
+            }
+        }
+        return .failure(.noAnswer)
+    }
+}
+
 /// Who else has the Bluetooth subsystem open, read once from the monitor channel's replay (it
 /// works inside the hardened unit, where /proc hides other processes).
 public enum HCIUsers {
