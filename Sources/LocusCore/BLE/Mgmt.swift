@@ -153,7 +153,7 @@ public enum MgmtStatus {
         case invalidIndex: return "Invalid Index"
         case rfkilled: return "Blocked through rfkill"
         case permissionDenied: return "Permission Denied"
-        default: return "status 0x" + hex(status)
+        default: return "0x" + hex(status)
         }
     }
 }
