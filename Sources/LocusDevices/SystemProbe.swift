@@ -55,9 +55,16 @@ public struct SystemProbe {
         return (DeviceNode(kind: kinds[Int(kind)], major: Int(major), minor: Int(minor), mode: Int(mode), group: "\(gid)"), "")
     }
 
+    /// The node with its group's name from /etc/group under the root (then, live, the system's
+    /// own lookup, which also knows groups from LDAP or systemd-userdb).
     public func namingGroup(_ node: DeviceNode) -> DeviceNode {
         var named = node
-        if let gid = UInt32(node.group), let name = Accounts.groupName(gid) { named.group = name }
+        guard let gid = Int(node.group) else { return named }
+        if let name = read("/etc/group").flatMap({ EtcGroup.name(of: gid, in: $0) }) {
+            named.group = name
+        } else if isLive, let name = Accounts.groupName(UInt32(gid)) {
+            named.group = name
+        }
         return named
     }
 
@@ -203,6 +210,21 @@ extension SystemProbe {
             if words.count >= 6, let inode = SystemText.integer(words[5]), inode > 0 { sockets.append("socket:[\(inode)]") }
         }
         return sockets.isEmpty ? [] : holders(of: sockets)
+    }
+
+    /// The programs holding adapter `index` through the HCI user channel, from the monitor
+    /// channel's replay (CAP_NET_RAW; it names them even where /proc hides other users'
+    /// processes). Empty under a fixture root or when the replay cannot be read.
+    public func userChannelHolders(_ index: Int) -> [String] {
+        guard isLive else { return [] }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 8)
+        defer { buffer.deallocate() }
+        guard case .success(let users) = HCIUsers.read(MgmtSocket(), buffer: buffer) else { return [] }
+        var names: [String] = []
+        for user in users where user.channel == .user && Int(user.index) == index && !names.contains(user.name) {
+            names.append(user.name)
+        }
+        return names
     }
 
     /// The kernel clock's synchronisation flag (adjtimex); nil when it cannot be read.

@@ -93,6 +93,26 @@ import Testing
         #expect(findings[0].text == "bluetooth: hci1 is hard-blocked by rfkill")
     }
 
+    @Test func aUserChannelHolderFailsOnceByName() {
+        let findings = SystemChecks.bluetooth(index: 0, present: true, switches: [], up: false, bluetoothd: [],
+                                              socketHolders: [Holder(pid: 7, name: "hci-exclusive"), Holder(pid: 8, name: "btproxy")],
+                                              userChannel: ["hci-exclusive"])
+        #expect(findings.map(\.description) == [
+            "ok    bluetooth: hci0 present, not blocked by rfkill",
+            "warn  bluetooth: hci0 is down — the agent brings it up at start (with CAP_NET_ADMIN); by hand: 'sudo btmgmt --index 0 power on'",
+            "FAIL  bluetooth: hci0 is held through the HCI user channel by 'hci-exclusive': nothing can scan beside it — stop that program, or give Locus another adapter ([bluetooth] hci in the board file)",
+            "warn  bluetooth: 'btproxy' (pid 8) has an HCI socket open — if it holds hci0 through the HCI user channel the agent cannot scan beside it: stop it, or give Locus another adapter",
+        ])
+    }
+
+    @Test func groupNamesComeFromEtcGroup() {
+        let group = Array("root:x:0:\ntty:x:5:\n\ndialout:x:20:pi,locus\nbroken\n:x:21:\nodd:x:notanumber:\n".utf8)
+        #expect(EtcGroup.name(of: 20, in: group) == "dialout")
+        #expect(EtcGroup.name(of: 5, in: group) == "tty")
+        #expect(EtcGroup.name(of: 21, in: group) == nil)
+        #expect(EtcGroup.name(of: 99, in: group) == nil)
+    }
+
     @Test func aPortTheServiceCannotOpenFails() {
         let console = DeviceNode(kind: .characterDevice, major: 4, minor: 64, mode: 0o620, group: "tty")
         #expect(SerialChecks.device("/dev/serial0", name: "ttyS0", node: console, error: "").description

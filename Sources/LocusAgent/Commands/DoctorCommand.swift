@@ -112,7 +112,7 @@ struct Doctor {
         guard case .hci(let index)? = loaded.board.bluetooth else { return }
         report(SystemChecks.bluetooth(index: index, present: probe.exists("/sys/class/bluetooth/hci\(index)"), switches: probe.radioSwitches(),
                                       up: probe.adapterUp(index), bluetoothd: probe.processes(named: "bluetoothd"), socketHolders: probe.hciSocketHolders(),
-                                      scanMode: loaded.board.scanMode))
+                                      userChannel: probe.userChannelHolders(index), scanMode: loaded.board.scanMode))
     }
 
     /// Checks 7 and 8.

@@ -69,12 +69,13 @@ public enum SystemChecks {
     }
 
     /// Check 6: the adapter exists, is not blocked, is up (when known), and who else uses it:
-    /// bluetoothd by name, and any other process with an HCI socket (`socketHolders`), which may
-    /// hold the adapter through the HCI user channel, where nothing can share it.
-    /// bluetoothd is fine beside the agent unless the board forces raw scanning (`scan = "raw"`),
-    /// whose commands the kernel's own scan for bluetoothd overrides.
+    /// bluetoothd by name; the programs holding it through the HCI user channel (`userChannel`,
+    /// read from the monitor channel's replay), where nothing can share it; and any other process
+    /// with an HCI socket (`socketHolders`, from /proc), which may be one of those when the replay
+    /// could not be read. bluetoothd is fine beside the agent unless the board forces raw scanning
+    /// (`scan = "raw"`), whose commands the kernel's own scan for bluetoothd overrides.
     public static func bluetooth(index: Int, present: Bool, switches: [RadioSwitch], up: Bool?, bluetoothd: [Holder], socketHolders: [Holder],
-                                 scanMode: BoardConfig.ScanMode = .auto) -> [Finding] {
+                                 userChannel: [String] = [], scanMode: BoardConfig.ScanMode = .auto) -> [Finding] {
         let adapter = "hci\(index)"
         guard present else {
             return [.fail("bluetooth: no adapter \(adapter) (/sys/class/bluetooth/\(adapter))",
@@ -100,7 +101,11 @@ public enum SystemChecks {
                 findings.append(.ok("bluetooth: bluetoothd runs (pid \(holder.pid)); the agent scans beside it through the kernel's advertisement monitor"))
             }
         }
-        for holder in socketHolders where holder.name != "bluetoothd" && holder.name != "locus" {
+        for name in userChannel {
+            findings.append(.fail("bluetooth: \(adapter) is held through the HCI user channel by '\(name)': nothing can scan beside it",
+                                  "stop that program, or give Locus another adapter ([bluetooth] hci in the board file)"))
+        }
+        for holder in socketHolders where holder.name != "bluetoothd" && holder.name != "locus" && !userChannel.contains(holder.name) {
             findings.append(.warn("bluetooth: \(holder) has an HCI socket open",
                                   "if it holds \(adapter) through the HCI user channel the agent cannot scan beside it: stop it, or give Locus another adapter"))
         }

@@ -42,6 +42,19 @@ public enum ProcConsoles {
     }
 }
 
+/// /etc/group (`dialout:x:20:pi`): a group's name by its number. Read as a file rather than
+/// through getgrgid(3): a static binary's NSS needs the shared glibc modules it was built with,
+/// and a fixture root has its own.
+public enum EtcGroup {
+    public static func name(of gid: Int, in bytes: [UInt8]) -> String? {
+        for line in SystemText.lines(bytes) {
+            let fields = line.split(separator: 0x3A, maxSplits: 3, omittingEmptySubsequences: false)
+            if fields.count >= 3, !fields[0].isEmpty, SystemText.integer(fields[2]) == gid { return SystemText.string(fields[0]) }
+        }
+        return nil
+    }
+}
+
 /// systemd's enablement links: a unit is enabled for a target when a link with its name sits in
 /// the target's `.wants` directory; a unit linked to /dev/null is masked and never starts.
 public enum SystemdUnits {
