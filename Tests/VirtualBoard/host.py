@@ -14,18 +14,25 @@ The guest speaks in console lines (everything else on the console is only logged
                                       of HHMMSS
   ok    ... / FAIL  ...               a check done in the guest
   vboard: done                        all scenarios ran
+
+The GNSS UART is a pseudo-terminal on the host (qemu's serial backend): qemu sets the guest's baud
+rate on it, so the host's receiver (38400 baud, as the board files say) delivers what a UART at the
+guest's rate would read: the sentences at 38400, framing garbage at any other rate.
 """
 import argparse
 import os
-import socket
 import subprocess
 import sys
-import tempfile
+import termios
+import tty
 import threading
 import time
 
 BOOT_TIMEOUT_S = 60
 RUN_TIMEOUT_S = 420
+RECEIVER_BAUD = 38400
+SPEEDS = {getattr(termios, f"B{rate}"): rate for rate in
+          (1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200, 230400, 460800, 921600)}
 
 
 class Recording:
@@ -46,32 +53,65 @@ class Recording:
                 current[1].append(line.rstrip(b"\r\n") + b"\r\n")
 
 
+def uart_read(data, sent_at, read_at):
+    """What a UART at `read_at` baud reads when `data` is sent back to back at `sent_at` (8N1):
+    it waits for the line to go low (a start bit), samples the 8 data bits and the stop bit in the
+    middle of its own bit times, and reads a byte whose stop bit is low as NUL (a framing error,
+    as Linux delivers it without PARMRK)."""
+    bits = []
+    for byte in data:
+        bits += [0] + [(byte >> i) & 1 for i in range(8)] + [1]
+
+    def level(t):
+        k = int(t * sent_at)
+        return bits[k] if k < len(bits) else 1
+
+    read, t, period, end = bytearray(), 0.0, 1.0 / read_at, len(bits) / sent_at
+    while True:
+        k = int(t * sent_at)
+        while k < len(bits) and bits[k] == 1:
+            k += 1
+        start = max(t, k / sent_at)
+        if k >= len(bits) or start + 9.5 * period > end:
+            return bytes(read)
+        value = sum(level(start + (1.5 + i) * period) << i for i in range(8))
+        read.append(value if level(start + 9.5 * period) else 0)
+        t = start + 9.5 * period + period / 16
+
+
 class Board:
-    def __init__(self, arch, build, abi, recording, log):
+    def __init__(self, arch, build, abi, recording, log, scenarios, console_on_uart=False):
+        """`scenarios`: the guest's scenario names, comma-separated, or "all". With
+        `console_on_uart` the kernel also writes its console to the GNSS UART."""
         self.arch, self.recording, self.log = arch, recording, log
         self.passed = self.failed = 0
         self.sent = {}          # hhmmss -> host time the epoch was written
         self.changes = []       # (host time, name, value)
         self.scenario = None    # (title, host start time)
         self.feeds = 0          # feeds started; only the newest one writes
-        self.directory = tempfile.mkdtemp(prefix="vboard-")
-        self.socket_path = os.path.join(self.directory, "uart.sock")
+        self.uart, self.uart_guest = os.openpty()   # the host writes the receiver's side
+        tty.setraw(self.uart_guest)                 # as qemu sets it; no echo before qemu opens it
         image = os.path.join(build, arch, "image")
         initrd = os.path.join(build, arch, "initrd.cpio.gz")
         common = ["-smp", "2", "-m", "512", "-display", "none", "-monitor", "none", "-no-reboot", "-nic", "none",
                   "-initrd", initrd, "-serial", "stdio",
-                  "-chardev", f"socket,id=uart1,path={self.socket_path},server=on,wait=off"]
+                  "-chardev", f"serial,id=uart1,path={os.ttyname(self.uart_guest)}"]
+        append = f"quiet panic=-1 vboard={scenarios}"
         if arch == "arm64":
             # cortex-a53: -cpu max is about 3x slower under TCG (pointer authentication). The
-            # console is the PL011; the UART a PCI 16550.
+            # console is the PL011; the UART a PCI 16550. The last console= is /dev/console.
+            consoles = "console=ttyS0 console=ttyAMA0" if console_on_uart else "console=ttyAMA0"
             self.command = ["qemu-system-aarch64", "-M", "virt", "-cpu", "cortex-a53", *common,
                             "-kernel", f"{image}/boot/vmlinuz-{abi}-arm64", "-device", "pci-serial,chardev=uart1",
-                            "-append", "console=ttyAMA0 quiet panic=-1"]
+                            "-append", f"{consoles} {append}"]
         else:
-            # The console is the first 16550 (ttyS0), the UART the second (ttyS1).
+            # The console is the first 16550 (ttyS0), the UART the second (ttyS1). The 8250
+            # driver has one kernel console: the first ttyS named keeps it, so console=ttyS1
+            # stays on the command line only (what doctor reads first, as on a Raspberry Pi).
+            consoles = "console=ttyS0 console=ttyS1" if console_on_uart else "console=ttyS0"
             self.command = ["qemu-system-x86_64", "-accel", "tcg", *common,
                             "-kernel", f"{image}/vmlinux", "-serial", "chardev:uart1",
-                            "-append", "console=ttyS0 quiet panic=-1"]
+                            "-append", f"{consoles} {append}"]
 
     def check(self, passed, description):
         if passed:
@@ -80,9 +120,25 @@ class Board:
             self.failed += 1
         print(("ok    " if passed else "FAIL  ") + description, flush=True)
 
-    def feed(self, first, last, uart, generation):
+    def guest_baud(self):
+        """The rate the guest set on its UART (qemu passes it to the pseudo-terminal)."""
+        return SPEEDS.get(termios.tcgetattr(self.uart)[4], 0)
+
+    def drain(self):
+        """Reads what the guest sends on the UART (a kernel console there, receiver commands) into
+        the log, so qemu never waits on a full pseudo-terminal."""
+        while True:
+            try:
+                data = os.read(self.uart, 4096)
+            except OSError:
+                return
+            if not data:
+                return
+            self.log.write(f"[uart from the guest] {data.decode(errors='replace')!r}\n")
+
+    def feed(self, first, last, generation):
         """Writes the epochs first <= hhmmss < last, one a second, on the recording's pace, until
-        a newer feed starts."""
+        a newer feed starts; at the guest's baud rate when it is the receiver's, else as garbage."""
         epochs = [e for e in self.recording.epochs if first <= e[0] < last]
         start = time.monotonic()
         for index, (stamp, lines) in enumerate(epochs):
@@ -92,8 +148,12 @@ class Board:
             if generation != self.feeds:
                 return
             self.sent[stamp] = time.monotonic()
+            data, baud = b"".join(lines), self.guest_baud()
+            if baud != RECEIVER_BAUD:
+                data = uart_read(data, RECEIVER_BAUD, baud or RECEIVER_BAUD)
             try:
-                uart.sendall(b"".join(lines))
+                while data:
+                    data = data[os.write(self.uart, data):]
             except OSError as error:
                 print(f"vboard: feed stopped: {error}", flush=True)
                 return
@@ -119,19 +179,7 @@ class Board:
         began = time.monotonic()
         qemu = subprocess.Popen(self.command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT)
-        uart = None
-        for _ in range(100):
-            try:
-                uart = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                uart.connect(self.socket_path)
-                break
-            except OSError:
-                uart = None
-                time.sleep(0.05)
-        if uart is None:
-            qemu.kill()
-            self.check(False, "qemu started with the UART socket")
-            return
+        threading.Thread(target=self.drain, daemon=True).start()
         booted = done = False
         timers = [threading.Timer(RUN_TIMEOUT_S, qemu.kill),
                   threading.Timer(BOOT_TIMEOUT_S, lambda: booted or qemu.kill())]
@@ -154,7 +202,7 @@ class Board:
                 print(f"== {line[8:]}", flush=True)
             elif line.startswith("vboard: feed ") and len(words) == 4:
                 self.feeds += 1
-                threading.Thread(target=self.feed, args=(words[2], words[3], uart, self.feeds), daemon=True).start()
+                threading.Thread(target=self.feed, args=(words[2], words[3], self.feeds), daemon=True).start()
             elif line == "vboard: feed stop":
                 self.feeds += 1
             elif line.startswith("vboard: line ") and len(words) >= 4:
@@ -176,23 +224,41 @@ class Board:
         print(f"vboard {self.arch}: run {time.monotonic() - began:.1f} s")
 
 
+# Scenarios that need a boot of their own, and the kernel command line's part they need.
+OWN_BOOT = {"doctor_console": {"console_on_uart": True}}
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--arch", required=True, choices=["arm64", "amd64"])
     parser.add_argument("--build", required=True)
     parser.add_argument("--abi", required=True)
     parser.add_argument("--nmea", required=True)
+    parser.add_argument("--scenarios", default="all",
+                        help="the guest's scenario names, comma-separated (fence,beacon,...,doctor_console); all by default")
     arguments = parser.parse_args()
-    console = os.path.join(arguments.build, arguments.arch, "console.log")
-    with open(console, "w") as log:
-        board = Board(arguments.arch, arguments.build, arguments.abi, Recording(arguments.nmea), log)
-        board.run()
-    print(f"vboard {arguments.arch}: the guest's console is in {console}")
-    print(f"vboard {arguments.arch}: {board.passed} passed, {board.failed} failed")
+    wanted = arguments.scenarios.split(",")
+    boots = []
+    shared = [name for name in wanted if name not in OWN_BOOT]
+    if shared:
+        boots.append(("console.log", ",".join(shared), {}))
+    for name, options in OWN_BOOT.items():
+        if name in wanted or wanted == ["all"]:
+            boots.append((f"console-{name}.log", name, options))
+    passed = failed = 0
+    recording = Recording(arguments.nmea)
+    for log_name, scenarios, options in boots:
+        console = os.path.join(arguments.build, arguments.arch, log_name)
+        with open(console, "w") as log:
+            board = Board(arguments.arch, arguments.build, arguments.abi, recording, log, scenarios, **options)
+            board.run()
+        print(f"vboard {arguments.arch}: the guest's console is in {console}")
+        passed, failed = passed + board.passed, failed + board.failed
+    print(f"vboard {arguments.arch}: {passed} passed, {failed} failed")
     # Scripts/vboard adds up the architectures' counts for its last line.
     with open(os.path.join(arguments.build, arguments.arch, "checks"), "w") as counts:
-        counts.write(f"{board.passed} {board.failed}\n")
-    sys.exit(1 if board.failed else 0)
+        counts.write(f"{passed} {failed}\n")
+    sys.exit(1 if failed else 0)
 
 
 if __name__ == "__main__":

@@ -96,7 +96,7 @@ finish() {
     echo "vboard: feed stop"
     usleep 500000
     kill $AGENT $CONTROLLER $SAMPLERS 2>/dev/null
-    wait $AGENT 2>/dev/null
+    [ -z "$AGENT" ] || wait $AGENT 2>/dev/null   # a bare `wait` would wait for dbus-daemon too
     for file in /tmp/*.err; do sed "s|^|  $file: |" "$file"; done
     for state in /state/*; do locus log export --state $state | grep '"type":"gpio"' | sed "s|^|  $state: |"; done
     rm -rf /state/*
@@ -284,8 +284,7 @@ EOF
 # a gateway image); their output in /tmp/dbus.log and /tmp/bluetoothd.log.
 bluetoothd_start() {
     if [ ! -f /etc/machine-id ]; then
-        echo 'root:x:0:0:root:/:/bin/sh' > /etc/passwd
-        echo 'root:x:0:' > /etc/group
+        echo 'root:x:0:0:root:/:/bin/sh' > /etc/passwd   # /etc/group is init's
         echo 5a1b0c2d3e4f5a6b7c8d9e0f1a2b3c4d > /etc/machine-id
         mkdir -p /run/dbus /var/lib/bluetooth
         ln -s /run /var/run
@@ -421,11 +420,110 @@ EOF
     finish
 }
 
-scenario_fence
-scenario_beacon
-scenario_beacon -x
-scenario_crash
-scenario_recovery
-scenario_input
-scenario_bluetoothd
-scenario_healing
+# doctor NAME: `locus doctor` on /sites/NAME.toml; its lines (shown indented) in /tmp/doctor, its
+# exit status in $DOCTOR_EXIT.
+doctor() {
+    locus doctor --config /sites/$1.toml > /tmp/doctor 2>&1
+    DOCTOR_EXIT=$?
+    sed "s|^|  doctor $1 (exit $DOCTOR_EXIT): |" /tmp/doctor
+}
+clean() { test "$DOCTOR_EXIT" = 0 && ! grep -q '^FAIL' /tmp/doctor; }
+# only_failure PATTERN: doctor exited 1 with one FAIL line, and that line matches PATTERN.
+only_failure() {
+    test "$DOCTOR_EXIT" = 1 && test "$(grep -c '^FAIL' /tmp/doctor)" = 1 && grep '^FAIL' /tmp/doctor | grep -q "$1"
+}
+# variant NAME FROM SED: /sites/NAME.toml is /sites/FROM.toml edited by SED.
+variant() { sed "$3" /sites/$2.toml > /sites/$1.toml; }
+
+scenario_doctor() {
+    echo "vboard: scenario 8: locus doctor on a clean board, then one fault at a time"
+    site s8 <<EOF
+$BERTH
+$CRATE
+EOF
+    mkdir -p /state/s8
+    controller /dev/null
+    echo "vboard: feed 094737 095003"
+    doctor s8
+    check "a clean board: exit 0, no FAIL" clean
+
+    rfkill=$(ls -d /sys/class/bluetooth/hci0/rfkill* | head -1)
+    echo 1 > $rfkill/soft
+    doctor s8
+    check "hci0 soft-blocked by rfkill: exit 1, that FAIL alone" only_failure "bluetooth: hci0 is blocked by rfkill (soft)"
+    echo 0 > $rfkill/soft
+
+    gpioset --mode=signal locus-vboard $RELAY1=1 &
+    holder=$!
+    usleep 300000
+    doctor s8
+    check "the relay's line held by gpioset: exit 1, that FAIL alone" \
+        only_failure "gpio: relay1 (line $RELAY1 of .*) is held by 'gpioset'"
+    kill $holder; wait $holder 2>/dev/null
+
+    hci-exclusive 0 > /tmp/exclusive 2>&1 &
+    holder=$!
+    check "hci-exclusive holds hci0 through the HCI user channel" wait_for 5 /tmp/exclusive "hci0 held"
+    doctor s8
+    check "an HCI user-channel holder: exit 1, that FAIL alone, naming it" \
+        only_failure "bluetooth: hci0 is held through the HCI user channel by 'hci-exclusive'"
+    kill $holder; wait $holder 2>/dev/null
+
+    # The host's receiver sends at 38400 baud; a UART set to 9600 reads framing garbage.
+    sed 's/^baud = 38400/baud = 9600/' /etc/board.toml > /etc/board-9600.toml
+    variant s8-9600 s8 's|/etc/board.toml|/etc/board-9600.toml|'
+    doctor s8-9600
+    check "the board file says 9600 baud: exit 1, that FAIL alone, naming 38400" \
+        only_failure "gnss bytes: no NMEA at 9600 baud .*; the receiver sends NMEA at 38400 baud"
+
+    mkdir -p /state/ro
+    mount -t tmpfs -o ro tmpfs /state/ro
+    variant s8-ro s8 's|/state/s8|/state/ro|'
+    doctor s8-ro
+    check "a read-only state directory: exit 1, that FAIL alone" \
+        only_failure "state: cannot write in /state/ro: .*Read-only file system"
+    umount /state/ro
+    finish
+}
+
+# Booted with the GNSS UART as a kernel console too (host.py: console=ttyS0 on arm64, ttyS1 on amd64).
+scenario_doctor_console() {
+    echo "vboard: scenario 9: locus doctor on a board whose GNSS UART is also a kernel console"
+    uart=$(sed -n 's|^device = "/dev/\(.*\)".*|\1|p' /etc/board.toml)
+    site s9 <<EOF
+$BERTH
+EOF
+    mkdir -p /state/s9
+    controller /dev/null
+    echo "vboard: feed 094737 095003"
+    if [ "$(uname -m)" = aarch64 ]; then
+        check "the kernel writes its console to $uart (/proc/consoles)" grep -q "^$uart " /proc/consoles
+    else # one 8250 console: ttyS0 keeps it, ttyS1 is named on the command line only
+        check "the kernel command line names $uart as a console" grep -q "console=$uart" /proc/cmdline
+    fi
+    doctor s9
+    check "a console on the GNSS UART: exit 1, that FAIL alone" \
+        only_failure "console: $uart is a kernel console (console=$uart on the kernel command line)"
+    finish
+}
+
+# The kernel command line's vboard=NAME,NAME... (host.py) chooses the scenarios; all by default.
+only=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^vboard=//p')
+if [ -n "$only" ] && [ "$only" != all ]; then
+    for name in $(echo "$only" | tr , ' '); do
+        case $name in
+            beacon_x) scenario_beacon -x ;;
+            *) scenario_$name ;;
+        esac
+    done
+else
+    scenario_fence
+    scenario_beacon
+    scenario_beacon -x
+    scenario_crash
+    scenario_recovery
+    scenario_input
+    scenario_bluetoothd
+    scenario_healing
+    scenario_doctor
+fi
