@@ -67,6 +67,20 @@ enum ComponentHarness {
         }
     }
 
+    /// Waits (up to 2 s) until the terminal `slave` holds `count` bytes for its reader: the kernel
+    /// moves a master's writes to the slave's line discipline in the background, so a reader may
+    /// otherwise see a stream in pieces.
+    static func waitUntilBuffered(_ slave: String, _ count: Int) {
+        let fd = open(slave, O_RDONLY | O_NOCTTY | O_NONBLOCK)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        var buffered: Int32 = 0
+        for _ in 0..<200 {
+            if ioctl(fd, UInt(FIONREAD), &buffered) == 0 && Int(buffered) >= count { return }
+            usleep(10_000)
+        }
+    }
+
     /// What the master side of a pseudo-terminal has to read within `timeoutMs`.
     static func read(_ master: Int32, timeoutMs: Int32 = 1_000) -> [UInt8] {
         var bytes: [UInt8] = []
@@ -194,6 +208,7 @@ enum ComponentHarness {
         var stream: [UInt8] = [0x04, 0x3E, 0x05, 0x02, 0x01, 0x00, 0x01, 0x43]
         for _ in 0..<80 { stream += event }
         H.write(master, stream)
+        H.waitUntilBuffered(slave, stream.count)
         var poll = PollSet(capacity: bluetooth.maximumDescriptors)
         var sightings: [Sighting] = []
         for _ in 0..<20 where bluetooth.sightingsGathered + bluetooth.droppedSightings < 80 {
