@@ -17,10 +17,14 @@ The guest speaks in console lines (everything else on the console is only logged
 
 The GNSS UART is a pseudo-terminal on the host (qemu's serial backend): qemu sets the guest's baud
 rate on it, so the host's receiver (38400 baud, as the board files say) delivers what a UART at the
-guest's rate would read: the sentences at 38400, framing garbage at any other rate.
+guest's rate would read: the sentences at 38400, framing garbage at any other rate. As on a real
+line, bytes nobody reads are lost: the host sends in small slices, each rendered at the rate of
+the moment it goes, and only while the guest takes them (a closed port takes nothing).
 """
 import argparse
+import fcntl
 import os
+import struct
 import subprocess
 import sys
 import termios
@@ -31,6 +35,8 @@ import time
 BOOT_TIMEOUT_S = 60
 RUN_TIMEOUT_S = 420
 RECEIVER_BAUD = 38400
+SLICE_BYTES = 64            # less than a sentence: a port opened late gets no whole stale one
+TAKEN_WITHIN_S = 0.3        # a slice the guest has not taken by then is lost, with the rest of its epoch
 SPEEDS = {getattr(termios, f"B{rate}"): rate for rate in
           (1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200, 230400, 460800, 921600)}
 
@@ -136,6 +142,28 @@ class Board:
                 return
             self.log.write(f"[uart from the guest] {data.decode(errors='replace')!r}\n")
 
+    def taken(self):
+        """Whether the guest has taken everything sent (nothing waits in the terminal), within
+        TAKEN_WITHIN_S; if not, what waits is dropped: a real line does not keep it."""
+        deadline = time.monotonic() + TAKEN_WITHIN_S
+        while struct.unpack("i", fcntl.ioctl(self.uart_guest, termios.FIONREAD, b"\0\0\0\0"))[0] > 0:
+            if time.monotonic() >= deadline:
+                termios.tcflush(self.uart_guest, termios.TCIFLUSH)
+                return False
+            time.sleep(0.001)
+        return True
+
+    def send(self, data):
+        """One epoch's bytes, slice by slice, each at the guest's rate of the moment."""
+        for start in range(0, len(data), SLICE_BYTES):
+            if not self.taken():
+                return
+            chunk, baud = data[start:start + SLICE_BYTES], self.guest_baud()
+            if baud != RECEIVER_BAUD:
+                chunk = uart_read(chunk, RECEIVER_BAUD, baud or RECEIVER_BAUD)
+            while chunk:
+                chunk = chunk[os.write(self.uart, chunk):]
+
     def feed(self, first, last, generation):
         """Writes the epochs first <= hhmmss < last, one a second, on the recording's pace, until
         a newer feed starts; at the guest's baud rate when it is the receiver's, else as garbage."""
@@ -148,12 +176,8 @@ class Board:
             if generation != self.feeds:
                 return
             self.sent[stamp] = time.monotonic()
-            data, baud = b"".join(lines), self.guest_baud()
-            if baud != RECEIVER_BAUD:
-                data = uart_read(data, RECEIVER_BAUD, baud or RECEIVER_BAUD)
             try:
-                while data:
-                    data = data[os.write(self.uart, data):]
+                self.send(b"".join(lines))
             except OSError as error:
                 print(f"vboard: feed stopped: {error}", flush=True)
                 return
