@@ -1,11 +1,32 @@
-// libFuzzer entry points, one per binary (Scripts/fuzz compiles this file with LocusCore's sources
-// and -D FUZZ_<TARGET>: HCI, AD, MGMT, HCIMON, NMEA, MQTT, DNS, PLACES or PLACES_CRC, under -sanitize=fuzzer,address). Each target parses the
-// input and cross-checks what came out, so a parser that read past its input or returned
-// inconsistent values trips ASan or a precondition.
+// libFuzzer targets in one binary (Scripts/fuzz compiles this file with LocusCore's sources under
+// -sanitize=fuzzer,address once, and runs it per target with LOCUS_FUZZ_TARGET set to HCI, AD,
+// MGMT, HCIMON, NMEA, MQTT, DNS, PLACES or PLACES_CRC). Each target parses the input and
+// cross-checks what came out, so a parser that read past its input or returned inconsistent
+// values trips ASan or a precondition.
 
-#if FUZZ_HCI
+import Glibc
+
+/// The target this run fuzzes, read once; an unknown or missing name stops the run at once.
+let fuzzTarget: (UnsafePointer<UInt8>, Int) -> CInt = {
+    let name = getenv("LOCUS_FUZZ_TARGET").map { String(cString: $0) } ?? ""
+    switch name {
+    case "HCI": return fuzzHCIEvent
+    case "AD": return fuzzAdvertisingData
+    case "MGMT": return fuzzMgmtEvent
+    case "HCIMON": return fuzzMonitorRecord
+    case "NMEA": return fuzzNMEA
+    case "MQTT": return fuzzMQTT
+    case "DNS": return fuzzDNS
+    case "PLACES": return { fuzzPlaceIndex($0, $1, rewriteChecksum: false) }
+    case "PLACES_CRC": return { fuzzPlaceIndex($0, $1, rewriteChecksum: true) }
+    default: fatalError("LOCUS_FUZZ_TARGET must name a target (HCI, AD, MGMT, HCIMON, NMEA, MQTT, DNS, PLACES, PLACES_CRC), not '\(name)'")
+    }
+}()
+
 @_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzHCIEvent(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt { fuzzTarget(data, size) }
+
+func fuzzHCIEvent(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = UnsafeRawBufferPointer(start: data, count: size)
     var total = 0
     let result = HCIEvents.forEachReport(in: HCIEvents.withoutPacketType(bytes)) { report in
@@ -16,11 +37,8 @@ public func fuzzHCIEvent(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     if case .success(let count) = result { precondition(count >= 1 && total < size) }
     return 0
 }
-#endif
 
-#if FUZZ_AD
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzAdvertisingData(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+func fuzzAdvertisingData(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = UnsafeRawBufferPointer(start: data, count: size)
     var seen = 0
     let walk = AdvertisingData.forEachStructure(bytes) { _, payload in seen += payload.count + 2 }
@@ -38,11 +56,8 @@ public func fuzzAdvertisingData(_ data: UnsafePointer<UInt8>, _ size: Int) -> CI
     precondition(!line.overflowed && line.count > 0)
     return 0
 }
-#endif
 
-#if FUZZ_NMEA
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzNMEA(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+func fuzzNMEA(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     var decoder = NMEADecoder()
     decoder.consume(UnsafeRawBufferPointer(start: data, count: size)) { fix in
         if let latitude = fix.latitude { precondition(latitude >= -90 && latitude <= 90) }
@@ -51,13 +66,10 @@ public func fuzzNMEA(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     precondition(decoder.statistics.parsed + decoder.statistics.rejected + decoder.statistics.ignored + decoder.statistics.empty == decoder.statistics.read)
     return 0
 }
-#endif
 
-#if FUZZ_MQTT
 /// Bytes from a broker: framed, each packet decoded; a PUBLISH that decodes is written again by
 /// the writer and must decode to the same message.
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzMQTT(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+func fuzzMQTT(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     var framer = MQTTFramer(maximumPacketBytes: 1024)
     var writer = MQTTWriter(capacity: 2048)
     _ = framer.consume(UnsafeRawBufferPointer(start: data, count: size)) { packet in
@@ -73,13 +85,10 @@ public func fuzzMQTT(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
     return 0
 }
-#endif
 
-#if FUZZ_DNS
 /// A name server's answer: read for A and AAAA with the id it carries; every address handed out
 /// lies inside the message and has its type's size.
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzDNS(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+func fuzzDNS(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let message = UnsafeRawBufferPointer(start: data, count: size)
     let id: UInt16 = size >= 2 ? UInt16(data[0]) << 8 | UInt16(data[1]) : 0
     for type in [DNSMessage.RecordType.a, .aaaa] {
@@ -93,28 +102,23 @@ public func fuzzDNS(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
     return 0
 }
-#endif
 
-#if FUZZ_PLACES || FUZZ_PLACES_CRC
-/// A place index file (what the agent maps): opened, and when it opens, looked up in. FUZZ_PLACES
-/// takes the bytes as they are, so nearly every mutation stops at the checksum; FUZZ_PLACES_CRC
-/// first writes the input's length and the CRC32C of its body into the header, as a crafted file
+/// A place index file (what the agent maps): opened, and when it opens, looked up in. PLACES
+/// takes the bytes as they are, so nearly every mutation stops at the checksum; PLACES_CRC
+/// (`rewriteChecksum`) first writes the input's length and the CRC32C of its body into the header, as a crafted file
 /// would carry them, so the structural checks behind them are what the input meets. Whatever
 /// opens must answer every lookup from inside the file: places below the count, distances and
 /// bearings finite and in range, every string inside the bytes, names found only as places.
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzPlaceIndex(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+func fuzzPlaceIndex(_ data: UnsafePointer<UInt8>, _ size: Int, rewriteChecksum: Bool) -> CInt {
     let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(size, 1), alignment: 16)
     defer { buffer.deallocate() }
     if size > 0 { buffer.copyMemory(from: UnsafeRawBufferPointer(start: data, count: size)) }
     let bytes = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(buffer)[0..<size])
-    #if FUZZ_PLACES_CRC
-    if size >= PlaceIndexLayout.headerSize {
+    if rewriteChecksum && size >= PlaceIndexLayout.headerSize {
         buffer.storeBytes(of: UInt64(size).littleEndian, toByteOffset: PlaceIndexLayout.fileSizeOffset, as: UInt64.self)
         let body = UnsafeRawBufferPointer(rebasing: bytes[PlaceIndexLayout.headerSize...])
         buffer.storeBytes(of: CRC32C.checksum(body).littleEndian, toByteOffset: PlaceIndexLayout.checksumOffset, as: UInt32.self)
     }
-    #endif
     let index: PlaceIndex
     do throws(PlaceIndexError) { index = try PlaceIndex(bytes: bytes) } catch { return 0 }
     precondition(index.siteStart <= index.placeCount && index.placeCount * PlaceIndexLayout.recordSize <= size)
@@ -178,13 +182,10 @@ public func fuzzPlaceIndex(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     lookUp(UnsafeRawBufferPointer(start: qualified.utf8Start, count: qualified.utf8CodeUnitCount), near: nil)
     return 0
 }
-#endif
 
-#if FUZZ_MGMT
 /// Bytes from the mgmt control socket: a decoded report's data lies inside the input and decodes
 /// as a beacon without reading past it.
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzMgmtEvent(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+func fuzzMgmtEvent(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = UnsafeRawBufferPointer(start: data, count: size)
     switch MgmtEvents.decode(bytes) {
     case .success(.report(_, _, let report)):
@@ -201,17 +202,13 @@ public func fuzzMgmtEvent(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
     return 0
 }
-#endif
 
-#if FUZZ_HCIMON
 /// Records from the HCI monitor channel's replay: a socket user's name is at most the record's
 /// comm field.
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzMonitorRecord(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+func fuzzMonitorRecord(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     if case .success(let user?) = HCIMonitorRecords.user(in: UnsafeRawBufferPointer(start: data, count: size)) {
         // One scalar per comm byte at most (invalid UTF-8 becomes U+FFFD, three bytes for one).
         precondition(user.name.unicodeScalars.count <= size - 20)
     }
     return 0
 }
-#endif

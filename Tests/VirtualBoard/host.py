@@ -95,6 +95,7 @@ class Board:
         self.changes = []       # (host time, name, value)
         self.scenario = None    # (title, host start time)
         self.feeds = 0          # feeds started; only the newest one writes
+        self.last_baud = None
         self.uart, self.uart_guest = os.openpty()   # the host writes the receiver's side
         tty.setraw(self.uart_guest)                 # as qemu sets it; no echo before qemu opens it
         image = os.path.join(build, arch, "image")
@@ -127,8 +128,13 @@ class Board:
         print(("ok    " if passed else "FAIL  ") + description, flush=True)
 
     def guest_baud(self):
-        """The rate the guest set on its UART (qemu passes it to the pseudo-terminal)."""
-        return SPEEDS.get(termios.tcgetattr(self.uart)[4], 0)
+        """The rate the guest set on its UART (qemu passes it to the pseudo-terminal); its changes
+        are logged."""
+        baud = SPEEDS.get(termios.tcgetattr(self.uart)[4], 0)
+        if baud != self.last_baud:
+            self.log.write(f"[uart {time.monotonic():.3f}] the guest's rate is now {baud} baud\n")
+            self.last_baud = baud
+        return baud
 
     def drain(self):
         """Reads what the guest sends on the UART (a kernel console there, receiver commands) into
@@ -154,8 +160,14 @@ class Board:
         return True
 
     def send(self, data):
-        """One epoch's bytes, slice by slice, each at the guest's rate of the moment."""
+        """One epoch's bytes, slice by slice at the receiver's line rate (10 bits a byte), each at
+        the guest's rate of the moment: a port opened at another rate may read a stale slice
+        before its new rate takes effect, never a stale sentence."""
+        began = time.monotonic()
         for start in range(0, len(data), SLICE_BYTES):
+            due = began + start * 10 / RECEIVER_BAUD
+            if due > time.monotonic():
+                time.sleep(due - time.monotonic())
             if not self.taken():
                 return
             chunk, baud = data[start:start + SLICE_BYTES], self.guest_baud()
