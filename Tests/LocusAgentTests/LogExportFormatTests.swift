@@ -138,7 +138,7 @@ import Testing
         try append(.diagnostic, Array("log: 2 records cut".utf8))
         try append(.event, [0xFF, 0x01])   // undecodable
         try append(.gpio, [0x00])
-        try append(.uplink, payload { LogPayload.writeUplink(sequence: 21, &$0) })
+        try append(.uplink, payload { LogPayload.writeUplink(UplinkCursor(delivered: 21, chained: 20), &$0) })
         try append(.stop, [])
         return directory
     }

@@ -50,14 +50,37 @@ import Testing
         do {
             let persistence = try Persistence(directory: directory, log: SiteConfig.Log(), engine: Self.engine())
             #expect(persistence.rebuild().uplinkDelivered == nil)
-            try persistence.uplink(delivered: 16, time: now)
-            try persistence.uplink(delivered: 17, time: now)
+            try persistence.uplink(UplinkCursor(delivered: 16, chained: 12), time: now)
+            try persistence.uplink(UplinkCursor(delivered: 17, chained: 17), time: now)
             #expect(persistence.uplinkDelivered == 17)
             try persistence.sync()
         }
         let persistence = try Persistence(directory: directory, log: SiteConfig.Log(), engine: Self.engine())
         let summary = persistence.rebuild()
-        #expect(summary.uplinkDelivered == 17 && summary.undecodable == 0)
+        #expect(summary.uplinkCursor == UplinkCursor(delivered: 17, chained: 17) && summary.undecodable == 0)
+    }
+
+    /// A cursor written before the chain (delivered only: 8 bytes) reads as "chained not known";
+    /// one with an unknown chain says so too.
+    @Test func anUplinkRecordWithoutTheChainReadsAsUnknown() throws {
+        let directory = Self.directory("uplink-old-record")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        do {
+            var store = try LogStore.open(directory: directory)
+            let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: 16, alignment: 8)
+            defer { bytes.deallocate() }
+            var writer = ByteWriter(bytes)
+            writer.put(UInt64(17))
+            try store.append(type: .uplink, time: 0, payload: writer.written)
+        }
+        do {
+            let persistence = try Persistence(directory: directory, log: SiteConfig.Log(), engine: Self.engine())
+            #expect(persistence.rebuild().uplinkCursor == UplinkCursor(delivered: 17, chained: nil))
+            try persistence.uplink(UplinkCursor(delivered: 18, chained: nil), time: UTCTime(seconds: 1))
+            try persistence.sync()
+        }
+        let persistence = try Persistence(directory: directory, log: SiteConfig.Log(), engine: Self.engine())
+        #expect(persistence.rebuild().uplinkCursor == UplinkCursor(delivered: 18, chained: nil))
     }
 
     /// Retention deleted the uplink record: the checkpoint at the head of a later segment states
@@ -71,19 +94,19 @@ import Testing
         let now = UTCTime(seconds: 1_710_496_800)
         do {
             let persistence = try Persistence(directory: directory, log: log, engine: Self.engine())
-            try persistence.uplink(delivered: 3, time: now)
+            try persistence.uplink(UplinkCursor(delivered: 3, chained: 2), time: now)
             let record = persistence.lastSequence
             for index in 0..<200 { try persistence.marker(.diagnostic, time: now, text: "filler \(index)") }
             let oldest = try #require(Self.segments(directory).first)
             #expect(oldest > record, "the uplink record is gone")
             #expect(persistence.undeliveredDeleted == oldest - 4, "every record from 4 on that retention deleted")
             // Delivered up to the newest record: what retention deletes next was delivered.
-            try persistence.uplink(delivered: persistence.lastSequence, time: now)
+            try persistence.uplink(UplinkCursor(delivered: persistence.lastSequence, chained: 2), time: now)
             let counted = persistence.undeliveredDeleted
             for index in 0..<20 { try persistence.marker(.diagnostic, time: now, text: "filler \(index)") }
             #expect(try #require(Self.segments(directory).first) > oldest)
             #expect(persistence.undeliveredDeleted == counted)
-            try persistence.uplink(delivered: 3, time: now)
+            try persistence.uplink(UplinkCursor(delivered: 3, chained: 2), time: now)
             let again = persistence.lastSequence
             for index in 0..<200 { try persistence.marker(.diagnostic, time: now, text: "filler \(index)") }
             #expect(try #require(Self.segments(directory).first) > again, "only a checkpoint states the cursor now")
@@ -92,7 +115,7 @@ import Testing
         let persistence = try Persistence(directory: directory, log: log, engine: Self.engine())
         let summary = persistence.rebuild()
         #expect(summary.fromCheckpoint != nil)
-        #expect(summary.uplinkDelivered == 3 && summary.undecodable == 0)
+        #expect(summary.uplinkCursor == UplinkCursor(delivered: 3, chained: 2) && summary.undecodable == 0)
     }
 
     static func segments(_ directory: String) -> [UInt64] {
@@ -125,6 +148,29 @@ import Testing
         #expect(summary.uplinkDelivered == nil)
     }
 
+    /// A checkpoint written before the chain ends after the delivered number: the cursor rebuilds
+    /// with the chain unknown.
+    @Test func aCheckpointWithoutTheChainStillRebuildsTheCursor() throws {
+        let directory = Self.directory("old-checkpoint-chain")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        do {
+            var store = try LogStore.open(directory: directory)
+            let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 8)
+            defer { bytes.deallocate() }
+            var writer = ByteWriter(bytes)
+            writer.put(UInt16(0))
+            writer.put(UInt8(0))       // no latches
+            writer.put(UInt8(0))       // no consumers
+            writer.put(UInt8(1))       // an uplink cursor follows
+            writer.put(UInt64(41))     // delivered; the record ends here
+            try store.append(type: .checkpoint, time: 0, payload: writer.written)
+        }
+        let persistence = try Persistence(directory: directory, log: SiteConfig.Log(), engine: Self.engine())
+        let summary = persistence.rebuild()
+        #expect(summary.fromCheckpoint == 1 && summary.undecodable == 0)
+        #expect(summary.uplinkCursor == UplinkCursor(delivered: 41, chained: nil))
+    }
+
     /// The uplink's surface on the agent's log: a tail that reads every record, the cursor
     /// committed and restored at the next open, the backlog.
     @Test func theEventLogKeepsTheUplinkCursorAndReadsForIt() throws {
@@ -147,7 +193,7 @@ import Testing
             })
             #expect(read.records == sequences.count && sequences == Array(1...log.newest))
             #expect(log.backlogBytes(after: 0) > 0 && log.backlogBytes(after: log.newest) == 0)
-            try log.commitUplink(tail.position, ComponentHarness.at(1))
+            try log.commitUplink(UplinkCursor(delivered: tail.position, chained: nil), ComponentHarness.at(1))
             #expect(log.uplinkDelivered == sequences.last)
             // The commit is a record itself, after the tail's position.
             #expect(log.readUplink(tail) { header, _ in header.typeCode == LogRecordType.uplink.rawValue }?.records == 1)

@@ -19,7 +19,7 @@ import TestSupport
     }
 
     /// A site with fences every 100 m north of 45.0 N and an `[uplink]` to `broker`.
-    static func site(_ name: String, broker: String, uplinkExtra: String = "") throws -> AgentEndToEndTests.Site {
+    static func site(_ name: String, broker: String, uplinkExtra: String = "", logExtra: String = "") throws -> AgentEndToEndTests.Site {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("locus-uplink-\(name)-\(getpid())").path
         try? FileManager.default.removeItem(atPath: directory)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -27,6 +27,7 @@ import TestSupport
         board = "\(repositoryRoot)/Boards/sim.toml"
         [log]
         fix_interval = "60s"
+        \(logExtra)
         [uplink]
         broker = "\(broker)"
         gateway = "\(gateway)"
@@ -96,14 +97,33 @@ import TestSupport
         }
     }
 
+    /// Each published record's expected "prev", from the log (`locus log export`): the previous
+    /// event, GPIO change or visit, 0 for the first.
+    static func chain(_ site: AgentEndToEndTests.Site) throws -> [Int: Int] {
+        let run = try locus(["log", "export", "--state", site.state])
+        #expect(run.status == 0, "\(run.error)")
+        var previous = 0
+        var chain: [Int: Int] = [:]
+        for line in run.output.split(separator: "\n") {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                  let sequence = object["seq"] as? Int, let type = object["type"] as? String,
+                  ["event", "gpio", "visit"].contains(type) else { continue }
+            chain[sequence] = previous
+            previous = sequence
+        }
+        return chain
+    }
+
     /// The event messages' sequence numbers in arrival order.
     static func eventSequences(_ messages: [TestCollector.Message]) -> [Int] {
         messages.filter { $0.topic.hasPrefix("locus/\(gateway)/event/") }.compactMap { $0.json?["seq"] as? Int }
     }
 
     /// What the broker delivered equals the log: every event once after dedupe by (gateway,
-    /// seq), with the same content, on its topic; first deliveries in log order.
-    static func expectDelivered(_ messages: [TestCollector.Message], equal logged: [(Int, [String: Any])], _ context: String) {
+    /// seq), with the same content, on its topic; first deliveries in log order; and each one's
+    /// "prev" the published record before it in the log (`chain`), so a store sees no gap.
+    static func expectDelivered(_ messages: [TestCollector.Message], equal logged: [(Int, [String: Any])], chain: [Int: Int],
+                                _ context: String) {
         var firstSeen: [Int] = []
         var byKey: [Int: [String: Any]] = [:]
         for message in messages where message.topic.hasPrefix("locus/\(gateway)/event/") {
@@ -125,6 +145,8 @@ import TestSupport
         for (sequence, event) in logged {
             guard var delivered = byKey[sequence] else { continue }
             delivered.removeValue(forKey: "gateway")
+            let previous = delivered.removeValue(forKey: "prev") as? Int
+            #expect(previous != nil && previous == chain[sequence], "\(context): seq \(sequence) has prev \(String(describing: previous)), the log says \(String(describing: chain[sequence]))")
             #expect(NSDictionary(dictionary: delivered).isEqual(to: event), "\(context): seq \(sequence) differs from the log: \(delivered) vs \(event)")
         }
     }
@@ -151,7 +173,7 @@ import TestSupport
         let agent = try Self.startAgent(site)
         let drained = collector.wait(seconds: 60) { Set(Self.eventSequences($0)).count >= logged.count }
         #expect(drained, "collected \(Set(Self.eventSequences(collector.messages)).count) of \(logged.count); \((try? Self.uplinkStatus(site)) ?? ""); agent: \(agent.log)")
-        Self.expectDelivered(collector.messages, equal: logged, "basic")
+        Self.expectDelivered(collector.messages, equal: logged, chain: try Self.chain(site), "basic")
         // One connection: nothing was sent twice.
         #expect(Self.eventSequences(collector.messages).count == logged.count)
         // Every event's state went to its retained topic after it; at the connection, which the
@@ -216,7 +238,7 @@ import TestSupport
         let drained = collector.wait(seconds: 60) { Set(Self.eventSequences($0)).count >= logged.count }
         #expect(drained, "agent: \(agent.log)")
         _ = agent.stop()
-        Self.expectDelivered(collector.messages, equal: logged, "after \(rounds) kill -9")
+        Self.expectDelivered(collector.messages, equal: logged, chain: try Self.chain(site), "after \(rounds) kill -9")
         let verify = try locus(["log", "verify", "--state", site.state])
         #expect(verify.status == 0, "\(verify.error)")
     }
@@ -254,9 +276,36 @@ import TestSupport
         #expect(drained, "agent: \(agent.log)")
         try AgentEndToEndTests.waitFor("the connection after the last restart", seconds: 30) { connections() > restarts }
         _ = agent.stop()
-        Self.expectDelivered(collector.messages, equal: try Self.events(site), "after \(restarts) broker restarts")
+        Self.expectDelivered(collector.messages, equal: try Self.events(site), chain: try Self.chain(site), "after \(restarts) broker restarts")
         let reconnects = agent.log.components(separatedBy: "uplink: connected to").count - 1
         #expect(reconnects == restarts + 1, "the agent connected \(reconnects) times for \(restarts) restarts")
+    }
+
+    /// Retention deleted records before the uplink ever delivered them: the first event
+    /// published after them names the last deleted record as its "prev", which no store holds,
+    /// so a store reports the loss as a gap; the events after it chain as usual.
+    @Test func recordsDeletedBeforeDeliveryLeaveAGapInTheChain() throws {
+        let broker = try TestBroker(listeners: [[]])
+        let port = broker.ports[0]
+        let site = try Self.site("deleted", broker: "mqtt://127.0.0.1:\(port)", logExtra: "segment_size = \"64KiB\"\nretain = \"128KiB\"")
+        defer { try? FileManager.default.removeItem(atPath: site.directory) }
+        try Self.logEvents(site, hours: 4)
+        let export = try locus(["log", "export", "--state", site.state])
+        let oldest = try #require(export.output.split(separator: "\n").first.flatMap {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])?["seq"] as? Int
+        })
+        #expect(oldest > 100, "retention deleted the log's first segments (its oldest record is \(oldest))")
+        let logged = try Self.events(site)
+        let collector = try TestCollector(port: port, filters: ["locus/\(Self.gateway)/event/#"])
+        let agent = try Self.startAgent(site)
+        let drained = collector.wait(seconds: 60) { Set(Self.eventSequences($0)).count >= logged.count }
+        #expect(drained, "agent: \(agent.log)")
+        _ = agent.stop()
+        var chain = try Self.chain(site)
+        let first = try #require(logged.first?.0)
+        #expect(chain[first] == 0, "the export starts the chain at its first record")
+        chain[first] = oldest - 1
+        Self.expectDelivered(collector.messages, equal: logged, chain: chain, "after retention deleted records before delivery")
     }
 
     @Test func aLongOutageBuildsABacklogThatDrainsInOrder() throws {
@@ -278,7 +327,7 @@ import TestSupport
         let drained = collector.wait(seconds: 120) { Set(Self.eventSequences($0)).count >= logged.count }
         #expect(drained, "collected \(Set(Self.eventSequences(collector.messages)).count) of \(logged.count); agent: \(agent.log)")
         _ = agent.stop()
-        Self.expectDelivered(collector.messages, equal: logged, "after \(hours) h of outage")
+        Self.expectDelivered(collector.messages, equal: logged, chain: try Self.chain(site), "after \(hours) h of outage")
         #expect(Self.eventSequences(collector.messages) == logged.map(\.0), "the backlog drained once, in order")
     }
 
@@ -335,7 +384,7 @@ import TestSupport
         let discovery = try TestCollector(port: plain, filters: ["homeassistant/#"])
         let agent = try Self.startAgent(site)
         #expect(collector.wait(seconds: 60) { Set(Self.eventSequences($0)).count >= logged.count }, "agent: \(agent.log)")
-        Self.expectDelivered(collector.messages, equal: logged, "over TLS")
+        Self.expectDelivered(collector.messages, equal: logged, chain: try Self.chain(site), "over TLS")
         #expect(agent.log.contains("certificate verified for localhost"), "\(agent.log)")
 
         // Home Assistant: a binary_sensor per condition on its state topic, with the gateway's
@@ -461,7 +510,7 @@ import TestSupport
         let drained = collector.wait(seconds: 30) { Set(Self.eventSequences($0)).count >= logged.count }
         #expect(drained, "collected \(Set(Self.eventSequences(collector.messages)).count) of \(logged.count); agent: \(agent.log)")
         _ = agent.stop()
-        Self.expectDelivered(collector.messages, equal: logged, "after a broker that acknowledged nothing")
+        Self.expectDelivered(collector.messages, equal: logged, chain: try Self.chain(site), "after a broker that acknowledged nothing")
         #expect(collector.messages.first.flatMap { $0.json?["seq"] as? Int } == logged.first?.0, "the next broker got the log from its first event")
     }
 }

@@ -228,3 +228,47 @@ import Testing
         #expect(acknowledged == 200)
     }
 }
+
+/// The uplink's window of unacknowledged messages: the delivered position moves only past
+/// records whose every message is acknowledged, in any PUBACK order, and the chain ("prev") at
+/// that position is what the oldest unacknowledged record was sent with. (The window is
+/// noncopyable: each reading goes into a local before it is checked.)
+@Suite struct PublishWindowTests {
+    @Test func deliveredMovesOnlyPastWholeRecordsAndTheChainFollows() {
+        var window = PublishWindow(capacity: 8)
+        var position = (window.delivered(readThrough: 10), window.chained(current: 7))
+        #expect(position == (10, 7))
+        let status = window.add(sequence: 0)                                  // not a log record
+        let event = window.add(sequence: 11, timeNs: 1, chained: 7)           // an event: two messages
+        let state = window.add(sequence: 11, timeNs: 1, chained: 7)
+        let fix = window.add(sequence: 12, timeNs: 2, chained: 11)            // a fix: no place in the chain
+        let gpio = window.add(sequence: 14, timeNs: 3, chained: 11)
+        position = (window.delivered(readThrough: 14), window.chained(current: 14))
+        #expect(position == (10, 7))
+        var known = window.acknowledge(state) && window.acknowledge(status) && window.acknowledge(fix)
+        #expect(known)
+        position = (window.delivered(readThrough: 14), window.chained(current: 14))
+        #expect(position == (10, 7), "the event's other message is not acknowledged")
+        known = window.acknowledge(event)
+        position = (window.delivered(readThrough: 14), window.chained(current: 14))
+        let oldest = window.oldest?.sequence
+        #expect(known && position == (13, 11) && oldest == 14)
+        known = window.acknowledge(gpio)
+        let empty = window.isEmpty
+        position = (window.delivered(readThrough: 14), window.chained(current: 14))
+        #expect(known && empty && position == (14, 14))
+        known = window.acknowledge(gpio)
+        #expect(!known, "an id acknowledged twice is unknown the second time")
+    }
+
+    @Test func anUnknownChainStaysUnknown() {
+        var window = PublishWindow(capacity: 4)
+        _ = window.add(sequence: 5, chained: nil)
+        var chained = window.chained(current: 5)
+        #expect(chained == nil)
+        window.removeAll()
+        chained = window.chained(current: nil)
+        let delivered = window.delivered(readThrough: 4)
+        #expect(chained == nil && delivered == 4)
+    }
+}

@@ -129,11 +129,11 @@ import Testing
                                               speedMps: -1, trackDeg: -1, mode: 3)
             let gateway = Self.gatewayBytes
             var payload = JSONWriter(capacity: UplinkJSON.maximumEventBytes)
-            UplinkJSON.event(Self.event(.fix), sequence: 4, gateway: gateway, places: labels, into: &payload)
+            UplinkJSON.event(Self.event(.fix), sequence: 4, previous: 3, gateway: gateway, places: labels, into: &payload)
             let event = payload.string
             #expect(event.contains("\"place\":{") && event.utf8.count <= UplinkJSON.maximumEventBytes)
             payload.reset()
-            UplinkJSON.visit(visit, sequence: 5, gateway: gateway, places: labels, into: &payload)
+            UplinkJSON.visit(visit, sequence: 5, previous: 4, gateway: gateway, places: labels, into: &payload)
             let visitPayload = payload.string
             #expect(visitPayload.contains("\"place\":{") && visitPayload.utf8.count <= UplinkJSON.maximumVisitBytes)
             payload.reset()

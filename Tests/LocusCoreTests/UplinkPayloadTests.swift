@@ -37,17 +37,22 @@ import Testing
 
     // MARK: payloads
 
-    /// The event payload is `EventJSON`'s object with "gateway" put first: the same members and
-    /// values, and after the gateway the very bytes `locus events` prints.
-    @Test func eventIsTheEventsLineWithTheGatewayFirst() throws {
+    /// The event payload is `EventJSON`'s object with "gateway" put first and "prev" last: the
+    /// same members and values, and between them the very bytes `locus events` prints.
+    @Test func eventIsTheEventsLineWithTheGatewayFirstAndPrevLast() throws {
         let topics = UplinkTopics(prefix: "locus/depot-gw-07", gateway: "depot-gw-07")
-        for (event, sequence) in RenderTests.events() {
-            let payload = Self.render { UplinkJSON.event(event, sequence: UInt64(sequence), gateway: topics.gateway, into: &$0) }
+        for (index, (event, sequence)) in RenderTests.events().enumerated() {
+            let previous: UInt64? = index == 0 ? nil : UInt64(index * 3)
+            let payload = Self.render { UplinkJSON.event(event, sequence: UInt64(sequence), previous: previous, gateway: topics.gateway, into: &$0) }
             let plain = Self.render { EventJSON.write(event, sequence: sequence, into: &$0) }
             var expected = plain.object
             expected["gateway"] = "depot-gw-07"
-            #expect(NSDictionary(dictionary: payload.object).isEqual(to: expected), "\(payload.text)")
-            #expect(payload.text == #"{"gateway":"depot-gw-07","# + plain.text.dropFirst())
+            var members = payload.object
+            let prevMember = members.removeValue(forKey: "prev")
+            #expect(NSDictionary(dictionary: members).isEqual(to: expected), "\(payload.text)")
+            if let previous { #expect(prevMember as? Int == Int(previous)) } else { #expect(prevMember is NSNull) }
+            let prev = previous.map { String($0) } ?? "null"
+            #expect(payload.text == #"{"gateway":"depot-gw-07","# + plain.text.dropFirst().dropLast() + #","prev":\#(prev)}"#)
         }
     }
 
@@ -56,8 +61,8 @@ import Testing
         let event = RenderTests.events()[3].0
         let payloads = [
             Self.render { UplinkJSON.state(event, sequence: 42, gateway: topics.gateway, into: &$0) }.text,
-            Self.render { UplinkJSON.gpio(Self.change(monitor: true), time: Self.date, sequence: 42, gateway: topics.gateway, into: &$0) }.text,
-            Self.render { UplinkJSON.visit(RenderTests.visit, sequence: 42, gateway: topics.gateway, into: &$0) }.text,
+            Self.render { UplinkJSON.gpio(Self.change(monitor: true), time: Self.date, sequence: 42, previous: 41, gateway: topics.gateway, into: &$0) }.text,
+            Self.render { UplinkJSON.visit(RenderTests.visit, sequence: 42, previous: nil, gateway: topics.gateway, into: &$0) }.text,
             Self.render { UplinkJSON.fix(Self.fix, sequence: 42, gateway: topics.gateway, into: &$0) }.text,
         ]
         for payload in payloads { #expect(payload.hasPrefix(#"{"gateway":"gw","seq":42,"#), "\(payload)") }
@@ -77,22 +82,24 @@ import Testing
 
     @Test func gpioChangesAsTheLogExportWritesThem() {
         let topics = UplinkTopics(prefix: "locus/gw", gateway: "gw")
-        let caused = Self.render { UplinkJSON.gpio(Self.change(monitor: true), time: Self.date, sequence: 9, gateway: topics.gateway, into: &$0) }
-        #expect(caused.text == #"{"gateway":"gw","seq":9,"output":"siren","value":true,"cause":"pulse-start","time":"2024-03-23T12:00:01.250Z","monitor":"harbour","identifier":"berth"}"#)
-        let alone = Self.render { UplinkJSON.gpio(Self.change(monitor: false), time: Self.date, sequence: 10, gateway: topics.gateway, into: &$0) }
-        #expect(Self.keys(alone.object) == ["gateway", "seq", "output", "value", "cause", "time"])
+        let caused = Self.render { UplinkJSON.gpio(Self.change(monitor: true), time: Self.date, sequence: 9, previous: nil, gateway: topics.gateway, into: &$0) }
+        #expect(caused.text == #"{"gateway":"gw","seq":9,"output":"siren","value":true,"cause":"pulse-start","time":"2024-03-23T12:00:01.250Z","monitor":"harbour","identifier":"berth","prev":null}"#)
+        let alone = Self.render { UplinkJSON.gpio(Self.change(monitor: false), time: Self.date, sequence: 10, previous: 9, gateway: topics.gateway, into: &$0) }
+        #expect(Self.keys(alone.object) == ["gateway", "seq", "output", "value", "cause", "time", "prev"])
+        #expect(alone.object["prev"] as? Int == 9)
         #expect(alone.object["cause"] as? String == "latch-cleared")
         #expect(alone.object["value"] as? Bool == true)
     }
 
     @Test func visitsAndFixes() {
         let topics = UplinkTopics(prefix: "locus/gw", gateway: "gw")
-        let visit = Self.render { UplinkJSON.visit(RenderTests.visit, sequence: 5, gateway: topics.gateway, into: &$0) }
-        #expect(visit.text == #"{"gateway":"gw","seq":5,"arrival":"2024-03-23T12:00:00.000Z","departure":"2024-03-23T12:00:01.250Z","lat":52.850123457,"lon":-5.310000000,"radius":37.3}"#)
+        let visit = Self.render { UplinkJSON.visit(RenderTests.visit, sequence: 5, previous: 0, gateway: topics.gateway, into: &$0) }
+        #expect(visit.text == #"{"gateway":"gw","seq":5,"arrival":"2024-03-23T12:00:00.000Z","departure":"2024-03-23T12:00:01.250Z","lat":52.850123457,"lon":-5.310000000,"radius":37.3,"prev":0}"#)
         var arriving = RenderTests.visit
         arriving.departure = nil
-        let arrival = Self.render { UplinkJSON.visit(arriving, sequence: 4, gateway: topics.gateway, into: &$0) }
+        let arrival = Self.render { UplinkJSON.visit(arriving, sequence: 4, previous: 3, gateway: topics.gateway, into: &$0) }
         #expect(arrival.object["departure"] is NSNull)
+        #expect(arrival.object["prev"] as? Int == 3)
 
         let fix = Self.render { UplinkJSON.fix(Self.fix, sequence: 6, gateway: topics.gateway, into: &$0) }
         #expect(fix.text == #"{"gateway":"gw","seq":6,"time":"2024-03-23T12:00:01.250Z","mode":3,"lat":52.850123456,"lon":-5.313551234,"eph":4.3,"speed":0.514,"track":360.0}"#)
@@ -323,14 +330,14 @@ import Testing
         for explanation in [fix, seen] {
             let event = MonitorEvent(monitor: Self.longMonitor, identifier: Self.longIdentifier, state: .unsatisfied, date: late,
                                      refinement: refinement, diagnostics: all, explanation: explanation)
-            measure("event", UplinkJSON.maximumEventBytes) { UplinkJSON.event(event, sequence: UInt64(Int64.max), gateway: topics.gateway, into: &$0) }
+            measure("event", UplinkJSON.maximumEventBytes) { UplinkJSON.event(event, sequence: UInt64(Int64.max), previous: .max, gateway: topics.gateway, into: &$0) }
             measure("state", UplinkJSON.maximumStateBytes) { UplinkJSON.state(event, sequence: .max, gateway: topics.gateway, into: &$0) }
         }
         let change = LogPayload.GPIOChange(output: Self.longMonitor, value: false, cause: .latchCleared, monitor: Self.longMonitor,
                                            identifier: Self.longIdentifier)
-        measure("gpio", UplinkJSON.maximumGPIOBytes) { UplinkJSON.gpio(change, time: late, sequence: .max, gateway: topics.gateway, into: &$0) }
+        measure("gpio", UplinkJSON.maximumGPIOBytes) { UplinkJSON.gpio(change, time: late, sequence: .max, previous: .max, gateway: topics.gateway, into: &$0) }
         let visit = Visit(arrival: late, departure: late, latitude: widest(9), longitude: widest(9), radiusM: widest(1))
-        measure("visit", UplinkJSON.maximumVisitBytes) { UplinkJSON.visit(visit, sequence: .max, gateway: topics.gateway, into: &$0) }
+        measure("visit", UplinkJSON.maximumVisitBytes) { UplinkJSON.visit(visit, sequence: .max, previous: .max, gateway: topics.gateway, into: &$0) }
         let logged = LogPayload.LoggedFix(timeNs: .max, latitude: widest(9), longitude: widest(9), accuracyM: 8.5e17,
                                           speedMps: 8.5e15, trackDeg: 8.5e17, mode: 255)
         measure("fix", UplinkJSON.maximumFixBytes) { UplinkJSON.fix(logged, sequence: .max, gateway: topics.gateway, into: &$0) }
@@ -345,11 +352,11 @@ import Testing
         let placedEvent = MonitorEvent(monitor: Self.longMonitor, identifier: Self.longIdentifier, state: .unsatisfied, date: late,
                                        refinement: refinement, diagnostics: all, explanation: placed)
         measure("event", UplinkJSON.maximumEventBytes) {
-            UplinkJSON.event(placedEvent, sequence: UInt64(Int64.max), gateway: topics.gateway, places: labels, into: &$0)
+            UplinkJSON.event(placedEvent, sequence: UInt64(Int64.max), previous: .max, gateway: topics.gateway, places: labels, into: &$0)
         }
         let placedVisit = Visit(arrival: late, departure: late, latitude: -89.999999999, longitude: -179.999999999, radiusM: widest(1))
         measure("visit", UplinkJSON.maximumVisitBytes) {
-            UplinkJSON.visit(placedVisit, sequence: .max, gateway: topics.gateway, places: labels, into: &$0)
+            UplinkJSON.visit(placedVisit, sequence: .max, previous: .max, gateway: topics.gateway, places: labels, into: &$0)
         }
         let placedFix = LogPayload.LoggedFix(timeNs: .max, latitude: -89.999999999, longitude: -179.999999999, accuracyM: 8.5e17,
                                              speedMps: 8.5e15, trackDeg: 8.5e17, mode: 255)
@@ -398,7 +405,7 @@ import Testing
                     let event = events[index].0
                     total += topics.event(monitor: event.monitor, identifier: event.identifier).count
                     line.reset()
-                    UplinkJSON.event(event, sequence: UInt64(events[index].1), gateway: topics.gateway, into: &line)
+                    UplinkJSON.event(event, sequence: UInt64(events[index].1), previous: 2, gateway: topics.gateway, into: &line)
                     total += topics.state(monitor: event.monitor, identifier: event.identifier).count
                     line.reset()
                     UplinkJSON.state(event, sequence: 1, gateway: topics.gateway, into: &line)
@@ -409,10 +416,10 @@ import Testing
                 }
                 total += topics.gpio(output: caused.output).count
                 line.reset()
-                UplinkJSON.gpio(caused, time: Self.date, sequence: 3, gateway: topics.gateway, into: &line)
+                UplinkJSON.gpio(caused, time: Self.date, sequence: 3, previous: 2, gateway: topics.gateway, into: &line)
                 total += topics.visit().count
                 line.reset()
-                UplinkJSON.visit(visit, sequence: 4, gateway: topics.gateway, into: &line)
+                UplinkJSON.visit(visit, sequence: 4, previous: 3, gateway: topics.gateway, into: &line)
                 total += topics.fix().count
                 line.reset()
                 UplinkJSON.fix(fix, sequence: 5, gateway: topics.gateway, into: &line)

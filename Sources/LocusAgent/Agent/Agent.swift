@@ -127,7 +127,7 @@ final class Agent {
             log.uplinkBacklogLimit = loaded.site.log.retainBytes / 2
             log.startUplink()
             do {
-                uplink = try Uplink(settings, delivered: log.uplinkDelivered, places: loaded.placeLabels, machineID: Uplink.machineID)
+                uplink = try Uplink(settings, cursor: log.uplinkCursor, places: loaded.placeLabels, machineID: Uplink.machineID)
             } catch {
                 log.shutdown(now: start)
                 return .failure(.uplink(error.description))

@@ -36,7 +36,7 @@ final class EventLog: LoopComponent {
     /// Consumers' cursors when there is no log.
     private var memoryConsumers: [(FixedName, UInt64)] = []
     /// The uplink's cursor when there is no log.
-    private var memoryUplinkDelivered: UInt64? = nil
+    private var memoryUplinkCursor: UplinkCursor? = nil
     /// A failing uplink read is reported once, until a read succeeds again.
     private var uplinkReadFailing = false
     private var retryAt: MonotonicInstant? = nil
@@ -226,8 +226,8 @@ final class EventLog: LoopComponent {
     /// An uplink starts: from the log's first record when it has never delivered anything, and
     /// what retention deletes before delivery is counted from now on.
     func startUplink() {
-        guard let session, session.persistence.uplinkDelivered == nil else { return }
-        session.persistence.uplinkDelivered = 0
+        guard let session, session.persistence.uplinkCursor == nil else { return }
+        session.persistence.uplinkCursor = UplinkCursor(delivered: 0, chained: 0)
     }
 
     private func holdsFixesForUplink(_ session: StateSession) -> Bool {
@@ -341,17 +341,20 @@ final class EventLog: LoopComponent {
 
     // MARK: the uplink
 
-    /// The last record the broker acknowledged, as the log last stated it (nil: none yet).
-    var uplinkDelivered: UInt64? {
-        guard let session else { return memoryUplinkDelivered }
-        return session.persistence.uplinkDelivered
+    /// The uplink's cursor, as the log last stated it (nil: nothing delivered yet).
+    var uplinkCursor: UplinkCursor? {
+        guard let session else { return memoryUplinkCursor }
+        return session.persistence.uplinkCursor
     }
 
-    /// The broker acknowledged every record up to `delivered`: the cursor, in the log first (so a
-    /// restart resends only what was not acknowledged).
-    func commitUplink(_ delivered: UInt64, _ now: AgentTime) throws(LogStoreError) {
-        if let session { try session.persistence.uplink(delivered: delivered, time: now.utc) }
-        memoryUplinkDelivered = delivered
+    /// The last record the broker acknowledged (nil: none yet).
+    var uplinkDelivered: UInt64? { uplinkCursor?.delivered }
+
+    /// The broker acknowledged every record up to `cursor.delivered`: the cursor, in the log first
+    /// (so a restart resends only what was not acknowledged).
+    func commitUplink(_ cursor: UplinkCursor, _ now: AgentTime) throws(LogStoreError) {
+        if let session { try session.persistence.uplink(cursor, time: now.utc) }
+        memoryUplinkCursor = cursor
     }
 
     /// A reader's place after `after`, following the log as it grows; nil without a log.

@@ -19,12 +19,14 @@ final class Persistence {
     var latched: [FixedName] = []
     /// Consumers' cursors (monitor, last event taken), stated by every checkpoint like latches.
     var consumers: [(FixedName, UInt64)] = []
-    /// The last record the uplink delivered (nil: no uplink has delivered anything), stated by
-    /// every checkpoint, so retention deleting its `uplink` records never loses it. Retention
-    /// counts what it deletes past it.
-    var uplinkDelivered: UInt64? = nil {
+    /// The uplink's cursor (nil: no uplink has delivered anything), stated by every checkpoint, so
+    /// retention deleting its `uplink` records never loses it. Retention counts what it deletes
+    /// past the delivered record.
+    var uplinkCursor: UplinkCursor? = nil {
         didSet { protectUndelivered() }
     }
+    /// The last record the uplink delivered (nil: none).
+    var uplinkDelivered: UInt64? { uplinkCursor?.delivered }
 
     struct Summary {
         var records = 0
@@ -37,7 +39,8 @@ final class Persistence {
         /// Latched outputs, as the log last stated them.
         var latched: [FixedName] = []
         var consumers: [(FixedName, UInt64)] = []
-        var uplinkDelivered: UInt64? = nil
+        var uplinkCursor: UplinkCursor? = nil
+        var uplinkDelivered: UInt64? { uplinkCursor?.delivered }
     }
 
     init(directory: String, log: SiteConfig.Log, engine: MonitorEngine) throws(LogStoreError) {
@@ -135,8 +138,8 @@ final class Persistence {
                     guard let (monitor, sequence) = LogPayload.readConsumer(&reader) else { summary.undecodable += 1; return }
                     Persistence.set(&summary.consumers, monitor, sequence)
                 case .uplink:
-                    guard let delivered = LogPayload.readUplink(&reader) else { summary.undecodable += 1; return }
-                    summary.uplinkDelivered = delivered
+                    guard let cursor = LogPayload.readUplink(&reader) else { summary.undecodable += 1; return }
+                    summary.uplinkCursor = cursor
                 default:
                     break
                 }
@@ -158,8 +161,8 @@ final class Persistence {
         for _ in 0..<Int(reader.uint8()) {
             if let (monitor, sequence) = LogPayload.readConsumer(&reader) { Persistence.set(&summary.consumers, monitor, sequence) }
         }
-        if !reader.isAtEnd && reader.uint8() == 1, let delivered = LogPayload.readUplink(&reader) {
-            summary.uplinkDelivered = delivered
+        if !reader.isAtEnd && reader.uint8() == 1, let cursor = LogPayload.readUplink(&reader) {
+            summary.uplinkCursor = cursor
         }
     }
 
@@ -181,10 +184,10 @@ final class Persistence {
         let engine = self.engine
         let latched = self.latched
         let consumers = self.consumers
-        let uplinkDelivered = self.uplinkDelivered
+        let uplinkCursor = self.uplinkCursor
         let payload = writer.written
         return try store.append(type: type, time: time, payload: payload) { (store: inout LogStore) throws(LogStoreError) in
-            try Persistence.writeCheckpoint(engine, latched: latched, consumers: consumers, uplinkDelivered: uplinkDelivered,
+            try Persistence.writeCheckpoint(engine, latched: latched, consumers: consumers, uplinkCursor: uplinkCursor,
                                             into: &store, time: time)
         }
     }
@@ -217,13 +220,13 @@ final class Persistence {
         Persistence.set(&consumers, monitor, sequence)
     }
 
-    /// The broker acknowledged every record up to `delivered`: the uplink's cursor, in the log
-    /// first. The records up to it no longer count as undelivered, whether or not this append
+    /// The broker acknowledged every record up to `cursor.delivered`: the uplink's cursor, in the
+    /// log first. The records up to it no longer count as undelivered, whether or not this append
     /// makes it (a failed append resends them after a restart, at worst).
-    func uplink(delivered: UInt64, time: UTCTime) throws(LogStoreError) {
-        store.retentionFloor = delivered &+ 1
-        _ = try append(.uplink, time: time.totalNanoseconds) { LogPayload.writeUplink(sequence: delivered, &$0) }
-        uplinkDelivered = delivered
+    func uplink(_ cursor: UplinkCursor, time: UTCTime) throws(LogStoreError) {
+        store.retentionFloor = cursor.delivered &+ 1
+        _ = try append(.uplink, time: time.totalNanoseconds) { LogPayload.writeUplink(cursor, &$0) }
+        uplinkCursor = cursor
     }
 
     /// A reader's place after `sequence`, for `read`.
@@ -268,7 +271,7 @@ final class Persistence {
 
     /// Writes a checkpoint group now (e.g. after start-up, so the next start reads little).
     func checkpoint(time: UTCTime) throws(LogStoreError) {
-        try Persistence.writeCheckpoint(engine, latched: latched, consumers: consumers, uplinkDelivered: uplinkDelivered, into: &store,
+        try Persistence.writeCheckpoint(engine, latched: latched, consumers: consumers, uplinkCursor: uplinkCursor, into: &store,
                                         time: time.totalNanoseconds)
     }
 
@@ -278,7 +281,7 @@ final class Persistence {
     /// (count, entries) and the uplink's (a presence byte, then the sequence number), in a record
     /// of its own when the entries leave no room.
     static func writeCheckpoint(_ engine: MonitorEngine, latched: [FixedName], consumers: [(FixedName, UInt64)] = [],
-                                uplinkDelivered: UInt64? = nil, into store: inout LogStore, time: Int64) throws(LogStoreError) {
+                                uplinkCursor: UplinkCursor? = nil, into store: inout LogStore, time: Int64) throws(LogStoreError) {
         var entries: [(LogPayload.ConditionEntry, MonitorEvent)] = []
         engine.forEachRecord { monitor, identifier, record in
             entries.append((LogPayload.ConditionEntry(monitor: monitor, identifier: identifier, condition: record.condition,
@@ -288,7 +291,7 @@ final class Persistence {
         let perRecord = (LogRecord.maximumPayloadSize - 2) / (LogPayload.maximumConditionSize + LogPayload.maximumEventSize)
         let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: LogRecord.maximumPayloadSize, alignment: 8)
         defer { bytes.deallocate() }
-        let latchBytes = 2 + latched.count * (FixedName.capacity + 1) + consumers.count * (FixedName.capacity + 9) + 1 + 8
+        let latchBytes = 2 + latched.count * (FixedName.capacity + 1) + consumers.count * (FixedName.capacity + 9) + 1 + 17
         var start = 0
         var first = true
         var latchesWritten = false
@@ -307,8 +310,8 @@ final class Persistence {
                 for name in latched { writer.put(name) }
                 writer.put(UInt8(consumers.count))
                 for (monitor, sequence) in consumers { LogPayload.writeConsumer(monitor: monitor, sequence: sequence, &writer) }
-                writer.put(UInt8(uplinkDelivered == nil ? 0 : 1))
-                if let uplinkDelivered { LogPayload.writeUplink(sequence: uplinkDelivered, &writer) }
+                writer.put(UInt8(uplinkCursor == nil ? 0 : 1))
+                if let uplinkCursor { LogPayload.writeUplink(uplinkCursor, &writer) }
                 latchesWritten = true
             }
             if !latchesWritten { flags.insert(.moreFollow) }

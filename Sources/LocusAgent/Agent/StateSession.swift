@@ -49,7 +49,7 @@ final class StateSession {
         session.restoredLatches = summary.latched
         persistence.latched = summary.latched
         persistence.consumers = summary.consumers
-        persistence.uplinkDelivered = summary.uplinkDelivered
+        persistence.uplinkCursor = summary.uplinkCursor
         for cut in summary.recovery {
             Console.error("locus: log: cut \(cut.length) bytes at \(cut.fileName):\(cut.offset) (\(cut.reason)); records before it are kept\n")
         }

@@ -44,6 +44,10 @@ final class Uplink: LoopComponent {
     private var openedAt: MonotonicInstant? = nil
     /// The delivered position last written to the log, and messages acknowledged since.
     private var committed: UInt64
+    /// The last record the tail passed, and the last of a kind that carries "prev" (events, GPIO
+    /// changes, visits) that it published: the next such record's "prev" (nil: not known).
+    private var lastRead: UInt64
+    private var chained: UInt64?
     private var acknowledgedSinceCommit = 0
     private var acknowledgedSinceOpen = 0
     private var lastCommit = MonotonicInstant(nanoseconds: 0)
@@ -85,7 +89,7 @@ final class Uplink: LoopComponent {
 
     /// The settings made concrete: gateway id, prefix and client id. Fails with the reason when
     /// the gateway id cannot be known.
-    init(_ settings: SiteConfig.Uplink, delivered: UInt64?, places: PlaceLabels? = nil, machineID: () -> String?) throws(UplinkSetupError) {
+    init(_ settings: SiteConfig.Uplink, cursor: UplinkCursor?, places: PlaceLabels? = nil, machineID: () -> String?) throws(UplinkSetupError) {
         self.settings = settings
         self.places = places
         guard let gateway = settings.gateway ?? machineID() else {
@@ -95,7 +99,10 @@ final class Uplink: LoopComponent {
         prefix = settings.topicPrefix ?? UplinkTopics.defaultPrefix(gateway: gateway)
         topics = UplinkTopics(prefix: prefix, gateway: gateway)
         window = PublishWindow(capacity: settings.maxInflight)
-        committed = delivered ?? 0
+        committed = cursor?.delivered ?? 0
+        lastRead = committed
+        // No cursor: nothing was ever delivered, and the chain starts with the log.
+        if let cursor { chained = cursor.chained } else { chained = 0 }
         sightings = .allocate(capacity: Uplink.sightingSlots)
         let versionBytes = Array(LocusVersion.string.utf8.prefix(UplinkJSON.maximumVersionBytes))
         version = .allocate(byteCount: versionBytes.count, alignment: 1)
@@ -259,7 +266,10 @@ final class Uplink: LoopComponent {
         if let oldest = window.oldest { oldestAtLossNs = oldest.timeNs }
         // What was in flight was not acknowledged: the tail goes back to the delivered position,
         // so the next connection sends it again.
-        tail.reposition(after: window.delivered(readThrough: tail.position))
+        let delivered = window.delivered(readThrough: tail.position)
+        chained = window.chained(current: chained)
+        lastRead = delivered
+        tail.reposition(after: delivered)
         window.removeAll()
         let delayNs = backoff.next(random: UInt64.random(in: 0...UInt64.max))
         retryAt = now.monotonic + delayNs
@@ -329,8 +339,9 @@ final class Uplink: LoopComponent {
     /// benchmark counts 0 allocations a published event. These glue methods cannot carry it
     /// themselves: they reach the connection, another object, which the compiler cannot prove
     /// stays alive.
-    private func send(_ topic: UnsafeRawBufferPointer, retain: Bool, sequence: UInt64, timeNs: Int64 = 0, text: StaticString? = nil) {
-        let packetID = window.add(sequence: sequence, timeNs: timeNs)
+    private func send(_ topic: UnsafeRawBufferPointer, retain: Bool, sequence: UInt64, timeNs: Int64 = 0, chained: UInt64? = nil,
+                      text: StaticString? = nil) {
+        let packetID = window.add(sequence: sequence, timeNs: timeNs, chained: chained)
         let body = text.map { UnsafeRawBufferPointer(start: $0.utf8Start, count: $0.utf8CodeUnitCount) } ?? payload.bytes
         let sent = connection.output.publish(topic: topic, payload: body, qos: .atLeastOnce, retain: retain, packetID: packetID)
         precondition(sent, "a message larger than the room kept for it")
@@ -407,32 +418,41 @@ final class Uplink: LoopComponent {
     /// One log record: false when there is no room for it now (it comes again next turn).
     private func publish(_ header: LogRecordHeader, _ bytes: UnsafeRawBufferPointer) -> Bool {
         guard window.free >= 2 && hasRoom else { return false }
+        // Records missing before this one (deleted by retention, or damaged): the next "prev"
+        // names the last of them, which no store holds, so the loss shows there as a gap.
+        if header.sequence != lastRead &+ 1 { chained = header.sequence &- 1 }
+        lastRead = header.sequence
+        let before = chained
         var reader = ByteReader(bytes)
+        let sequence = header.sequence, timeNs = header.time
         switch LogRecordType(rawValue: header.typeCode) {
         case .event? where settings.content.contains(.events):
             guard let event = LogPayload.readEvent(&reader) else { return true }
             payload.reset()
-            UplinkJSON.event(event, sequence: header.sequence, gateway: topics.gateway, places: places, into: &payload)
-            send(topics.event(monitor: event.monitor, identifier: event.identifier), retain: false, sequence: header.sequence, timeNs: header.time)
+            UplinkJSON.event(event, sequence: sequence, previous: before, gateway: topics.gateway, places: places, into: &payload)
+            send(topics.event(monitor: event.monitor, identifier: event.identifier), retain: false, sequence: sequence, timeNs: timeNs, chained: before)
             payload.reset()
-            UplinkJSON.state(event, sequence: header.sequence, gateway: topics.gateway, into: &payload)
-            send(topics.state(monitor: event.monitor, identifier: event.identifier), retain: true, sequence: header.sequence, timeNs: header.time)
+            UplinkJSON.state(event, sequence: sequence, gateway: topics.gateway, into: &payload)
+            send(topics.state(monitor: event.monitor, identifier: event.identifier), retain: true, sequence: sequence, timeNs: timeNs, chained: before)
+            chained = sequence
         case .gpio? where settings.content.contains(.gpio):
             guard let change = LogPayload.readGPIO(&reader) else { return true }
             payload.reset()
-            UplinkJSON.gpio(change, time: UTCTime(nanoseconds: header.time), sequence: header.sequence, gateway: topics.gateway, into: &payload)
-            send(topics.gpio(output: change.output), retain: true, sequence: header.sequence, timeNs: header.time)
+            UplinkJSON.gpio(change, time: UTCTime(nanoseconds: timeNs), sequence: sequence, previous: before, gateway: topics.gateway, into: &payload)
+            send(topics.gpio(output: change.output), retain: true, sequence: sequence, timeNs: timeNs, chained: before)
+            chained = sequence
         case .visit? where settings.content.contains(.visits):
             guard let visit = LogPayload.readVisit(&reader) else { return true }
             payload.reset()
-            UplinkJSON.visit(visit, sequence: header.sequence, gateway: topics.gateway, places: places, into: &payload)
-            send(topics.visit(), retain: false, sequence: header.sequence, timeNs: header.time)
-        case .fix? where settings.content.contains(.fixes) && header.time >= nextFixNs:
+            UplinkJSON.visit(visit, sequence: sequence, previous: before, gateway: topics.gateway, places: places, into: &payload)
+            send(topics.visit(), retain: false, sequence: sequence, timeNs: timeNs, chained: before)
+            chained = sequence
+        case .fix? where settings.content.contains(.fixes) && timeNs >= nextFixNs:
             guard let fix = LogPayload.readFix(&reader) else { return true }
-            nextFixNs = header.time + settings.fixIntervalMs * 1_000_000
+            nextFixNs = timeNs + settings.fixIntervalMs * 1_000_000
             payload.reset()
-            UplinkJSON.fix(fix, sequence: header.sequence, gateway: topics.gateway, places: places, into: &payload)
-            send(topics.fix(), retain: false, sequence: header.sequence, timeNs: header.time)
+            UplinkJSON.fix(fix, sequence: sequence, gateway: topics.gateway, places: places, into: &payload)
+            send(topics.fix(), retain: false, sequence: sequence, timeNs: timeNs, chained: before)
         default:
             break
         }
@@ -483,7 +503,7 @@ final class Uplink: LoopComponent {
         let delivered = window.delivered(readThrough: tail.position)
         guard delivered > committed else { return }
         do {
-            try log.commitUplink(delivered, now)
+            try log.commitUplink(UplinkCursor(delivered: delivered, chained: window.chained(current: chained)), now)
         } catch {
             // The log's own failure path reports it; the next commit tries again.
             return

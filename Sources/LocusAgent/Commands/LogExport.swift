@@ -213,8 +213,9 @@ enum LogExport {
             line.string("monitor", monitor)
             line.integer("taken_seq", sequence)
         case .uplink?:
-            guard let delivered = LogPayload.readUplink(&reader) else { line.string("error", "undecodable uplink payload"); break }
-            line.integer("delivered_seq", delivered)
+            guard let cursor = LogPayload.readUplink(&reader) else { line.string("error", "undecodable uplink payload"); break }
+            line.integer("delivered_seq", cursor.delivered)
+            if let chained = cursor.chained { line.integer("chained_seq", chained) } else { line.null("chained_seq") }
         case .fix?:
             guard let fix = LogPayload.readFix(&reader) else { line.string("error", "undecodable fix payload"); break }
             writeMembers(fix, into: &line)

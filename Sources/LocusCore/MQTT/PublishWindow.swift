@@ -13,6 +13,8 @@ public struct PublishWindow: ~Copyable {
         var sequence: UInt64
         /// The record's time (UTC ns), for the backlog's age.
         var timeNs: Int64
+        /// The uplink's chain before this record (`UplinkCursor.chained` at the record before it).
+        var chained: UInt64?
         var acknowledged: Bool
     }
 
@@ -35,10 +37,11 @@ public struct PublishWindow: ~Copyable {
     /// A message about to be sent: its packet id. Ids run 1...65,535 and wrap; the window holds
     /// fewer than 65,535 messages, so an id is never in it twice.
     @_noAllocation
-    public mutating func add(sequence: UInt64, timeNs: Int64 = 0) -> UInt16 {
+    public mutating func add(sequence: UInt64, timeNs: Int64 = 0, chained: UInt64? = nil) -> UInt16 {
         precondition(count < capacity, "the window is full")
         lastPacketID = lastPacketID == UInt16.max ? 1 : lastPacketID + 1
-        entries[(head + count) % capacity] = Entry(packetID: lastPacketID, sequence: sequence, timeNs: timeNs, acknowledged: false)
+        entries[(head + count) % capacity] = Entry(packetID: lastPacketID, sequence: sequence, timeNs: timeNs, chained: chained,
+                                                   acknowledged: false)
         count += 1
         return lastPacketID
     }
@@ -72,6 +75,18 @@ public struct PublishWindow: ~Copyable {
             if !entry.acknowledged && entry.sequence > 0 { return entry.sequence - 1 }
         }
         return readThrough
+    }
+
+    /// The chain at the delivered position (see `delivered(readThrough:)`): what the oldest
+    /// unacknowledged record was sent with, or `current`, the reader's, when every record it
+    /// passed is acknowledged.
+    @_noAllocation
+    public func chained(current: UInt64?) -> UInt64? {
+        for offset in 0..<count {
+            let entry = entries[(head + offset) % capacity]
+            if !entry.acknowledged && entry.sequence > 0 { return entry.chained }
+        }
+        return current
     }
 
     /// The oldest log record still waiting for a PUBACK: its sequence and time (nil: none).

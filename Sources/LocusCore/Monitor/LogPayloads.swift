@@ -418,15 +418,37 @@ extension LogPayload {
     }
 }
 
-/// `uplink`: the sequence number of the last record the broker acknowledged. Every record up to
-/// it was delivered, so a restart resends from the one after it.
+/// The uplink's cursor: the last record the broker acknowledged (every record up to it was
+/// delivered, so a restart resends from the one after it), and `chained`, the last record up to
+/// it of a kind the uplink publishes with "prev" (events, GPIO changes, visits): the first record
+/// published after a restart names it as its "prev". nil: not known (a cursor written before the
+/// uplink kept it).
+public struct UplinkCursor: Equatable, Sendable {
+    public var delivered: UInt64
+    public var chained: UInt64?
+
+    public init(delivered: UInt64, chained: UInt64?) {
+        self.delivered = delivered
+        self.chained = chained
+    }
+}
+
+/// `uplink`: the cursor's delivered sequence number (UInt64), then a presence byte (1: the
+/// chained sequence number follows, UInt64). Records written before the chain end after the
+/// first UInt64 and read as "chained not known"; an older reader reads the first and ignores
+/// the rest. Checkpoints end with the same bytes after their own presence byte.
 extension LogPayload {
-    public static func writeUplink(sequence: UInt64, _ writer: inout ByteWriter) {
-        writer.put(sequence)
+    public static func writeUplink(_ cursor: UplinkCursor, _ writer: inout ByteWriter) {
+        writer.put(cursor.delivered)
+        writer.put(UInt8(cursor.chained == nil ? 0 : 1))
+        if let chained = cursor.chained { writer.put(chained) }
     }
 
-    public static func readUplink(_ reader: inout ByteReader) -> UInt64? {
-        let sequence = reader.uint64()
-        return reader.failed ? nil : sequence
+    public static func readUplink(_ reader: inout ByteReader) -> UplinkCursor? {
+        let delivered = reader.uint64()
+        guard !reader.failed else { return nil }
+        guard !reader.isAtEnd, reader.uint8() == 1 else { return UplinkCursor(delivered: delivered, chained: nil) }
+        let chained = reader.uint64()
+        return reader.failed ? nil : UplinkCursor(delivered: delivered, chained: chained)
     }
 }

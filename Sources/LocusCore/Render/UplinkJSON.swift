@@ -4,6 +4,12 @@
 /// (gateway, seq) keeps exactly one copy. Names and spellings are those of `locus events` and
 /// `locus log export`, so one parser reads all three.
 ///
+/// Events, GPIO changes and visits also carry "prev": the sequence number of the previous record
+/// of those kinds that the uplink publishes (0: none before it in the log; null: not known, after
+/// a log written before the uplink kept it). A store that finds a record whose "prev" it does not
+/// hold knows that the records between were lost (a gap), although the log's sequence numbers
+/// also count records that are never published (checkpoints, fixes, cursors).
+///
 /// Gateway ids, prefixes and versions are bytes (`UplinkTopics.gateway` and `.prefix` hold
 /// them), so that the payloads of the loop allocate nothing. The `maximum…Bytes` constants
 /// bound each payload for a gateway id the `[uplink]` check accepts (at most 64 bytes, nothing
@@ -44,15 +50,16 @@ public enum UplinkJSON {
     // MARK: log records
 
     /// `{"gateway":..,"monitor":..,"identifier":..,"state":..,"date":..,"seq":..,"refinement":..,
-    /// "diagnostics":[..],"explain":{..}}`: `EventJSON`'s object with the gateway first (and its
-    /// `"place"` with `places`).
+    /// "diagnostics":[..],"explain":{..},"prev":..}`: `EventJSON`'s object with the gateway first
+    /// (and its `"place"` with `places`), "prev" last.
     @_noAllocation
-    public static func event(_ event: MonitorEvent, sequence: UInt64, gateway: UnsafeRawBufferPointer, places: PlaceLabels? = nil,
+    public static func event(_ event: MonitorEvent, sequence: UInt64, previous: UInt64?, gateway: UnsafeRawBufferPointer, places: PlaceLabels? = nil,
                              into line: inout JSONWriter) {
         line.beginObject()
         line.key("gateway")
         line.string(bytes: gateway)
         EventJSON.writeMembers(event, sequence: Int64(sequence), places: places, into: &line)
+        writePrevious(previous, into: &line)
         line.endObject()
     }
 
@@ -72,7 +79,7 @@ public enum UplinkJSON {
     /// An output change as the log export writes it, with the record's time: gateway, seq,
     /// output, value, cause, time, and the event's monitor and identifier when one caused it.
     @_noAllocation
-    public static func gpio(_ change: LogPayload.GPIOChange, time: UTCTime, sequence: UInt64, gateway: UnsafeRawBufferPointer,
+    public static func gpio(_ change: LogPayload.GPIOChange, time: UTCTime, sequence: UInt64, previous: UInt64?, gateway: UnsafeRawBufferPointer,
                             into line: inout JSONWriter) {
         begin(gateway, sequence, into: &line)
         line.string("output", change.output)
@@ -83,16 +90,18 @@ public enum UplinkJSON {
             line.string("monitor", monitor)
             line.string("identifier", identifier)
         }
+        writePrevious(previous, into: &line)
         line.endObject()
     }
 
     /// gateway, seq, then the visit's arrival, departure (null at arrival), lat, lon, radius
     /// (and place, with `places`).
     @_noAllocation
-    public static func visit(_ visit: Visit, sequence: UInt64, gateway: UnsafeRawBufferPointer, places: PlaceLabels? = nil,
+    public static func visit(_ visit: Visit, sequence: UInt64, previous: UInt64?, gateway: UnsafeRawBufferPointer, places: PlaceLabels? = nil,
                              into line: inout JSONWriter) {
         begin(gateway, sequence, into: &line)
         UpdateJSON.writeMembers(visit, places: places, into: &line)
+        writePrevious(previous, into: &line)
         line.endObject()
     }
 
@@ -201,6 +210,12 @@ public enum UplinkJSON {
     }
 
     // MARK: parts
+
+    /// "prev", last: the previous published record's sequence number, or null when unknown.
+    @inline(__always)
+    private static func writePrevious(_ previous: UInt64?, into line: inout JSONWriter) {
+        if let previous { line.integer("prev", previous) } else { line.null("prev") }
+    }
 
     @inline(__always)
     private static func begin(_ gateway: UnsafeRawBufferPointer, _ sequence: UInt64, into line: inout JSONWriter) {
