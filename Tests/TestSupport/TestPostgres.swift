@@ -30,6 +30,7 @@ public final class TestPostgres: @unchecked Sendable {
             throw PostgresFailure("\(Self.binaries)/postgres is missing: run Scripts/install-deps --test (Debian package postgresql)")
         }
         runAsPostgres = getuid() == 0
+        Self.discardAbandoned(runAsPostgres: runAsPostgres)
         directory = NSTemporaryDirectory() + "locus-postgres-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         port = try TestBroker.freePort()
@@ -162,6 +163,19 @@ public final class TestPostgres: @unchecked Sendable {
     }()
 
     // MARK: at exit
+
+    /// Clusters of test processes that are gone (a crash skips the exit handler): stopped and removed.
+    private static func discardAbandoned(runAsPostgres: Bool) {
+        let temporary = NSTemporaryDirectory()
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: temporary)) ?? [] where name.hasPrefix("locus-postgres-") {
+            let parts = name.split(separator: "-")
+            guard parts.count == 4, let owner = Int32(parts[2]), owner != getpid(), kill(owner, 0) != 0, errno == ESRCH else { continue }
+            let data = temporary + name + "/data"
+            let stop = [binaries + "/pg_ctl", "-D", data, "stop", "-m", "immediate"]
+            _ = try? run(runAsPostgres ? "/usr/sbin/runuser" : stop[0], runAsPostgres ? ["-u", "postgres", "--"] + stop : Array(stop.dropFirst()))
+            try? FileManager.default.removeItem(atPath: temporary + name)
+        }
+    }
 
     private nonisolated(unsafe) static var living: [Weak] = []
     private static let lock = NSLock()

@@ -163,7 +163,8 @@ public struct PostgresResult: Sendable {
     init(_ result: OpaquePointer) {
         let rowCount = Int(PQntuples(result))
         let columnCount = Int(PQnfields(result))
-        columns = (0..<columnCount).map { String(cString: PQfname(result, Int32($0))) }
+        // A COPY's result has columns without names.
+        columns = (0..<columnCount).map { PQfname(result, Int32($0)).map { String(cString: $0) } ?? "" }
         rows = (0..<rowCount).map { row in
             (0..<columnCount).map { column -> String? in
                 PQgetisnull(result, Int32(row), Int32(column)) == 1 ? nil : String(cString: PQgetvalue(result, Int32(row), Int32(column)))

@@ -1,6 +1,5 @@
 /// Values in PostgreSQL's text formats, for parameters and COPY data. Callers never splice a
-/// value into SQL: a batch goes as a few array parameters (`unnest($1::text[], ...)`) or as
-/// COPY rows.
+/// value into SQL: a batch goes as COPY rows, or as a few array parameters (`unnest($1::text[], ...)`).
 public enum PostgresText {
     /// An array literal `{"a","b",NULL}` of text elements, each quoted and escaped (`"` and `\`),
     /// so the element type's input function reads it (`text`, `jsonb`, `timestamptz`, `bytea`).
@@ -22,16 +21,6 @@ public enum PostgresText {
         }
         literal.append(UInt8(ascii: "}"))
         return String(decoding: literal, as: UTF8.self)
-    }
-
-    /// An array literal of integers (`{1,2,NULL}`).
-    public static func array(_ elements: [Int64?]) -> String {
-        "{" + elements.map { $0.map { String($0) } ?? "NULL" }.joined(separator: ",") + "}"
-    }
-
-    /// An array literal of booleans (`{t,f,NULL}`).
-    public static func array(_ elements: [Bool?]) -> String {
-        "{" + elements.map { $0.map { $0 ? "t" : "f" } ?? "NULL" }.joined(separator: ",") + "}"
     }
 
     /// `bytea`'s hex input format: `\x4142`.
