@@ -24,8 +24,9 @@ public enum FleetCommandLine {
           import    stores the events, GPIO changes and visits of Scripts/fetch-logs host
                     directories (DIR/log.jsonl), each once per (gateway, seq); the gateway id is
                     --gateway (one DIR only), else DIR/gateway, else the directory's name;
-                    --batch N lines a transaction (default 10000); unreadable lines go to the
-                    quarantine table with FILE:LINE and the reason
+                    --batch N rows a transaction (records and quarantined lines, default
+                    10000); unreadable lines go to the quarantine table with FILE:LINE and
+                    the reason
           status    one line per gateway (last seen, last seq, records, gaps, unverified), then
                     one 'GAP' line per hole in a gateway's records; exit 1 when there is a gap
 
@@ -99,7 +100,7 @@ public enum FleetCommandLine {
                 if argument == "--gateway" { options.gateway = value }
                 if argument == "--batch" {
                     guard let count = Int(value), (1...LogImport.maximumBatchRecords).contains(count) else {
-                        throw UsageError(message: "--batch takes a number of lines from 1 to \(LogImport.maximumBatchRecords), not '\(value)'")
+                        throw UsageError(message: "--batch takes a number of rows from 1 to \(LogImport.maximumBatchRecords), not '\(value)'")
                     }
                     options.batchRecords = count
                 }

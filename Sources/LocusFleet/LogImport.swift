@@ -17,6 +17,9 @@ public struct LogImport {
     public static let keptBytes = 64 * 1024
     public static let defaultBatchRecords = 10_000
     public static let maximumBatchRecords = 100_000
+    /// A batch is written once it holds this many bytes of payloads and kept lines, whatever
+    /// its count: 10,000 quarantined lines of 64 KiB would otherwise be 640 MiB in memory.
+    public static let maximumBatchBytes = 32 << 20
 
     public struct Summary: Sendable, Equatable {
         public var gateway: String
@@ -42,6 +45,8 @@ public struct LogImport {
     var chain = PrevChain()
     var records: [FleetRecord] = []
     var quarantine: [QuarantineEntry] = []
+    /// The payload and kept-line bytes of the batch being gathered.
+    var pendingBytes = 0
 
     /// Imports `directory` (its `log.jsonl`) as `gateway`, or the id `gatewayID` finds.
     public static func run(directory: String, gateway: String?, database: FleetDatabase,
@@ -61,7 +66,9 @@ public struct LogImport {
             do { line = try reader.next() } catch { throw FleetError("cannot read \(error)") }
             guard let line else { break }
             job.take(line)
-            if job.records.count + job.quarantine.count >= batchRecords { try job.flush(database) }
+            if job.records.count + job.quarantine.count >= batchRecords || job.pendingBytes >= maximumBatchBytes {
+                try job.flush(database)
+            }
         }
         try job.flush(database)
         return job.summary
@@ -117,6 +124,7 @@ public struct LogImport {
             let record = try FleetRecord.exported(value, gateway: summary.gateway, prev: chain.prev(of: seq))
             chain.read(seq, published: true)
             records.append(record)
+            pendingBytes += record.payload.utf8.count
             summary.read += 1
         } catch {
             keep(line, "\(type) record \(seq): \(error.reason)")
@@ -125,6 +133,7 @@ public struct LogImport {
 
     mutating func keep(_ line: LineReader.Line, _ reason: String) {
         quarantine.append(QuarantineEntry(source: .logImport, origin: "\(path):\(line.number)", payload: line.bytes, reason: reason))
+        pendingBytes += line.bytes.count
         summary.quarantined += 1
     }
 
@@ -136,6 +145,7 @@ public struct LogImport {
         summary.quarantinedNew += outcome.quarantined
         records.removeAll(keepingCapacity: true)
         quarantine.removeAll(keepingCapacity: true)
+        pendingBytes = 0
     }
 
     // MARK: files

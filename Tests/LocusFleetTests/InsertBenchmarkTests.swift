@@ -123,6 +123,8 @@ struct InsertBenchmarkTests {
             let (fresh, again) = figures[strategy]!
             report.append("| \(strategy.rawValue) | \(Int(fresh)) | \(Int(again)) | \(Int(encodeMs[strategy]!)) |")
         }
+        let payloadBytes = records.reduce(0) { $0 + $1.payload.utf8.count } / records.count
+        print("payload: \(payloadBytes) bytes on average; COPY data: \(RecordBatch.copyData(part).count / part.count) bytes a row")
         print(report.joined(separator: "\n"))
     }
 }

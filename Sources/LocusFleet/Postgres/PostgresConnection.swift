@@ -67,6 +67,9 @@ public final class PostgresConnection {
     /// `COPY ... FROM STDIN` with `data` in the statement's format; returns the rows copied.
     public func copyIn(_ sql: String, _ data: [UInt8]) throws(PostgresError) -> Int {
         _ = try take(PQexec(handle, sql), expecting: [PGRES_COPY_IN])
+        // Whatever happens, the connection leaves the COPY state and its results are read, so
+        // that the next statement (a ROLLBACK) can be sent.
+        defer { while let extra = PQgetResult(handle) { PQclear(extra) } }
         let chunkBytes = 1 << 20
         var offset = 0
         var sent = true
@@ -78,10 +81,12 @@ public final class PostgresConnection {
                 offset += count
             }
         }
-        guard sent, PQputCopyEnd(handle, nil) == 1 else { throw lost("sending COPY data") }
-        let result = try take(PQgetResult(handle), expecting: [PGRES_COMMAND_OK])
-        while let extra = PQgetResult(handle) { PQclear(extra) }
-        return result.affectedRows
+        guard sent else {
+            _ = PQputCopyEnd(handle, "locus-fleet could not send the data")
+            throw lost("sending COPY data")
+        }
+        guard PQputCopyEnd(handle, nil) == 1 else { throw lost("ending COPY") }
+        return try take(PQgetResult(handle), expecting: [PGRES_COMMAND_OK]).affectedRows
     }
 
     /// Runs `body` between BEGIN and COMMIT; rolls back when it throws (if the server is still there).
