@@ -7,8 +7,8 @@ import Glibc
 /// `locus log export --format jsonl`) into the database. Events, GPIO changes and visits become
 /// records (`FleetRecord.exported`, with prev from `PrevChain`); other record types are read for
 /// the chain and skipped; a line that cannot be read goes to the quarantine with `FILE:LINE` and
-/// the reason. Batches of `batchRecords` lines are written one transaction each, so a second
-/// import of the same file stores nothing new.
+/// the reason. Batches of `batchRecords` rows (records and quarantined lines) are written one
+/// transaction each, so a second import of the same file stores nothing new.
 public struct LogImport {
     /// The longest line `locus log export` writes (its `lineCapacity`: a text payload escaped at
     /// worst 6 bytes a byte, plus the members); a longer line is not an export's.
@@ -40,7 +40,6 @@ public struct LogImport {
     }
 
     let path: String
-    let batchRecords: Int
     var summary: Summary
     var chain = PrevChain()
     var records: [FleetRecord] = []
@@ -60,7 +59,7 @@ public struct LogImport {
         } catch {
             throw FleetError("\(file): \(error.reason) (a Scripts/fetch-logs host directory holds log.jsonl)")
         }
-        var job = LogImport(path: reader.path, batchRecords: batchRecords, summary: Summary(gateway: id))
+        var job = LogImport(path: reader.path, summary: Summary(gateway: id))
         while true {
             let line: LineReader.Line?
             do { line = try reader.next() } catch { throw FleetError("cannot read \(error)") }
@@ -74,7 +73,7 @@ public struct LogImport {
         return job.summary
     }
 
-    /// The gateway id: `given` (--gateway), else the first line of DIRECTORY/gateway, else
+    /// The gateway id: `given` (--gateway), else the one line of DIRECTORY/gateway, else
     /// the directory's own name (fetch-logs names it after the host).
     public static func gatewayID(directory: String, given: String?) throws(FleetError) -> String {
         var id = given ?? ""
