@@ -30,9 +30,9 @@ public struct BatchOutcome: Sendable, Equatable {
 /// One batch of records and quarantine entries, written inside the caller's transaction: the
 /// records by COPY into a temporary staging table, then one `INSERT ... SELECT ... ON CONFLICT
 /// (gateway, seq) DO NOTHING` into `records` that also brings `gateways` up to date (first and
-/// last seen, last seq: the least and greatest of old and new). COPY and merge took 10-20 % less
-/// time than one `INSERT ... SELECT FROM unnest(arrays) ON CONFLICT` for 10,000-row batches
-/// (InsertBenchmarkTests; docs/fleet.md has the figures).
+/// last seen, last seq: the least and greatest of old and new). COPY and merge wrote 10,000-row
+/// batches 2-14 % faster (new rows) and 12-22 % faster (rows already stored) than one
+/// `INSERT ... SELECT FROM unnest(arrays) ON CONFLICT` (InsertBenchmarkTests; docs/fleet.md).
 public enum RecordBatch {
     static let columns = "gateway, seq, prev, kind, time, monitor, identifier, state, output, value, payload, source"
 
