@@ -66,9 +66,15 @@ enum Fleet {
         try run(try binary("locus"), arguments)
     }
 
+    /// The test process's own temporary directory, removed when it exits.
+    static let temporaryRoot: String = {
+        atexit { try? FileManager.default.removeItem(atPath: NSTemporaryDirectory() + "locus-fleet-tests-\(getpid())") }
+        return NSTemporaryDirectory() + "locus-fleet-tests-\(getpid())"
+    }()
+
     /// A new empty directory under the test process's own temporary directory.
     static func temporaryDirectory(_ name: String) throws -> String {
-        let path = NSTemporaryDirectory() + "locus-fleet-tests-\(getpid())/\(name)-\(UInt32.random(in: 0...UInt32.max))"
+        let path = temporaryRoot + "/\(name)-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         return path
     }
