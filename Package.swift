@@ -51,6 +51,12 @@ let package = Package(
         .executableTarget(name: "beacon-ranger", dependencies: ["LocusMonitor"], path: "Examples/BeaconRanger"),
         .executableTarget(name: "visit-logger", dependencies: ["LocusMonitor"], path: "Examples/VisitLogger"),
 
+        // The fleet's PostgreSQL side (docs/fleet.md): full Swift, host only, never in the device
+        // binary. libpq is Debian's libpq-dev; only these targets see it.
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .target(name: "LocusFleet", dependencies: ["LocusCore", "CLibPQ"]),
+        .executableTarget(name: "locus-fleet", dependencies: ["LocusFleet"]),
+
         .executableTarget(name: "locus-bench", dependencies: ["LocusCore", "LocusAgent", "AllocCounter", "TestSupport"], path: "Benchmarks/LocusBench", swiftSettings: hotPathChecks),
 
         .target(name: "CAllocCounter", path: "Tests/AllocCounter/C"),
@@ -72,6 +78,10 @@ let package = Package(
             name: "LocusAgentTests",
             dependencies: ["locus", "LocusAgent", "LocusDevices", "LocusCore", "AllocCounter", "LocusMonitor", "TestSupport"],
             swiftSettings: hotPathChecks
+        ),
+        .testTarget(
+            name: "LocusFleetTests",
+            dependencies: ["LocusFleet", "LocusCore", "LocusDevices", "LocusAgent", "TestSupport", "locus", "locus-fleet"]
         ),
     ]
 )

@@ -1,0 +1,65 @@
+# A throw-away PostgreSQL cluster for scripts (sourced), the twin of Tests/TestSupport/TestPostgres.swift:
+# Debian's PostgreSQL 15, initdb in a directory of its own, the server on 127.0.0.1 at a free
+# port with its unix socket in the same directory, SCRAM-SHA-256 passwords over TCP, trust on the
+# socket (for psql as the superuser), fsync on (the server's default). initdb and postgres refuse
+# to run as root: as root they run as Debian's `postgres` user, who then owns the directory.
+#
+#   postgres_start DIR    initdb (when DIR/data is missing) and start; sets postgres_port and
+#                         postgres_url (postgres://fleet:fleet-secret@127.0.0.1:PORT/fleet, a
+#                         role and database made for the caller); fails after 20 ports
+#   postgres_restart      pg_ctl restart -m fast (every connection ends; same port)
+#   postgres_stop         stops it (the directory stays: the caller removes it)
+#   postgres_psql SQL...  runs SQL as the superuser through the socket
+
+postgres_bin=/usr/lib/postgresql/15/bin
+postgres_dir=
+postgres_port=
+postgres_url=
+
+postgres_as_server() {
+    if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+postgres_psql() {
+    "$postgres_bin/psql" -X -q -A -t -v ON_ERROR_STOP=1 -h "$postgres_dir" -p "$postgres_port" -U fleet_admin -d postgres -c "$*"
+}
+
+postgres_start() {
+    local dir="$1" port attempt
+    [ -x "$postgres_bin/postgres" ] || { echo "postgres: $postgres_bin/postgres is missing: run Scripts/install-deps --test (Debian package postgresql)" >&2; return 1; }
+    postgres_dir="$(cd "$dir" && pwd)"
+    if [ ! -d "$postgres_dir/data" ]; then
+        printf '%s' admin-secret >"$postgres_dir/superuser-password"
+        [ "$(id -u)" != 0 ] || chown -R postgres:postgres "$postgres_dir"
+        # --no-sync: initdb's own final sync only; the server keeps fsync on.
+        postgres_as_server "$postgres_bin/initdb" -D "$postgres_dir/data" -U fleet_admin --pwfile "$postgres_dir/superuser-password" \
+            --auth-local=trust --auth-host=scram-sha-256 -E UTF8 --locale=C --no-sync --no-instructions >"$postgres_dir/initdb.log" 2>&1 ||
+            { echo "postgres: initdb failed: $(cat "$postgres_dir/initdb.log")" >&2; return 1; }
+    fi
+    for attempt in $(seq 20); do
+        port=$(( 20000 + (RANDOM * 32768 + RANDOM) % 40000 ))
+        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && continue
+        # Later settings win: each start appends its own port.
+        printf '%s\n' "listen_addresses = '127.0.0.1'" "port = $port" "unix_socket_directories = '$postgres_dir'" \
+            "fsync = on" "password_encryption = 'scram-sha-256'" | postgres_as_server tee -a "$postgres_dir/data/postgresql.conf" >/dev/null
+        if postgres_as_server "$postgres_bin/pg_ctl" -D "$postgres_dir/data" -l "$postgres_dir/server.log" -w -t 30 start >/dev/null 2>&1; then
+            postgres_port=$port
+            postgres_psql "do \$\$ begin if not exists (select from pg_roles where rolname = 'fleet') then
+                               create role fleet login createdb password 'fleet-secret'; end if; end \$\$" >/dev/null || return 1
+            [ -n "$(postgres_psql "select 1 from pg_database where datname = 'fleet'")" ] || postgres_psql "create database fleet owner fleet" >/dev/null || return 1
+            postgres_url="postgres://fleet:fleet-secret@127.0.0.1:$port/fleet"
+            return 0
+        fi
+    done
+    echo "postgres: the server did not start on 127.0.0.1: $(tail -5 "$postgres_dir/server.log" 2>/dev/null)" >&2
+    return 1
+}
+
+postgres_restart() {
+    postgres_as_server "$postgres_bin/pg_ctl" -D "$postgres_dir/data" -l "$postgres_dir/server.log" -m fast -w -t 30 restart >/dev/null
+}
+
+postgres_stop() {
+    [ -n "$postgres_dir" ] && [ -d "$postgres_dir/data" ] || return 0
+    postgres_as_server "$postgres_bin/pg_ctl" -D "$postgres_dir/data" -m fast -w stop >/dev/null 2>&1 || true
+}

@@ -1,0 +1,95 @@
+/// `locus-fleet status`: each gateway's summary (`gateway_summary`), then every gap (`gaps`),
+/// as text a technician reads or JSON a script reads.
+public struct FleetStatus: Sendable, Equatable {
+    public struct Gateway: Sendable, Equatable {
+        public var gateway: String
+        public var lastSeen: String?
+        public var lastSeq: Int64?
+        public var records: Int64
+        public var gaps: Int64
+        public var unverified: Int64
+        public var online: Bool?
+        public var statusAt: String?
+    }
+
+    public struct Gap: Sendable, Equatable {
+        public var gateway: String
+        /// The stored record before the hole; nil when none is stored before it.
+        public var afterSeq: Int64?
+        public var missingFrom: Int64
+        public var missingTo: Int64
+        /// The stored record whose prev is missing.
+        public var nextSeq: Int64
+
+        /// `GAP gw-07: seq 41..57 missing (between 40 and 58)`.
+        public var line: String {
+            let range = missingFrom == missingTo ? "seq \(missingFrom)" : "seq \(missingFrom)..\(missingTo)"
+            let around = afterSeq.map { "between \($0) and \(nextSeq)" } ?? "before \(nextSeq)"
+            return "GAP \(gateway): \(range) missing (\(around))"
+        }
+    }
+
+    public var gateways: [Gateway]
+    public var gaps: [Gap]
+    /// Rows in the quarantine table.
+    public var quarantined: Int64
+
+    /// A time column as the gateways write times: `2024-03-14T00:05:30.000Z`.
+    static func utc(_ column: String) -> String {
+        "to_char(\(column) at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+    }
+
+    public static func read(_ connection: PostgresConnection) throws(PostgresError) -> FleetStatus {
+        let gateways = try connection.execute("""
+            select gateway, \(utc("last_seen")), last_seq, records, gaps, unverified, online, \(utc("status_at"))
+            from gateway_summary order by gateway
+            """).rows.map { row in
+            Gateway(gateway: row[0] ?? "", lastSeen: row[1], lastSeq: row[2].flatMap { Int64($0) }, records: Int64(row[3] ?? "") ?? 0,
+                    gaps: Int64(row[4] ?? "") ?? 0, unverified: Int64(row[5] ?? "") ?? 0, online: row[6].map { $0 == "t" }, statusAt: row[7])
+        }
+        let gaps = try connection.execute("""
+            select gateway, after_seq, missing_from, missing_to, next_seq from gaps order by gateway, next_seq
+            """).rows.map { row in
+            Gap(gateway: row[0] ?? "", afterSeq: row[1].flatMap { Int64($0) }, missingFrom: Int64(row[2] ?? "") ?? 0,
+                missingTo: Int64(row[3] ?? "") ?? 0, nextSeq: Int64(row[4] ?? "") ?? 0)
+        }
+        let quarantined = Int64(try connection.execute("select count(*) from quarantine").scalar ?? "0") ?? 0
+        return FleetStatus(gateways: gateways, gaps: gaps, quarantined: quarantined)
+    }
+
+    /// One line per gateway, then one loud line per gap, then the quarantine if it holds anything.
+    public var text: String {
+        var lines: [String] = []
+        if gateways.isEmpty { lines.append("no gateway has records yet") }
+        for gateway in gateways {
+            var line = "\(gateway.gateway): last seen \(gateway.lastSeen ?? "never"), last seq \(gateway.lastSeq.map(String.init) ?? "none"), "
+            line += "\(gateway.records) records, \(gateway.gaps) gaps, \(gateway.unverified) unverified"
+            if let online = gateway.online {
+                line += online ? ", online" : ", offline"
+                if let since = gateway.statusAt { line += " since \(since)" }
+            }
+            lines.append(line)
+        }
+        lines += gaps.map(\.line)
+        if quarantined > 0 { lines.append("quarantine: \(quarantined) inputs kept with the reason they were refused (table quarantine)") }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// `{"gateways":[...],"gaps":[...],"quarantined":N}`: names as the views' columns.
+    public var json: String {
+        let gatewayObjects = gateways.map { gateway in
+            FleetJSON.object([("gateway", .string(gateway.gateway)), ("last_seen", .string(gateway.lastSeen)),
+                              ("last_seq", .integer(gateway.lastSeq)), ("records", .integer(gateway.records)),
+                              ("gaps", .integer(gateway.gaps)), ("unverified", .integer(gateway.unverified)),
+                              ("online", .boolean(gateway.online)), ("status_at", .string(gateway.statusAt))])
+        }
+        let gapObjects = gaps.map { gap in
+            FleetJSON.object([("gateway", .string(gap.gateway)), ("after_seq", .integer(gap.afterSeq)),
+                              ("missing_from", .integer(gap.missingFrom)), ("missing_to", .integer(gap.missingTo)),
+                              ("next_seq", .integer(gap.nextSeq))])
+        }
+        return FleetJSON.object([("gateways", .raw("[" + gatewayObjects.joined(separator: ",") + "]")),
+                                 ("gaps", .raw("[" + gapObjects.joined(separator: ",") + "]")),
+                                 ("quarantined", .integer(quarantined))]) + "\n"
+    }
+}

@@ -1,0 +1,96 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The lines of a file, read in chunks, each at most `maximumLineBytes` long in memory: a longer
+/// line is returned cut to `keptBytes` with its whole length, so one huge line cannot exhaust
+/// memory. The newline is not part of a line; a last line without one is still a line.
+final class LineReader {
+    struct Line {
+        /// 1 for the first line.
+        var number: Int
+        var bytes: [UInt8]
+        /// The line's length in the file; more than `bytes.count` for a line cut short.
+        var totalBytes: Int
+        var isCut: Bool { totalBytes > bytes.count }
+    }
+
+    static let chunkBytes = 1 << 16
+    let maximumLineBytes: Int
+    let keptBytes: Int
+    private let descriptor: Int32
+    private var chunk: [UInt8]
+    private var chunkStart = 0
+    private var chunkEnd = 0
+    private var lineNumber = 0
+    private var atEnd = false
+
+    /// Throws errno's message for a file that cannot be opened.
+    init(path: String, maximumLineBytes: Int, keptBytes: Int) throws(LineReaderError) {
+        precondition(keptBytes <= maximumLineBytes)
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw LineReaderError(path: path, reason: String(cString: strerror(errno))) }
+        self.descriptor = descriptor
+        self.maximumLineBytes = maximumLineBytes
+        self.keptBytes = keptBytes
+        chunk = [UInt8](repeating: 0, count: Self.chunkBytes)
+        self.path = path
+    }
+
+    let path: String
+
+    deinit { close(descriptor) }
+
+    /// The next line, nil at the end of the file.
+    func next() throws(LineReaderError) -> Line? {
+        var bytes: [UInt8] = []
+        var total = 0
+        var sawAny = false
+        while true {
+            if chunkStart == chunkEnd {
+                if atEnd { break }
+                try fill()
+                if chunkStart == chunkEnd { break }
+            }
+            sawAny = true
+            let available = chunk[chunkStart..<chunkEnd]
+            let newline = available.firstIndex(of: 0x0A)
+            let end = newline ?? chunkEnd
+            let piece = chunk[chunkStart..<end]
+            total += piece.count
+            let limit = total > maximumLineBytes ? keptBytes : maximumLineBytes
+            if bytes.count < limit { bytes.append(contentsOf: piece.prefix(limit - bytes.count)) }
+            if bytes.count > limit { bytes.removeLast(bytes.count - limit) }
+            chunkStart = newline.map { $0 + 1 } ?? chunkEnd
+            if newline != nil { break }
+        }
+        guard sawAny else { return nil }
+        lineNumber += 1
+        return Line(number: lineNumber, bytes: bytes, totalBytes: total)
+    }
+
+    /// Reads the next chunk, retrying EINTR a bounded number of times.
+    private func fill() throws(LineReaderError) {
+        chunkStart = 0
+        chunkEnd = 0
+        for _ in 0..<8 {
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count > 0 {
+                chunkEnd = count
+                return
+            }
+            if count == 0 {
+                atEnd = true
+                return
+            }
+            if errno != EINTR { throw LineReaderError(path: path, reason: String(cString: strerror(errno))) }
+        }
+        throw LineReaderError(path: path, reason: "read(2) interrupted 8 times in a row")
+    }
+}
+
+struct LineReaderError: Error, CustomStringConvertible {
+    var path: String
+    var reason: String
+    var description: String { "\(path): \(reason)" }
+}

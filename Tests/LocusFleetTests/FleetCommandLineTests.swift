@@ -1,0 +1,36 @@
+import Foundation
+import LocusCore
+import Testing
+
+/// `locus-fleet`'s command line, without a database: help, version, usage errors (exit 2).
+@Suite struct FleetCommandLineTests {
+    static let usage = """
+        usage: locus-fleet migrate [--database URL]
+               locus-fleet import [--database URL] [--gateway ID] [--batch N] DIR...
+               locus-fleet status [--database URL] [--json]
+
+        """
+
+    @Test func helpAndVersion() throws {
+        let help = try Fleet.fleet(["help"])
+        #expect(help.status == 0 && help.output.hasPrefix(Self.usage) && help.output.contains("LOCUS_FLEET_DATABASE"))
+        let version = try Fleet.fleet(["--version"])
+        #expect(version.status == 0 && version.output == "locus-fleet \(LocusVersion.string) (schema version 1)\n")
+    }
+
+    @Test(arguments: [
+        (["frobnicate"], "unknown command 'frobnicate'"),
+        ([], "a command is needed"),
+        (["status", "--gateway", "x", "--database", "fleet"], "status: unknown option '--gateway'"),
+        (["migrate", "--database"], "migrate: --database needs a value"),
+        (["status", "--database", "fleet", "extra"], "status: unexpected argument 'extra'"),
+        (["import", "--database", "fleet", "--batch", "0", "dir"], "import: --batch takes a number of rows from 1 to 100000, not '0'"),
+        (["import", "--database", "fleet", "--json", "dir"], "import: unknown option '--json'"),
+    ])
+    func usageErrorsExitTwoWithTheUsage(_ arguments: [String], _ message: String) throws {
+        let run = try Fleet.fleet(arguments)
+        #expect(run.status == 2)
+        #expect(run.error == "locus-fleet: \(message)\n" + Self.usage, "\(run.error)")
+        #expect(run.output.isEmpty)
+    }
+}
