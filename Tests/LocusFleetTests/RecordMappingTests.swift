@@ -52,16 +52,25 @@ import Testing
 
     /// The payloads the uplink publishes for the same log records (`UplinkJSON`, as the agent
     /// writes them) give the same rows as the export's lines: the ingest can reuse the mapping.
+    /// The uplink's payloads of a log's records (with the uplink's "prev") and the import of the
+    /// same log's export (with `PrevChain`'s) give the same rows, prev included.
     @Test func theUplinksPayloadsOfTheSameRecordsGiveTheSameRows() throws {
         let log = try Fleet.demoLog.get()
-        let exported = try Dictionary(uniqueKeysWithValues: log.lines.compactMap { line -> (Int64, FleetRecord)? in
-            guard let type = line["type"]?.string, FleetRecord.Kind(rawValue: type) != nil else { return nil }
-            let record = try FleetRecord.exported(line, gateway: "gw-demo", prev: nil)
-            return (record.seq, record)
-        })
+        var chain = PrevChain()
+        var exported: [Int64: FleetRecord] = [:]
+        for line in log.lines {
+            guard let seq = line["seq"]?.integer(in: 1...Int64.max) else { continue }
+            let published = line["type"]?.string.flatMap { FleetRecord.Kind(rawValue: $0) } != nil
+            if published {
+                let record = try FleetRecord.exported(line, gateway: "gw-demo", prev: chain.prev(of: seq))
+                exported[record.seq] = record
+            }
+            chain.read(seq, published: published)
+        }
         var payloads: [(FleetRecord.Kind, [UInt8])] = []
         let gateway = Array("gw-demo".utf8)
         var writer = JSONWriter(capacity: 4096)
+        var previous: UInt64 = 0
         _ = try LogStore.scan(directory: log.state) { header, payload in
             var reader = ByteReader(payload)
             writer.reset()
@@ -69,33 +78,35 @@ import Testing
                 switch header.type {
                 case .event?:
                     guard let event = LogPayload.readEvent(&reader) else { return }
-                    UplinkJSON.event(event, sequence: header.sequence, gateway: gatewayBytes, into: &writer)
+                    UplinkJSON.event(event, sequence: header.sequence, previous: previous, gateway: gatewayBytes, into: &writer)
                     payloads.append((.event, Array(writer.bytes)))
                 case .gpio?:
                     guard let change = LogPayload.readGPIO(&reader) else { return }
-                    UplinkJSON.gpio(change, time: UTCTime(nanoseconds: header.time), sequence: header.sequence, gateway: gatewayBytes, into: &writer)
+                    UplinkJSON.gpio(change, time: UTCTime(nanoseconds: header.time), sequence: header.sequence, previous: previous,
+                                    gateway: gatewayBytes, into: &writer)
                     payloads.append((.gpio, Array(writer.bytes)))
                 case .visit?:
                     guard let visit = LogPayload.readVisit(&reader) else { return }
-                    UplinkJSON.visit(visit, sequence: header.sequence, gateway: gatewayBytes, into: &writer)
+                    UplinkJSON.visit(visit, sequence: header.sequence, previous: previous, gateway: gatewayBytes, into: &writer)
                     payloads.append((.visit, Array(writer.bytes)))
                 default:
                     return
                 }
+                previous = header.sequence
             }
         }
-        #expect(payloads.count == exported.count)
+        #expect(payloads.count == exported.count && !payloads.isEmpty)
         for (kind, bytes) in payloads {
             var record = try FleetRecord.published(try JSONParser.parse(bytes), kind: kind)
-            #expect(record.source == .mqtt && record.prev == nil)
+            #expect(record.source == .mqtt && record.prev != nil)
             record.source = .logImport
             #expect(record == exported[record.seq], "\(String(decoding: bytes, as: UTF8.self))")
         }
-        // With "prev", the uplink's coming member.
+        // A payload whose gateway could not know its chain says "prev":null.
         let first = try #require(payloads.first)
-        var withPrev = String(decoding: first.1, as: UTF8.self)
-        withPrev.insert(contentsOf: "\"prev\":0,", at: withPrev.index(after: withPrev.startIndex))
-        #expect(try FleetRecord.published(try JSONParser.parse(Array(withPrev.utf8)), kind: first.0).prev == 0)
+        let unknown = String(decoding: first.1, as: UTF8.self).replacingOccurrences(of: #""prev":0}"#, with: #""prev":null}"#)
+        #expect(unknown.hasSuffix(#""prev":null}"#))
+        #expect(try FleetRecord.published(try JSONParser.parse(Array(unknown.utf8)), kind: first.0).prev == nil)
     }
 
     /// Lines that are not records of their kind, and why.
