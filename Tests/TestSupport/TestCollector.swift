@@ -79,6 +79,24 @@ public final class TestCollector: @unchecked Sendable {
         usleep(20_000)
     }
 
+    /// How many messages have come so far (without copying them).
+    public var count: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return collected.count
+    }
+
+    /// Waits until `count` messages have come, looking every 100 µs, at most `seconds`: for a
+    /// test that must act while a burst is still arriving.
+    public func wait(forCount count: Int, seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while self.count < count {
+            if Date() >= deadline { return false }
+            usleep(100)
+        }
+        return true
+    }
+
     /// Waits until `condition` holds for the messages so far (polling), at most `seconds`.
     public func wait(seconds: Double, _ condition: ([Message]) -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
