@@ -44,15 +44,21 @@ public enum RecordBatch {
 
     static let copy = "copy fleet_staging (\(columns)) from stdin"
 
-    static let merge = """
-        with stored as (
+    static let merge = "with " + storing(from: "fleet_staging")
+
+    /// The statement's body after `with` (or after the caller's own first query): the rows of
+    /// `source` into `records`, once each, and `gateways` brought up to date; it answers how many
+    /// rows were new.
+    static func storing(from source: String) -> String {
+        """
+        stored as (
             insert into records (\(columns))
-            select \(columns) from fleet_staging
+            select \(columns) from \(source)
             on conflict (gateway, seq) do nothing
             returning 1
         ), seen as (
             insert into gateways as g (gateway, first_seen, last_seen, last_seq)
-            select gateway, min(time), max(time), max(seq) from fleet_staging group by gateway
+            select gateway, min(time), max(time), max(seq) from \(source) group by gateway
             on conflict (gateway) do update set
                 first_seen = least(g.first_seen, excluded.first_seen),
                 last_seen = greatest(g.last_seen, excluded.last_seen),
@@ -60,6 +66,7 @@ public enum RecordBatch {
         )
         select count(*) from stored
         """
+    }
 
     static let insertQuarantine = """
         insert into quarantine (source, origin, payload, reason)

@@ -23,20 +23,7 @@ struct InsertBenchmarkTests {
             select * from unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::timestamptz[], $6::text[],
                                  $7::text[], $8::text[], $9::text[], $10::boolean[], $11::jsonb[], $12::text[])
                 as b(\(RecordBatch.columns))
-        ), stored as (
-            insert into records (\(RecordBatch.columns))
-            select \(RecordBatch.columns) from batch
-            on conflict (gateway, seq) do nothing
-            returning 1
-        ), seen as (
-            insert into gateways as g (gateway, first_seen, last_seen, last_seq)
-            select gateway, min(time), max(time), max(seq) from batch group by gateway
-            on conflict (gateway) do update set
-                first_seen = least(g.first_seen, excluded.first_seen),
-                last_seen = greatest(g.last_seen, excluded.last_seen),
-                last_seq = greatest(g.last_seq, excluded.last_seq)
-        )
-        select count(*) from stored
+        ), \(RecordBatch.storing(from: "batch"))
         """
 
     /// The twelve column arrays, in `RecordBatch.columns` order.
