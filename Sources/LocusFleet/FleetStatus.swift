@@ -10,6 +10,8 @@ public struct FleetStatus: Sendable, Equatable {
         public var unverified: Int64
         public var online: Bool?
         public var statusAt: String?
+        /// The ingest lag: how long after its own time the newest stored record was stored (ms).
+        public var lagMs: Int64? = nil
     }
 
     public struct Gap: Sendable, Equatable {
@@ -41,11 +43,14 @@ public struct FleetStatus: Sendable, Equatable {
 
     public static func read(_ connection: PostgresConnection) throws(PostgresError) -> FleetStatus {
         let gateways = try connection.execute("""
-            select gateway, \(utc("last_seen")), last_seq, records, gaps, unverified, online, \(utc("status_at"))
-            from gateway_summary order by gateway
+            select s.gateway, \(utc("s.last_seen")), s.last_seq, s.records, s.gaps, s.unverified, s.online, \(utc("s.status_at")),
+                (select round(extract(epoch from r.received_at - r.time) * 1000)::bigint
+                 from records r where r.gateway = s.gateway order by r.seq desc limit 1)
+            from gateway_summary s order by s.gateway
             """).rows.map { row in
             Gateway(gateway: row[0] ?? "", lastSeen: row[1], lastSeq: row[2].flatMap { Int64($0) }, records: Int64(row[3] ?? "") ?? 0,
-                    gaps: Int64(row[4] ?? "") ?? 0, unverified: Int64(row[5] ?? "") ?? 0, online: row[6].map { $0 == "t" }, statusAt: row[7])
+                    gaps: Int64(row[4] ?? "") ?? 0, unverified: Int64(row[5] ?? "") ?? 0, online: row[6].map { $0 == "t" }, statusAt: row[7],
+                    lagMs: row[8].flatMap { Int64($0) })
         }
         let gaps = try connection.execute("""
             select gateway, after_seq, missing_from, missing_to, next_seq from gaps order by gateway, next_seq
@@ -57,6 +62,16 @@ public struct FleetStatus: Sendable, Equatable {
         return FleetStatus(gateways: gateways, gaps: gaps, quarantined: quarantined)
     }
 
+    /// `850 ms`, `12.5 s`, `3 h 20 min`, `41 d`: an ingest lag as a technician reads it.
+    static func duration(_ milliseconds: Int64) -> String {
+        let ms = max(0, milliseconds)
+        if ms < 1_000 { return "\(ms) ms" }
+        if ms < 60_000 { return "\(ms / 1_000).\(ms % 1_000 / 100) s" }
+        if ms < 3_600_000 { return "\(ms / 60_000) min \(ms % 60_000 / 1_000) s" }
+        if ms < 86_400_000 { return "\(ms / 3_600_000) h \(ms % 3_600_000 / 60_000) min" }
+        return "\(ms / 86_400_000) d"
+    }
+
     /// One line per gateway, then one loud line per gap, then the quarantine if it holds anything.
     public var text: String {
         var lines: [String] = []
@@ -64,6 +79,7 @@ public struct FleetStatus: Sendable, Equatable {
         for gateway in gateways {
             var line = "\(gateway.gateway): last seen \(gateway.lastSeen ?? "never"), last seq \(gateway.lastSeq.map(String.init) ?? "none"), "
             line += "\(gateway.records) records, \(gateway.gaps) gaps, \(gateway.unverified) unverified"
+            if let lag = gateway.lagMs { line += ", lag \(Self.duration(lag))" }
             if let online = gateway.online {
                 line += online ? ", online" : ", offline"
                 if let since = gateway.statusAt { line += " since \(since)" }
@@ -81,7 +97,8 @@ public struct FleetStatus: Sendable, Equatable {
             FleetJSON.object([("gateway", .string(gateway.gateway)), ("last_seen", .string(gateway.lastSeen)),
                               ("last_seq", .integer(gateway.lastSeq)), ("records", .integer(gateway.records)),
                               ("gaps", .integer(gateway.gaps)), ("unverified", .integer(gateway.unverified)),
-                              ("online", .boolean(gateway.online)), ("status_at", .string(gateway.statusAt))])
+                              ("online", .boolean(gateway.online)), ("status_at", .string(gateway.statusAt)),
+                              ("lag_ms", .integer(gateway.lagMs))])
         }
         let gapObjects = gaps.map { gap in
             FleetJSON.object([("gateway", .string(gap.gateway)), ("after_seq", .integer(gap.afterSeq)),

@@ -305,5 +305,6 @@ import TestSupport
         #expect(try IngestTopics(prefix: "locus/+", share: "g").filters.first == "$share/g/locus/+/event/#")
         #expect(FleetClock.epochMs(utc: "2024-03-15T00:00:01.250Z") == 1_710_460_801_250)
         #expect(FleetClock.epochMs(utc: "1970-01-01T00:00:00Z") == 0)
+        #expect([850, 12_500, 200_000, 12_000_000, 3_542_400_000].map(FleetStatus.duration) == ["850 ms", "12.5 s", "3 min 20 s", "3 h 20 min", "41 d"])
     }
 }
