@@ -50,8 +50,10 @@ public final class FleetDatabase {
                 let connection = try connected()
                 return try body(connection)
             } catch {
-                guard error.kind != .query else { throw FleetError("\(what): \(error.message)", isRefused: true) }
-                connection = nil
+                guard error.kind != .query || error.isTransient else { throw FleetError("\(what): \(error.message)", isRefused: true) }
+                // A deadlock or a serialization failure (two writers at once) is tried again on
+                // the same connection: the server rolled the transaction back, nothing is stored.
+                if error.kind != .query { connection = nil }
                 guard attempt < reconnectDelaysMs.count else {
                     let totalS = Double(reconnectDelaysMs.reduce(0, +)) / 1000
                     throw FleetError("\(what): \(error.message); gave up after \(attempt) new connections over \(totalS) s. "
@@ -60,7 +62,8 @@ public final class FleetDatabase {
                 }
                 let delayMs = reconnectDelaysMs[attempt]
                 attempt += 1
-                notice("\(what): \(error.message); connecting again in \(Double(delayMs) / 1000) s (attempt \(attempt) of \(reconnectDelaysMs.count))")
+                let again = error.kind == .query ? "trying again" : "connecting again"
+                notice("\(what): \(error.message); \(again) in \(Double(delayMs) / 1000) s (attempt \(attempt) of \(reconnectDelaysMs.count))")
                 usleep(useconds_t(delayMs * 1000))
             }
         }

@@ -59,19 +59,21 @@ public enum RecordBatch {
     static let merge = "with " + storing(from: "fleet_staging")
 
     /// The statement's body after `with` (or after the caller's own first query): the rows of
-    /// `source` into `records`, once each, and `gateways` brought up to date; it answers how many
+    /// `source` into `records`, once each, and `gateways` brought up to date, both in key order
+    /// (two writers at once then take their row locks in the same order and cannot deadlock on
+    /// each other's; a deadlock that still happens is tried again); it answers how many
     /// rows were new. `received_at` is the moment each row is written (clock_timestamp(), not the
     /// transaction's start): the end of the path the ingest's latency figures measure.
     static func storing(from source: String) -> String {
         """
         stored as (
             insert into records (\(columns), received_at)
-            select \(columns), clock_timestamp() from \(source)
+            select \(columns), clock_timestamp() from \(source) order by gateway, seq
             on conflict (gateway, seq) do nothing
             returning 1
         ), seen as (
             insert into gateways as g (gateway, first_seen, last_seen, last_seq)
-            select gateway, min(time), max(time), max(seq) from \(source) group by gateway
+            select gateway, min(time), max(time), max(seq) from \(source) group by gateway order by gateway
             on conflict (gateway) do update set
                 first_seen = least(g.first_seen, excluded.first_seen),
                 last_seen = greatest(g.last_seen, excluded.last_seen),

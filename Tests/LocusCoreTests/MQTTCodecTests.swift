@@ -271,4 +271,17 @@ import Testing
         let delivered = window.delivered(readThrough: 4)
         #expect(chained == nil && delivered == 4)
     }
+
+    /// The goodbye's id: unused by the window (full or not), and the window's ids go on after it.
+    @Test func anUnrecordedIDIsNeverTheWindowsOwn() {
+        var window = PublishWindow(capacity: 2)
+        let first = window.add(sequence: 1)
+        let second = window.add(sequence: 2)
+        let goodbye = window.unrecordedPacketID()
+        let unknown = window.acknowledge(goodbye)
+        #expect(goodbye != first && goodbye != second && !unknown && window.free == 0)
+        let acknowledged = window.acknowledge(first)
+        let next = window.add(sequence: 3)
+        #expect(acknowledged && next == goodbye &+ 1)
+    }
 }

@@ -190,11 +190,14 @@ final class Uplink: LoopComponent {
 
     /// A clean goodbye: "offline" on the status topic (the broker drops the will on DISCONNECT),
     /// then DISCONNECT, as far as the socket takes them now; the delivered position committed.
+    /// "offline" goes at QoS 1, as "online" and the records did: a subscriber's queue at the
+    /// broker keeps QoS 1 messages in order, where a QoS 0 one would overtake a backlog still
+    /// queued for it and leave "online" last.
     func shutdown(now: AgentTime) {
         guard connection.isOpen else { return connection.close() }
         let offline: StaticString = "offline"
         _ = connection.output.publish(topic: topics.status(), payload: UnsafeRawBufferPointer(start: offline.utf8Start, count: offline.utf8CodeUnitCount),
-                                      qos: .atMostOnce, retain: true, packetID: 0)
+                                      qos: .atLeastOnce, retain: true, packetID: window.unrecordedPacketID())
         _ = connection.output.disconnect()
         _ = connection.flush(now.monotonic.nanoseconds)
         connection.close()

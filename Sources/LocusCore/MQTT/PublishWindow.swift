@@ -46,6 +46,15 @@ public struct PublishWindow: ~Copyable {
         return lastPacketID
     }
 
+    /// An id for a message whose acknowledgement nothing waits for (the uplink's goodbye at a
+    /// clean stop): the next id, not recorded, so it is in the window neither now nor later, and
+    /// the window's own ids go on after it. Works with the window full.
+    @_noAllocation
+    public mutating func unrecordedPacketID() -> UInt16 {
+        lastPacketID = lastPacketID == UInt16.max ? 1 : lastPacketID + 1
+        return lastPacketID
+    }
+
     /// A PUBACK: false when no message in the window has that id (a broker's mistake, or an
     /// acknowledgement for a connection the window has forgotten).
     @_noAllocation

@@ -26,7 +26,9 @@ public final class Ingest {
         var batchMessages = 1_000
         var progressIntervalMs: Int64 = 10_000
         /// The waits before each new connection to the broker after a failure; the last repeats.
-        var reconnectDelaysMs = [250, 500, 1_000, 2_000, 4_000, 8_000]
+        /// Short: a broker restarting takes seconds, and until a worker is back a share group's
+        /// messages may reach nobody (docs/fleet.md, "Several workers").
+        var reconnectDelaysMs = [100, 250, 500, 1_000]
     }
 
     public struct Counters: Equatable {

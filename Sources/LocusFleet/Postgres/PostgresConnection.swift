@@ -204,6 +204,10 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable {
     }
 
     public var description: String { message }
+
+    /// A deadlock (40P01) or a serialization failure (40001): the transaction was rolled back
+    /// because of another one, and the same work can pass when tried again.
+    public var isTransient: Bool { sqlState == "40P01" || sqlState == "40001" }
 }
 
 // MARK: C strings
