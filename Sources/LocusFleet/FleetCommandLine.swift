@@ -10,6 +10,7 @@ public enum FleetCommandLine {
         usage: locus-fleet migrate [--database URL]
                locus-fleet import [--database URL] [--gateway ID] [--batch N] DIR...
                locus-fleet status [--database URL] [--json]
+               locus-fleet ingest [--database URL] --broker URL [--client-id ID] [--share GROUP] [options]
         """
 
     static let help = usage + """
@@ -30,7 +31,9 @@ public enum FleetCommandLine {
           status    one line per gateway (last seen, last seq, records, gaps, unverified), then
                     one 'GAP' line per hole in a gateway's records; exit 1 when there is a gap
 
-        docs/fleet.md describes the tables and views.
+        """ + ingestHelp + """
+
+        docs/fleet.md describes the tables, the views and the broker's settings.
 
         """
 
@@ -56,6 +59,8 @@ public enum FleetCommandLine {
         case "--version":
             FleetOutput.out("locus-fleet \(LocusVersion.string) (schema version \(FleetSchema.version))\n")
             return 0
+        case "ingest":
+            return ingest(rest)
         case "migrate", "import", "status":
             break
         default:

@@ -49,7 +49,7 @@ public final class FleetDatabase {
                 let connection = try connected()
                 return try body(connection)
             } catch {
-                guard error.kind != .query else { throw FleetError("\(what): \(error.message)", isDatabase: true) }
+                guard error.kind != .query else { throw FleetError("\(what): \(error.message)", isRefused: true) }
                 connection = nil
                 guard attempt < reconnectDelaysMs.count else {
                     let totalS = Double(reconnectDelaysMs.reduce(0, +)) / 1000
@@ -85,12 +85,13 @@ public final class FleetDatabase {
     }
 
     /// Writes a batch in one transaction, retried on a new connection if the connection is lost.
-    public func write(_ records: [FleetRecord], _ quarantine: [QuarantineEntry], what: String) throws(FleetError) -> BatchOutcome {
+    public func write(_ records: [FleetRecord], _ quarantine: [QuarantineEntry], statuses: [GatewayStatus] = [],
+                      what: String) throws(FleetError) -> BatchOutcome {
         batchesWritten += 1
         let number = batchesWritten
         return try retrying(what) { (connection) throws(PostgresError) -> BatchOutcome in
             try connection.transaction { () throws(PostgresError) -> BatchOutcome in
-                let outcome = try RecordBatch.write(records, quarantine, on: connection)
+                let outcome = try RecordBatch.write(records, quarantine, statuses: statuses, on: connection)
                 beforeCommit?(number)
                 return outcome
             }

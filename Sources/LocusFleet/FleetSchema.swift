@@ -90,9 +90,13 @@ public struct FleetError: Error, CustomStringConvertible, Sendable {
     /// The database could not be reached or refused the work: no further input can be stored
     /// in this run (as opposed to one input that could not be read).
     public let isDatabase: Bool
-    public init(_ message: String, isDatabase: Bool = false) {
+    /// The server refused a statement (as opposed to a lost connection): the same work would be
+    /// refused again.
+    public let isRefused: Bool
+    public init(_ message: String, isDatabase: Bool = false, isRefused: Bool = false) {
         self.message = message
-        self.isDatabase = isDatabase
+        self.isDatabase = isDatabase || isRefused
+        self.isRefused = isRefused
     }
     public var description: String { message }
 }

@@ -15,6 +15,18 @@ public struct QuarantineEntry: Sendable, Equatable {
     }
 }
 
+/// A gateway's MQTT status (`<prefix>/status`: `online`, or the will's `offline`), as seen by
+/// the ingest.
+public struct GatewayStatus: Sendable, Equatable {
+    public var gateway: String
+    public var online: Bool
+
+    public init(gateway: String, online: Bool) {
+        self.gateway = gateway
+        self.online = online
+    }
+}
+
 public struct BatchOutcome: Sendable, Equatable {
     /// Records stored now (the others were stored already).
     public var inserted = 0
@@ -48,12 +60,13 @@ public enum RecordBatch {
 
     /// The statement's body after `with` (or after the caller's own first query): the rows of
     /// `source` into `records`, once each, and `gateways` brought up to date; it answers how many
-    /// rows were new.
+    /// rows were new. `received_at` is the moment each row is written (clock_timestamp(), not the
+    /// transaction's start): the end of the path the ingest's latency figures measure.
     static func storing(from source: String) -> String {
         """
         stored as (
-            insert into records (\(columns))
-            select \(columns) from \(source)
+            insert into records (\(columns), received_at)
+            select \(columns), clock_timestamp() from \(source)
             on conflict (gateway, seq) do nothing
             returning 1
         ), seen as (
@@ -74,7 +87,15 @@ public enum RecordBatch {
         on conflict (source, (coalesce(origin, '')), md5(payload)) do nothing
         """
 
-    public static func write(_ records: [FleetRecord], _ quarantine: [QuarantineEntry],
+    /// The statuses of a batch, the last one of each gateway (`GatewayStatus.latest`); `status_at`
+    /// is when the ingest stored it.
+    static let updateStatus = """
+        insert into gateways as g (gateway, online, status_at)
+        select gateway, online, now() from unnest($1::text[], $2::boolean[]) as s (gateway, online)
+        on conflict (gateway) do update set online = excluded.online, status_at = excluded.status_at
+        """
+
+    public static func write(_ records: [FleetRecord], _ quarantine: [QuarantineEntry], statuses: [GatewayStatus] = [],
                              on connection: PostgresConnection) throws(PostgresError) -> BatchOutcome {
         var outcome = BatchOutcome()
         if !records.isEmpty {
@@ -93,6 +114,12 @@ public enum RecordBatch {
                 PostgresText.array(quarantine.map { $0.reason }),
             ]
             outcome.quarantined = try connection.execute(insertQuarantine, parameters).affectedRows
+        }
+        if !statuses.isEmpty {
+            var latest: [String: Bool] = [:]
+            for status in statuses { latest[status.gateway] = status.online }
+            let gateways = latest.keys.sorted()
+            _ = try connection.execute(updateStatus, [PostgresText.array(gateways), PostgresText.array(gateways.map { latest[$0]! ? "t" : "f" })])
         }
         return outcome
     }

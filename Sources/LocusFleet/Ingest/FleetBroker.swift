@@ -1,0 +1,390 @@
+import LocusCore
+import LocusDevices
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The ingest's connection to the broker: MQTT 3.1.1 over TCP or TLS, with LocusCore's codec
+/// (`MQTTWriter` out, `MQTTPacket` in) and LocusDevices' sockets and mbedTLS session, the same
+/// the gateway's uplink uses. A host program waits on one socket only, so each call blocks (with
+/// poll(2) and a deadline) instead of stepping through a loop as the agent's `BrokerConnection`
+/// does. Closed when the object goes.
+final class FleetBroker {
+    struct Settings {
+        var broker: BrokerAddress
+        /// Set for `mqtts://`.
+        var tls: TLSConfiguration?
+        var connect: MQTTConnectOptions
+        /// The connect sequence, a write and an unanswered PINGREQ each have this long.
+        var timeoutMs: Int32 = 10_000
+    }
+
+    /// What the broker sent the ingest acts on.
+    enum Incoming {
+        case publish(Message)
+        case pingresp
+    }
+
+    /// A PUBLISH as received, copied out of the read buffer.
+    struct Message {
+        var topic: String
+        /// The payload, or its first `FleetBroker.keptPayloadBytes` for an oversized message.
+        var payload: [UInt8]
+        /// The payload's whole size (more than `payload.count` when it was cut).
+        var payloadBytes: Int
+        var qos: MQTT.QoS
+        /// 0 at QoS 0.
+        var packetID: UInt16
+        var retained: Bool
+        var duplicate: Bool
+    }
+
+    /// A packet larger than this is not decoded: its topic, packet id and first 64 KiB are kept
+    /// and the rest read past, so one oversized message is quarantined and acknowledged instead
+    /// of closing the connection again at each redelivery.
+    static let maximumPacketBytes = 1 << 20
+    static let keptPayloadBytes = 64 * 1024
+
+    let settings: Settings
+    private let stream: BrokerStream
+    /// Keeps the TCP connection alive under a plain stream (the TLS session holds its own).
+    private let tcp: TCPConnection
+    private var framer = IngestFramer(maximumPacketBytes: FleetBroker.maximumPacketBytes, keptBytes: FleetBroker.keptPayloadBytes)
+    private var input = [UInt8](repeating: 0, count: 64 * 1024)
+    private var nextPacketID: UInt16 = 1
+    private(set) var lastSentMs = FleetClock.monotonicMs()
+    /// When a PINGREQ went out unanswered.
+    private var pingSentMs: Int64? = nil
+    /// The broker kept this client's session (its subscriptions and the messages queued while away).
+    private(set) var sessionPresent = false
+    let peer: String
+
+    /// Resolves, connects (each address in turn), secures with TLS when asked, sends CONNECT and
+    /// waits for an accepting CONNACK; each failure says which step and why.
+    init(_ settings: Settings) throws(FleetError) {
+        self.settings = settings
+        let deadline = FleetClock.monotonicMs() + Int64(settings.timeoutMs)
+        let addresses = try Self.resolve(settings.broker)
+        var failures: [String] = []
+        var made: TCPConnection? = nil
+        for address in addresses {
+            do {
+                made = try Self.connect(address, settings.broker.port, deadline: deadline)
+                break
+            } catch {
+                failures.append("\(address): \(error.message)")
+            }
+        }
+        guard let made else { throw FleetError("\(settings.broker): cannot connect (\(failures.joined(separator: "; ")))") }
+        tcp = made
+        peer = "\(made.address):\(made.port)"
+        if let configuration = settings.tls {
+            let session: TLSSession
+            do {
+                session = try TLSSession(configuration: configuration, connection: made, hostName: settings.broker.host)
+            } catch {
+                throw FleetError("\(settings.broker): TLS: \(error.message)")
+            }
+            try Self.handshake(session, deadline: deadline, broker: settings.broker)
+            stream = .tls(session)
+        } else {
+            stream = .plain(made)
+        }
+        var writer = MQTTWriter(capacity: 512 + settings.connect.clientID.count + (settings.connect.username?.count ?? 0)
+                                + (settings.connect.password?.count ?? 0))
+        guard writer.connect(settings.connect) else { throw FleetError("the client id, user name or password is too long for MQTT") }
+        try send(writer.bytes, deadline: deadline)
+        while true {
+            let packets = try receive(until: deadline, what: "CONNACK")
+            guard let first = packets.first else { continue }
+            guard case .connack(let sessionPresent, let code) = first else {
+                throw FleetError("\(settings.broker): the broker answered CONNECT with another packet than CONNACK")
+            }
+            guard code == 0 else {
+                throw FleetError("\(settings.broker): CONNECT refused (code \(code)): \(MQTT.explain(connectReturnCode: code))")
+            }
+            self.sessionPresent = sessionPresent
+            return
+        }
+    }
+
+    deinit { stream.close() }
+
+    /// SUBSCRIBE to each filter at QoS 1 and wait for each SUBACK. A refusal names the filter.
+    func subscribe(_ filters: [String]) throws(FleetError) {
+        let deadline = FleetClock.monotonicMs() + Int64(settings.timeoutMs)
+        for filter in filters {
+            let id = takePacketID()
+            var writer = MQTTWriter(capacity: filter.utf8.count + 16)
+            let written = Array(filter.utf8).withUnsafeBytes { writer.subscribe(packetID: id, filter: $0, qos: .atLeastOnce) }
+            guard written else { throw FleetError("the topic filter '\(filter)' is too long for MQTT") }
+            try send(writer.bytes, deadline: deadline)
+            var granted: UInt8? = nil
+            while granted == nil {
+                // Messages may come before the SUBACK (a session's queue); they are kept for the caller.
+                for packet in try receive(until: deadline, what: "SUBACK for \(filter)") {
+                    if case .suback(id, let grant, _) = packet { granted = grant }
+                }
+            }
+            guard granted != 0x80 else {
+                throw FleetError("\(settings.broker): the broker refused the subscription to '\(filter)' (check its ACL for this user)")
+            }
+        }
+    }
+
+    /// Messages that arrived while waiting for a CONNACK or SUBACK.
+    private(set) var early: [Incoming] = []
+
+    func takeEarly() -> [Incoming] {
+        defer { early.removeAll() }
+        return early
+    }
+
+    /// Waits up to `timeoutMs` for bytes, then reads what has arrived: the packets it completes.
+    /// A closed or broken connection, or a protocol violation, throws.
+    func read(timeoutMs: Int32) throws(FleetError) -> [Incoming] {
+        if stream.pending == 0 {
+            var descriptor = pollfd(fd: stream.descriptor.rawValue, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&descriptor, 1, timeoutMs)
+            if ready < 0 && errno != EINTR { throw FleetError("poll: \(String(cString: strerror(errno)))") }
+            if ready <= 0 { return [] }
+        }
+        var incoming: [Incoming] = []
+        for packet in try readOnce() {
+            switch packet {
+            case .publish(let message): incoming.append(.publish(message))
+            case .pingresp:
+                pingSentMs = nil
+                incoming.append(.pingresp)
+            default:
+                throw FleetError("\(settings.broker): an unexpected packet from the broker (the ingest publishes nothing)")
+            }
+        }
+        return incoming
+    }
+
+    /// True when bytes are waiting (a read would not block).
+    var hasInput: Bool {
+        if stream.pending > 0 { return true }
+        var descriptor = pollfd(fd: stream.descriptor.rawValue, events: Int16(POLLIN), revents: 0)
+        return poll(&descriptor, 1, 0) > 0
+    }
+
+    /// PUBACK for each id, in the order given (the order the messages came: §4.6), in one write.
+    func acknowledge(_ packetIDs: [UInt16]) throws(FleetError) {
+        guard !packetIDs.isEmpty else { return }
+        var writer = MQTTWriter(capacity: max(5, 4 * packetIDs.count))
+        for id in packetIDs { _ = writer.puback(packetID: id) }
+        try send(writer.bytes, deadline: FleetClock.monotonicMs() + Int64(settings.timeoutMs))
+    }
+
+    /// PINGREQ when nothing was sent for half the keep-alive; throws when the last one went
+    /// unanswered for the timeout (the broker or the path is gone).
+    func keepAlive() throws(FleetError) {
+        let now = FleetClock.monotonicMs()
+        if let sent = pingSentMs {
+            if now - sent > Int64(settings.timeoutMs) {
+                throw FleetError("\(settings.broker): no PINGRESP in \(settings.timeoutMs / 1000) s: the connection is lost")
+            }
+            return
+        }
+        guard now - lastSentMs >= Int64(settings.connect.keepAliveS) * 500 else { return }
+        var writer = MQTTWriter(capacity: 5)
+        _ = writer.pingreq()
+        try send(writer.bytes, deadline: now + Int64(settings.timeoutMs))
+        pingSentMs = now
+    }
+
+    /// DISCONNECT, best effort: the broker then keeps the session and forgets no message.
+    func disconnect() {
+        var writer = MQTTWriter(capacity: 5)
+        _ = writer.disconnect()
+        try? send(writer.bytes, deadline: FleetClock.monotonicMs() + 1_000)
+    }
+
+    // MARK: bytes
+
+    private func takePacketID() -> UInt16 {
+        defer { nextPacketID = nextPacketID == UInt16.max ? 1 : nextPacketID + 1 }
+        return nextPacketID
+    }
+
+    private func send(_ bytes: UnsafeRawBufferPointer, deadline: Int64) throws(FleetError) {
+        var offset = 0
+        while offset < bytes.count {
+            switch stream.send(UnsafeRawBufferPointer(rebasing: bytes[offset...])) {
+            case .bytes(let count): offset += count
+            case .wouldBlock(let wantsWrite):
+                try wait(wantsWrite ? POLLOUT : POLLIN, until: deadline, what: "sending to the broker")
+            case .closed: throw FleetError("\(settings.broker): the broker closed the connection")
+            case .failed(let reason): throw FleetError("\(settings.broker): sending: \(reason)")
+            }
+        }
+        lastSentMs = FleetClock.monotonicMs()
+    }
+
+    /// Reads until at least one packet is complete or the deadline passes (for the handshake).
+    private func receive(until deadline: Int64, what: String) throws(FleetError) -> [MQTTPacketCopy] {
+        while true {
+            if stream.pending == 0 { try wait(POLLIN, until: deadline, what: "waiting for \(what)") }
+            let packets = try readOnce()
+            var answers: [MQTTPacketCopy] = []
+            for packet in packets {
+                if case .publish(let message) = packet { early.append(.publish(message)) } else { answers.append(packet) }
+            }
+            if !answers.isEmpty { return answers }
+        }
+    }
+
+    /// One read and the packets it completes.
+    private func readOnce() throws(FleetError) -> [MQTTPacketCopy] {
+        let transfer = input.withUnsafeMutableBytes { stream.receive(into: $0) }
+        switch transfer {
+        case .bytes(let count):
+            var packets: [MQTTPacketCopy] = []
+            var violation: String? = nil
+            input.withUnsafeBytes { bytes in
+                framer.consume(UnsafeRawBufferPointer(rebasing: bytes[0..<count])) { framed in
+                    guard violation == nil else { return }
+                    switch MQTTPacketCopy.make(framed) {
+                    case .success(let packet): packets.append(packet)
+                    case .failure(let error): violation = error.message
+                    }
+                }
+            }
+            if let failure = framer.failure { throw FleetError("\(settings.broker): \(failure) (protocol violation; connecting again)") }
+            if let violation { throw FleetError("\(settings.broker): \(violation) (protocol violation; connecting again)") }
+            return packets
+        case .wouldBlock: return []
+        case .closed: throw FleetError("\(settings.broker): the broker closed the connection")
+        case .failed(let reason): throw FleetError("\(settings.broker): reading: \(reason)")
+        }
+    }
+
+    private func wait(_ events: Int32, until deadline: Int64, what: String) throws(FleetError) {
+        while true {
+            let left = deadline - FleetClock.monotonicMs()
+            guard left > 0 else { throw FleetError("\(settings.broker): no answer in \(settings.timeoutMs / 1000) s \(what)") }
+            var descriptor = pollfd(fd: stream.descriptor.rawValue, events: Int16(events), revents: 0)
+            let ready = poll(&descriptor, 1, Int32(min(left, 1_000)))
+            if ready > 0 { return }
+            if ready < 0 && errno != EINTR { throw FleetError("poll: \(String(cString: strerror(errno)))") }
+        }
+    }
+
+    // MARK: connecting
+
+    /// The broker's addresses: the one written, or getaddrinfo(3)'s (the host's resolver:
+    /// /etc/hosts, DNS, nsswitch).
+    static func resolve(_ broker: BrokerAddress) throws(FleetError) -> [IPAddress] {
+        if let address = broker.address { return [address] }
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>? = nil
+        let status = getaddrinfo(broker.host, nil, &hints, &list)
+        guard status == 0 else { throw FleetError("\(broker): cannot resolve \(broker.host): \(String(cString: gai_strerror(status)))") }
+        defer { freeaddrinfo(list) }
+        var addresses: [IPAddress] = []
+        var entry = list
+        while let info = entry?.pointee {
+            entry = info.ai_next
+            guard let socketAddress = info.ai_addr else { continue }
+            let address: IPAddress?
+            switch info.ai_family {
+            case AF_INET:
+                address = socketAddress.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { pointer in
+                    withUnsafeBytes(of: pointer.pointee.sin_addr) { IPAddress(bytes: $0) }
+                }
+            case AF_INET6:
+                address = socketAddress.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { pointer in
+                    withUnsafeBytes(of: pointer.pointee.sin6_addr) { IPAddress(bytes: $0) }
+                }
+            default: address = nil
+            }
+            if let address, !addresses.contains(address) { addresses.append(address) }
+        }
+        guard !addresses.isEmpty else { throw FleetError("\(broker): \(broker.host) has no address") }
+        return addresses
+    }
+
+    private static func connect(_ address: IPAddress, _ port: UInt16, deadline: Int64) throws(FleetError) -> TCPConnection {
+        let connection: TCPConnection
+        do { connection = try TCPConnection(to: address, port: port) } catch { throw FleetError("\(error)") }
+        if connection.isConnected { return connection }
+        var descriptor = pollfd(fd: connection.descriptor.rawValue, events: Int16(POLLOUT), revents: 0)
+        while true {
+            let left = deadline - FleetClock.monotonicMs()
+            guard left > 0 else { throw FleetError("no answer (timed out)") }
+            let ready = poll(&descriptor, 1, Int32(left))
+            if ready > 0 { break }
+            if ready < 0 && errno != EINTR { throw FleetError("poll: \(String(cString: strerror(errno)))") }
+        }
+        if let failure = connection.finishConnecting() { throw FleetError("\(failure)") }
+        return connection
+    }
+
+    private static func handshake(_ session: TLSSession, deadline: Int64, broker: BrokerAddress) throws(FleetError) {
+        while true {
+            let events: Int32
+            switch session.handshake() {
+            case .done: return
+            case .failed(let error): throw FleetError("\(broker): TLS: \(error.message)")
+            case .wouldBlock(let wantsWrite): events = wantsWrite ? POLLOUT : POLLIN
+            }
+            let left = deadline - FleetClock.monotonicMs()
+            guard left > 0 else { throw FleetError("\(broker): TLS: no answer to the handshake (timed out)") }
+            var descriptor = pollfd(fd: session.connection.descriptor.rawValue, events: Int16(events), revents: 0)
+            _ = poll(&descriptor, 1, Int32(left))
+        }
+    }
+}
+
+/// A packet from the broker copied out of the framer's buffer.
+enum MQTTPacketCopy {
+    case connack(sessionPresent: Bool, code: UInt8)
+    case publish(FleetBroker.Message)
+    case suback(UInt16, UInt8, Bool)
+    case pingresp
+    case other
+
+    static func make(_ framed: IngestFramer.Framed) -> Result<MQTTPacketCopy, FleetError> {
+        switch framed {
+        case .oversized(let head, let total):
+            guard let message = IngestFramer.oversizedPublish(head, totalBytes: total) else {
+                return .failure(FleetError("a packet of \(total) bytes that is not a PUBLISH"))
+            }
+            return .success(.publish(message))
+        case .whole(let bytes):
+            return bytes.withUnsafeBytes { packet in
+                switch MQTTPacket.decode(packet) {
+                case .failure(let error): return .failure(FleetError(error.description))
+                case .success(.connack(let sessionPresent, let code)): return .success(.connack(sessionPresent: sessionPresent, code: code))
+                case .success(.suback(let id, let grant, let refused)): return .success(.suback(id, grant, refused))
+                case .success(.pingresp): return .success(.pingresp)
+                case .success(.publish(let publish)):
+                    guard publish.qos != .exactlyOnce else { return .failure(FleetError("a QoS 2 PUBLISH on a QoS 1 subscription")) }
+                    return .success(.publish(FleetBroker.Message(
+                        topic: String(decoding: publish.topic, as: UTF8.self), payload: Array(publish.payload),
+                        payloadBytes: publish.payload.count, qos: publish.qos, packetID: publish.packetID,
+                        retained: publish.retain, duplicate: publish.duplicate)))
+                case .success: return .success(.other)
+                }
+            }
+        }
+    }
+}
+
+/// Milliseconds of CLOCK_MONOTONIC and of the wall clock.
+enum FleetClock {
+    static func monotonicMs() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
+    }
+
+    static func wallMs() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
+    }
+}

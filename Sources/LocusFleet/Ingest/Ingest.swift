@@ -1,0 +1,271 @@
+import LocusCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `locus-fleet ingest`: the gateways' MQTT messages into the fleet database, each record once.
+///
+///     broker --PUBLISH QoS 1--> batch --COPY + merge, COMMIT--> PostgreSQL
+///            <--PUBACK (after the commit)--
+///
+/// The session is persistent (clean session 0, a fixed client id): while the ingest is away the
+/// broker queues what the gateways publish, and a message is acknowledged only once the
+/// transaction holding it has committed. A crash, a lost connection or an unreachable database
+/// before that leaves the message unacknowledged, so the broker sends it again; a message
+/// stored and then sent again meets its own row (`ON CONFLICT (gateway, seq) DO NOTHING`).
+/// Order does not matter: a record's place is its seq, whatever the order of arrival, so
+/// several workers can share the topics (`--share`).
+///
+/// A batch is written when it is full (`batchMessages`) or when nothing more is waiting on the
+/// socket (group commit: the busier the broker, the larger the batches, up to what the broker
+/// lets be in flight unacknowledged; mosquitto's `max_inflight_messages`).
+public final class Ingest {
+    public struct Settings {
+        var broker: FleetBroker.Settings
+        var topics: IngestTopics
+        var batchMessages = 1_000
+        var progressIntervalMs: Int64 = 10_000
+        /// The waits before each new connection to the broker after a failure; the last repeats.
+        var reconnectDelaysMs = [250, 500, 1_000, 2_000, 4_000, 8_000]
+    }
+
+    public struct Counters: Equatable {
+        public var messages = 0
+        /// Records stored now, and records that were stored already (a redelivery, a duplicate).
+        public var inserted = 0
+        public var alreadyStored = 0
+        public var quarantined = 0
+        public var statuses = 0
+        public var batches = 0
+        public var connections = 0
+    }
+
+    let settings: Settings
+    let database: FleetDatabase
+    let notice: (String) -> Void
+    private var broker: FleetBroker? = nil
+    private var batch = IngestBatch()
+    public private(set) var counters = Counters()
+    private var reported = Counters()
+    private var lastProgressMs = FleetClock.monotonicMs()
+    /// The newest record's age when its batch committed (the gateway's clock to ours), last batch.
+    private var lastLagMs: Int64? = nil
+
+    init(_ settings: Settings, database: FleetDatabase, notice: @escaping (String) -> Void) {
+        self.settings = settings
+        self.database = database
+        self.notice = notice
+    }
+
+    /// Runs until `stop()` says so (checked at least every second), then writes what it holds,
+    /// acknowledges it and disconnects. Throws only when the database refuses the ingest's own
+    /// statements (a schema that is not this version's): nothing can be stored then.
+    public func run(until stop: () -> Bool) throws(FleetError) {
+        var failures = 0
+        while !stop() {
+            if broker == nil {
+                do {
+                    try connect()
+                    failures = 0
+                } catch {
+                    let delayMs = settings.reconnectDelaysMs[min(failures, settings.reconnectDelaysMs.count - 1)]
+                    failures += 1
+                    notice("\(error.message); connecting again in \(Double(delayMs) / 1000) s")
+                    pause(delayMs, unless: stop)
+                    continue
+                }
+            }
+            do {
+                try step()
+            } catch {
+                if error.isRefused { throw error }
+                drop(error.message)
+            }
+            progress(force: false)
+        }
+        if broker != nil && !batch.isEmpty {
+            do { try commit() } catch { drop(error.message) }
+        }
+        broker?.disconnect()
+        broker = nil
+        progress(force: true)
+    }
+
+    private func connect() throws(FleetError) {
+        let made = try FleetBroker(settings.broker)
+        try made.subscribe(settings.topics.filters)
+        counters.connections += 1
+        let session = made.sessionPresent ? "the broker kept this client's session" : "a new session"
+        notice("connected to \(settings.broker.broker) (\(made.peer)) as \(String(decoding: settings.broker.connect.clientID, as: UTF8.self)), "
+               + "\(session); subscribed at QoS 1 to \(settings.topics.filters.joined(separator: ", "))")
+        if !made.sessionPresent && counters.connections > 1 {
+            notice("the broker kept no session for this client: what the gateways published while the ingest was away was not queued for it. "
+                   + "Keep the broker's persistence on (mosquitto: persistence true) and the same --client-id; locus-fleet status shows any gap, and import fills it from the gateways' logs")
+        }
+        broker = made
+        for incoming in made.takeEarly() { take(incoming) }
+    }
+
+    /// The connection is given up: nothing of the batch is acknowledged, so the broker sends it
+    /// again on the next connection (what was committed meets its rows).
+    private func drop(_ reason: String) {
+        let pending = batch.count
+        notice(reason + (pending > 0 ? "; the \(pending) messages not yet stored were not acknowledged: the broker sends them again" : ""))
+        broker = nil
+        batch = IngestBatch()
+    }
+
+    private func step() throws(FleetError) {
+        guard let broker else { return }
+        for incoming in try broker.read(timeoutMs: batch.isEmpty ? 1_000 : 0) { take(incoming) }
+        if batch.count >= settings.batchMessages || (!batch.isEmpty && !broker.hasInput) { try commit() }
+        try broker.keepAlive()
+    }
+
+    private func take(_ incoming: FleetBroker.Incoming) {
+        guard case .publish(let message) = incoming else { return }
+        counters.messages += 1
+        batch.add(message, as: settings.topics.classify(message.topic))
+    }
+
+    /// Writes the batch in one transaction, then acknowledges its messages.
+    private func commit() throws(FleetError) {
+        let outcome: BatchOutcome
+        do {
+            outcome = try database.write(batch.records, batch.quarantine, statuses: batch.statuses,
+                                         what: "storing a batch of \(batch.count) messages")
+        } catch where error.isRefused {
+            notice("\(error.message); storing the batch's records one by one to find the one refused")
+            outcome = try commitOneByOne()
+        }
+        try broker?.acknowledge(batch.packetIDs)
+        counters.batches += 1
+        counters.inserted += outcome.inserted
+        counters.alreadyStored += batch.records.count - outcome.inserted
+        counters.quarantined += batch.quarantine.count
+        counters.statuses += batch.statuses.count
+        let nowMs = FleetClock.wallMs()
+        lastLagMs = batch.records.compactMap { FleetClock.epochMs(utc: $0.time) }.max().map { nowMs - $0 }
+        batch = IngestBatch()
+    }
+
+    /// A record PostgreSQL refuses (a check the mapping missed) goes to the quarantine with the
+    /// server's reason; the others are stored. Only a refusal of the quarantine itself throws.
+    private func commitOneByOne() throws(FleetError) -> BatchOutcome {
+        var outcome = BatchOutcome()
+        var stored: [FleetRecord] = []
+        for (record, origin) in zip(batch.records, batch.origins) {
+            do {
+                outcome.inserted += try database.write([record], [], what: "storing \(record.gateway) seq \(record.seq)").inserted
+                stored.append(record)
+            } catch where error.isRefused {
+                batch.quarantine.append(QuarantineEntry(source: .mqtt, origin: origin.topic, payload: origin.payload,
+                                                        reason: "PostgreSQL refused it: \(error.message)"))
+            }
+        }
+        batch.records = stored
+        outcome.quarantined = try database.write([], batch.quarantine, statuses: batch.statuses, what: "storing the quarantine").quarantined
+        return outcome
+    }
+
+    /// A line every `progressIntervalMs` when something happened, and one at the end.
+    private func progress(force: Bool) {
+        let now = FleetClock.monotonicMs()
+        guard force || (now - lastProgressMs >= settings.progressIntervalMs && counters != reported) else { return }
+        lastProgressMs = now
+        reported = counters
+        var line = "\(counters.messages) messages: \(counters.inserted) records stored, \(counters.alreadyStored) already stored, "
+        line += "\(counters.quarantined) quarantined, \(counters.statuses) statuses; \(counters.batches) batches"
+        if counters.batches > 0 { line += " (\(counters.messages / counters.batches) messages a batch)" }
+        if let lag = lastLagMs { line += "; the last batch's newest record was \(lag) ms old when stored" }
+        notice(line)
+    }
+
+    private func pause(_ milliseconds: Int, unless stop: () -> Bool) {
+        var left = milliseconds
+        while left > 0 && !stop() {
+            usleep(useconds_t(min(left, 100) * 1000))
+            left -= 100
+        }
+    }
+}
+
+/// The messages read since the last commit, sorted into what each becomes.
+struct IngestBatch {
+    var records: [FleetRecord] = []
+    /// Each record's topic and payload, for the quarantine should PostgreSQL refuse it.
+    var origins: [(topic: String, payload: [UInt8])] = []
+    var quarantine: [QuarantineEntry] = []
+    var statuses: [GatewayStatus] = []
+    /// The QoS 1 messages' packet ids, in the order they came (PUBACKs go out in that order).
+    var packetIDs: [UInt16] = []
+    private(set) var count = 0
+
+    var isEmpty: Bool { count == 0 }
+
+    mutating func add(_ message: FleetBroker.Message, as topic: IngestTopics.Topic) {
+        count += 1
+        if message.packetID != 0 { packetIDs.append(message.packetID) }
+        if message.payloadBytes > message.payload.count {
+            return keep(message, "a payload of \(message.payloadBytes) bytes, over the ingest's limit of \(FleetBroker.maximumPacketBytes) "
+                        + "bytes a packet (its first \(message.payload.count) bytes are kept)")
+        }
+        switch topic {
+        case .foreign:
+            keep(message, "a topic the ingest does not store")
+        case .status(let gateway):
+            if let problem = FleetRecord.gatewayProblem(gateway) { return keep(message, "a status topic: \(problem)") }
+            switch message.payload {
+            case Array("online".utf8): statuses.append(GatewayStatus(gateway: gateway, online: true))
+            case Array("offline".utf8): statuses.append(GatewayStatus(gateway: gateway, online: false))
+            default: keep(message, "a status that is neither online nor offline")
+            }
+        case .record(let kind):
+            let value: JSONValue
+            do {
+                value = try JSONParser.parse(message.payload)
+            } catch {
+                return keep(message, "not JSON: \(error)")
+            }
+            do {
+                records.append(try FleetRecord.published(value, kind: kind))
+                origins.append((message.topic, message.payload))
+            } catch {
+                let seq = value["seq"]?.integer(in: 1...FleetRecord.maximumSeq).map { " \($0)" } ?? ""
+                keep(message, "\(kind.rawValue) payload\(seq): \(error.reason)")
+            }
+        }
+    }
+
+    private mutating func keep(_ message: FleetBroker.Message, _ reason: String) {
+        quarantine.append(QuarantineEntry(source: .mqtt, origin: message.topic, payload: message.payload, reason: reason))
+    }
+}
+
+extension FleetClock {
+    /// `2024-03-14T00:05:30.250Z` (the gateways' UTC times) as milliseconds since 1970.
+    static func epochMs(utc text: String) -> Int64? {
+        let bytes = Array(text.utf8)
+        guard bytes.count >= 20, bytes[4] == 0x2D, bytes[10] == 0x54 else { return nil }
+        func number(_ range: Range<Int>) -> Int64? {
+            var value: Int64 = 0
+            for index in range {
+                guard (0x30...0x39).contains(bytes[index]) else { return nil }
+                value = value * 10 + Int64(bytes[index] - 0x30)
+            }
+            return value
+        }
+        guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10), let hour = number(11..<13),
+              let minute = number(14..<16), let second = number(17..<19) else { return nil }
+        var milliseconds: Int64 = 0
+        if bytes[19] == 0x2E, bytes.count >= 24, let fraction = number(20..<23) { milliseconds = fraction }
+        // Days from civil (Howard Hinnant's algorithm).
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        let days = era * 146_097 + dayOfEra - 719_468
+        return ((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + milliseconds
+    }
+}

@@ -1,0 +1,66 @@
+/// The topics `locus-fleet ingest` subscribes to, and what a received topic is. The gateways
+/// publish under `<prefix>` ([uplink] topic_prefix, default `locus/<gateway>`); the ingest's
+/// prefix is a filter with one `+` where the gateway id stands (default `locus/+`):
+///
+///     <prefix>/event/#     events              (records)
+///     <prefix>/gpio/+      GPIO changes        (records)
+///     <prefix>/visit       visits              (records)
+///     <prefix>/status      online / offline    (the gateways table)
+///
+/// With a share group each filter is `$share/<group>/<filter>`: the broker hands each message to
+/// one of the group's workers.
+struct IngestTopics: Equatable {
+    enum Topic: Equatable {
+        case record(FleetRecord.Kind)
+        /// The gateway is the topic's level at the prefix's `+`.
+        case status(gateway: String)
+        case foreign
+    }
+
+    static let defaultPrefix = "locus/+"
+
+    let prefix: [Substring]
+    let share: String?
+
+    init(prefix: String, share: String?) throws(FleetError) {
+        let levels = prefix.split(separator: "/", omittingEmptySubsequences: false)
+        guard !prefix.isEmpty, levels.allSatisfy({ !$0.isEmpty }) else {
+            throw FleetError("--prefix '\(prefix)' has an empty level (write it like locus/+)")
+        }
+        guard !prefix.contains("#"), levels.allSatisfy({ $0 == "+" || !$0.contains("+") }), levels.filter({ $0 == "+" }).count <= 1 else {
+            throw FleetError("--prefix '\(prefix)' may hold one '+' as a whole level (the gateway id) and no '#'")
+        }
+        guard !prefix.hasPrefix("$") else { throw FleetError("--prefix '\(prefix)' starts with '$' (a broker's own topics)") }
+        if let share {
+            guard !share.isEmpty, !share.contains(where: { $0 == "/" || $0 == "+" || $0 == "#" }) else {
+                throw FleetError("--share '\(share)' is a group name: no '/', '+' or '#'")
+            }
+        }
+        self.prefix = levels
+        self.share = share
+    }
+
+    static let suffixes = ["/event/#", "/gpio/+", "/visit", "/status"]
+
+    var filters: [String] {
+        let head = share.map { "$share/\($0)/" } ?? ""
+        let joined = prefix.joined(separator: "/")
+        return Self.suffixes.map { head + joined + $0 }
+    }
+
+    func classify(_ topic: String) -> Topic {
+        let levels = topic.split(separator: "/", omittingEmptySubsequences: false)
+        guard levels.count > prefix.count else { return .foreign }
+        for (level, pattern) in zip(levels, prefix) where pattern != "+" && level != pattern { return .foreign }
+        let rest = levels.count - prefix.count
+        switch levels[prefix.count] {
+        case "event": return .record(.event)
+        case "gpio" where rest == 2: return .record(.gpio)
+        case "visit" where rest == 1: return .record(.visit)
+        case "status" where rest == 1:
+            let index = prefix.firstIndex(of: "+") ?? prefix.count - 1
+            return .status(gateway: String(levels[index]))
+        default: return .foreign
+        }
+    }
+}
