@@ -527,24 +527,29 @@ def kill_mid_drain(gateway, faults):
 # MARK: duplicated, reordered and malformed deliveries
 
 
+def run_mosquitto_pub(arguments, stdin):
+    """mosquitto_pub, again after a failure (the broker's restart may fall in the middle: what
+    went through goes twice, which every check allows), at most 20 times over 10 s."""
+    for attempt in range(20):
+        done = subprocess.run(["mosquitto_pub", "-h", "127.0.0.1", "-q", "1"] + arguments, input=stdin, capture_output=True)
+        if done.returncode == 0:
+            return
+        time.sleep(0.5)
+    raise TestFailure("mosquitto_pub %s: %s" % (" ".join(arguments), done.stderr.decode(errors="replace").strip()))
+
+
 def mosquitto_pub(port, topic, payloads):
     """Publishes payloads (bytes without newlines) at QoS 1 in order on one connection,
     50,000 a process (mosquitto_pub -l stops early once its packet ids wrap)."""
     for start in range(0, len(payloads), 50000):
         chunk = payloads[start:start + 50000]
-        done = subprocess.run(["mosquitto_pub", "-h", "127.0.0.1", "-p", str(port), "-q", "1", "-i", "fleet-test-pub-%d" % os.getpid(),
-                               "-t", topic, "-l"], input=b"\n".join(chunk) + b"\n", capture_output=True)
-        if done.returncode != 0:
-            raise TestFailure("mosquitto_pub -t %s: %s" % (topic, done.stderr.decode(errors="replace").strip()))
+        run_mosquitto_pub(["-p", str(port), "-i", "fleet-test-pub-%d" % os.getpid(), "-t", topic, "-l"], b"\n".join(chunk) + b"\n")
 
 
 def mosquitto_pub_one(port, topic, payload):
     """One message whose bytes are exactly `payload` (any bytes: -s reads standard input whole;
     -n sends an empty one, which -s refuses)."""
-    done = subprocess.run(["mosquitto_pub", "-h", "127.0.0.1", "-p", str(port), "-q", "1", "-i", "fleet-test-bad-%d" % os.getpid(),
-                           "-t", topic, "-s" if payload else "-n"], input=payload, capture_output=True)
-    if done.returncode != 0:
-        raise TestFailure("mosquitto_pub -t %s: %s" % (topic, done.stderr.decode(errors="replace").strip()))
+    run_mosquitto_pub(["-p", str(port), "-i", "fleet-test-bad-%d" % os.getpid(), "-t", topic, "-s" if payload else "-n"], payload)
 
 
 def malformed_messages():
@@ -809,19 +814,22 @@ class Fleet:
         injected = False
 
         pending = collections.deque(self.gateways)
+        again = []                    # killed gateways, each started again from its not_before
         running = []
         parallel = self.args.parallel
         last_report = 0.0
-        while pending or running:
+        while pending or again or running:
             now = time.monotonic()
-            # Start gateways while there is room (a killed one waits a little before its restart).
-            for _ in range(len(pending)):
-                if len(running) >= parallel or self.hold_starts:
+            # Start gateways while there is room, a killed one first once its pause is over.
+            while len(running) < parallel and not self.hold_starts:
+                ready = [g for g in again if g.not_before <= now]
+                if ready:
+                    gateway = ready[0]
+                    again.remove(gateway)
+                elif pending:
+                    gateway = pending.popleft()
+                else:
                     break
-                gateway = pending.popleft()
-                if gateway.not_before > now:
-                    pending.append(gateway)
-                    continue
                 gateway.start(gateway.variant["state"])
                 if gateway.runs > 1:
                     say("%s started again (run %d): it resumes from its log" % (gateway.id, gateway.runs))
@@ -854,7 +862,7 @@ class Fleet:
                             self.exports.append(self.exporter.submit(self.export, gateway))
                         else:
                             gateway.not_before = now + rng.uniform(1.0, 3.0)
-                            pending.append(gateway)
+                            again.append(gateway)
                     continue
                 if gateway.killing or gateway.stopping_since is not None:
                     if gateway.stopping_since is not None and now - gateway.stopping_since > 30:
@@ -867,10 +875,10 @@ class Fleet:
             self.watch_workers()
             # The faults of the run, when their share of the backlog is delivered.
             progress = sum(g.progress for g in self.gateways) / len(self.gateways)
-            while planned and (progress >= planned[0][0] or not pending and not running):
+            while planned and (progress >= planned[0][0] or not pending and not again and not running):
                 _, name, action = planned.pop(0)
                 self.spawn(name, action)
-            if not injected and all(g.expected is not None for g in sources) and (progress >= 0.3 or not pending):
+            if not injected and all(g.expected is not None for g in sources) and (progress >= 0.3 or not pending and not again):
                 injected = True
                 self.spawn("injection", inject, self.broker.port, capture, sources, reorder_source, rng, self.faults,
                            expected_extra, quarantine_expected)
@@ -878,7 +886,7 @@ class Fleet:
                 last_report = now
                 stored = self.postgres.try_count("select count(*) from records")
                 say("gateways: %d done, %d running, %d waiting; %.0f%% of the backlog delivered to the broker; %s records stored" % (
-                    sum(g.done for g in self.gateways), len(running), len(pending), progress * 100,
+                    sum(g.done for g in self.gateways), len(running), len(pending) + len(again), progress * 100,
                     "?" if stored is None else stored))
             time.sleep(0.05)
         for future in self.exports:
