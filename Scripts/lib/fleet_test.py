@@ -7,7 +7,7 @@ The pieces, in the order main() uses them:
                          persistence on a fixed port
   IngestWorker           one `locus-fleet ingest` process (restartable with the same client id)
   make_variant()         a gateway log of E published records, made once per variant
-  Gateway, run_fleet()   the gateways, run in waves until each one's uplink backlog is drained,
+  Gateway, Fleet.run()   the gateways, run in waves until each one's uplink backlog is drained,
                          with the faults fired at chosen points of the run
   inject()               duplicated, reordered and malformed deliveries from mosquitto_pub
   verify()               what the store holds against every gateway's log
@@ -17,7 +17,6 @@ import argparse
 import collections
 import concurrent.futures
 import datetime
-import hashlib
 import json
 import os
 import random
@@ -32,10 +31,12 @@ import time
 
 MOSQUITTO = "/usr/sbin/mosquitto"
 PSQL = "/usr/lib/postgresql/15/bin/psql"
-# The ingest's subscriptions (without a share group), for the capture of a few gateways' payloads.
+# The log records the uplink publishes and the ingest stores (`type` in `locus log export`).
 RECORD_KINDS = ("event", "gpio", "visit")
 
 START = time.monotonic()
+# What the run noticed that is no verdict on the store, repeated at the end.
+NOTES = []
 
 
 def say(message):
@@ -223,21 +224,31 @@ class IngestWorker:
         except OSError:
             return 0
 
-    def start(self, wait=True):
-        before = self.subscribed_lines()
-        with open(self.log, "a") as f:
-            f.write("--- %s started by the fleet test\n" % self.name)
-            f.flush()
-            self.process = subprocess.Popen(self.command, stdout=subprocess.DEVNULL, stderr=f, stdin=subprocess.DEVNULL)
-        if not wait:
-            return
+    def start(self):
+        """Starts it and waits for its `subscribed`. The ingest does not wait for a database
+        that is away when it starts (it exits 1 at once, like `import`): then it is started
+        again a second later, as a service manager would (systemd's Restart=), at most for 30 s,
+        and said as a note."""
         deadline = time.monotonic() + 30
-        while self.subscribed_lines() <= before:
-            if self.process.poll() is not None:
-                raise TestFailure("ingest %s exited (%d) before subscribing: %s" % (self.name, self.process.returncode, tail(self.log)))
-            if time.monotonic() > deadline:
+        while True:
+            before = self.subscribed_lines()
+            with open(self.log, "a") as f:
+                f.write("--- %s started by the fleet test\n" % self.name)
+                f.flush()
+                self.process = subprocess.Popen(self.command, stdout=subprocess.DEVNULL, stderr=f, stdin=subprocess.DEVNULL)
+            while self.subscribed_lines() <= before and self.process.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.02)
+            if self.subscribed_lines() > before:
+                return
+            if self.process.poll() is None:
                 raise TestFailure("ingest %s did not say 'subscribed' within 30 s: %s" % (self.name, tail(self.log)))
-            time.sleep(0.02)
+            said = tail(self.log, 1)
+            if "cannot connect to PostgreSQL" not in said or time.monotonic() > deadline:
+                raise TestFailure("ingest %s exited (%d) before subscribing: %s" % (self.name, self.process.returncode, tail(self.log)))
+            NOTES.append("ingest %s exited %d at its start (%s) and was started again a second later" % (
+                self.name, self.process.returncode, said.split(": ", 2)[-1][:160]))
+            say("note: " + NOTES[-1])
+            time.sleep(1)
 
     def alive(self):
         return self.process is not None and self.process.poll() is None
@@ -774,8 +785,9 @@ class Fleet:
         worker has subscribed again: Debian 12's mosquitto (2.0.11) does not recover the $share
         subscriptions of durable sessions from its database (fixed in 2.0.12), so until a worker
         subscribes again a message to the group has no subscriber and is dropped. Gateways that
-        were running reconnect by themselves (after 1 s, the uplink's first backoff), later than
-        the ingest (0.25 s)."""
+        were running reconnect by themselves, usually later than the workers (the uplink waits
+        1 s, the ingest 0.25 s); one that comes back first loses what it sends until a worker
+        has subscribed again, and the verdict says so."""
         began = time.monotonic()
         workers = [w for w in self.workers if w.alive() and not w.restarting]
         before = {w: w.subscribed_lines() for w in workers}
@@ -1098,8 +1110,10 @@ def main():
         cpu = ", ".join("%s %.2f s" % (w.name, w.cpu) for w in workers)
         say("CPU time: broker %.2f s, ingest %s" % (broker.cpu_before_restarts + broker.cpu_seconds() - broker_cpu_before, cpu))
         if totals["still online"]:
-            say("note: %d gateways are online in the gateways table after every one has stopped: %s" % (
+            NOTES.append("%d gateways are online in the gateways table after every one has stopped: %s" % (
                 len(totals["still online"]), abbreviate(sorted(totals["still online"]))))
+        for note in NOTES:
+            print("note: " + note)
         problems = fleet.problems + findings
         expected_faults = {"gateway kill -9", "ingest kill -9", "broker restart", "PostgreSQL restart", "duplicated deliveries",
                            "reordered deliveries", "malformed payloads"}
