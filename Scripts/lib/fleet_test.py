@@ -37,6 +37,8 @@ RECORD_KINDS = ("event", "gpio", "visit")
 START = time.monotonic()
 # What the run noticed that is no verdict on the store, repeated at the end.
 NOTES = []
+# Set when the run ends: the background threads start no more processes.
+STOPPING = threading.Event()
 
 
 def say(message):
@@ -231,6 +233,8 @@ class IngestWorker:
         and said as a note."""
         deadline = time.monotonic() + 30
         while True:
+            if STOPPING.is_set():
+                raise TestFailure("the run is ending: %s not started" % self.name)
             before = self.subscribed_lines()
             with open(self.log, "a") as f:
                 f.write("--- %s started by the fleet test\n" % self.name)
@@ -1131,7 +1135,15 @@ def main():
     except TestFailure as error:
         print("fleet test: %s; seed %d; work directory kept: %s" % (error, seed, work))
         return 1
+    except (KeyboardInterrupt, SystemExit):
+        print("fleet test: interrupted; stopping what it started", flush=True)
+        failed = False  # nothing to look at: the work directory goes unless --keep
+        raise
     finally:
+        STOPPING.set()
+        # A second signal during the clean-up would leave servers behind: ignored from here.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         if capture:
             capture.stop()
         for worker in workers:
