@@ -174,6 +174,8 @@ class Broker:
         """SIGTERM (mosquitto writes its database), then the same configuration again."""
         self.cpu_before_restarts += self.cpu_seconds()
         self.stop()
+        if STOPPING.is_set():
+            raise TestFailure("the run is ending: the broker is not started again")
         self.start()
 
     def cpu_seconds(self):
@@ -808,6 +810,8 @@ class Fleet:
             self.hold_starts = False
 
     def restart_postgres(self):
+        if STOPPING.is_set():
+            return
         began = time.monotonic()
         self.postgres.restart()
         self.faults["PostgreSQL restart"] += 1
