@@ -8,12 +8,14 @@ import Testing
         usage: locus-fleet migrate [--database URL]
                locus-fleet import [--database URL] [--gateway ID] [--batch N] DIR...
                locus-fleet status [--database URL] [--json]
+               locus-fleet ingest [--database URL] --broker URL [--client-id ID] [--share GROUP] [options]
 
         """
 
     @Test func helpAndVersion() throws {
         let help = try Fleet.fleet(["help"])
-        #expect(help.status == 0 && help.output.hasPrefix(Self.usage) && help.output.contains("LOCUS_FLEET_DATABASE"))
+        #expect(help.status == 0 && help.output.hasPrefix(Self.usage) && help.output.contains("LOCUS_FLEET_DATABASE")
+                && help.output.contains("--share GROUP"))
         let version = try Fleet.fleet(["--version"])
         #expect(version.status == 0 && version.output == "locus-fleet \(LocusVersion.string) (schema version 1)\n")
     }

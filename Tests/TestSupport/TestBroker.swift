@@ -13,7 +13,7 @@ public final class TestBroker {
     public let ports: [UInt16]
     public let directory: String
     private let configuration: String
-    private var process: Process?
+    private var process: SpawnedProcess?
 
     /// `listeners`: each listener's own configuration lines (e.g. `cafile`, `certfile`,
     /// `keyfile`, `require_certificate true`); none for a plain listener.
@@ -49,12 +49,7 @@ public final class TestBroker {
 
     /// Starts the broker and waits until every listener accepts connections (at most 10 s).
     public func start() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.executable)
-        process.arguments = ["-c", configuration]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try SpawnedProcess(Self.executable, ["-c", configuration])
         self.process = process
         let deadline = Date().addingTimeInterval(10)
         for port in ports {
@@ -70,8 +65,17 @@ public final class TestBroker {
     /// Stops the broker (SIGKILL: no goodbye to anyone, as a crash or a power cut).
     public func stop() {
         guard let process, process.isRunning else { return }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        process.send(SIGKILL)
+        process.waitForExit()
+        self.process = nil
+    }
+
+    /// Stops the broker as an operator's restart does (SIGTERM): with persistence it saves its
+    /// sessions and queued messages first.
+    public func terminate() {
+        guard let process, process.isRunning else { return }
+        process.send(SIGTERM)
+        process.waitForExit()
         self.process = nil
     }
 

@@ -133,6 +133,13 @@ extension FleetCommandLine {
         signal(SIGPIPE, SIG_IGN)
         signal(SIGTERM) { _ in ingestStopRequested = 1 }
         signal(SIGINT) { _ in ingestStopRequested = 1 }
+        // A mask inherited from the parent (a test runner's threads, some supervisors) must not
+        // keep the stop from arriving.
+        var stopSignals = sigset_t()
+        sigemptyset(&stopSignals)
+        sigaddset(&stopSignals, SIGTERM)
+        sigaddset(&stopSignals, SIGINT)
+        sigprocmask(SIG_UNBLOCK, &stopSignals, nil)
         let worker = Ingest(settings, database: database) { notice("ingest: \($0)") }
         do {
             try worker.run(until: { ingestStopRequested != 0 })
