@@ -56,9 +56,9 @@ def accepts(port):
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-def free_port(rng):
+def free_port():
     for _ in range(50):
-        port = rng.randrange(20000, 60000)
+        port = random.SystemRandom().randrange(20000, 60000)
         if not accepts(port):
             return port
     raise TestFailure("no free port found on 127.0.0.1")
@@ -755,8 +755,7 @@ class Fleet:
     # The faults of the whole run.
 
     def kill_ingest(self):
-        worker = self.rng.choice(self.workers)
-        delay = self.rng.uniform(1.0, 3.0)
+        worker, delay = self.ingest_victim, self.ingest_pause
         worker.restarting = True
         worker.kill9()
         self.faults["ingest kill -9"] += 1
@@ -825,6 +824,9 @@ class Fleet:
             (rng.uniform(0.40, 0.55), "broker restart", self.restart_broker),
             (rng.uniform(0.60, 0.75), "PostgreSQL restart", self.restart_postgres),
         ], key=lambda p: p[0])
+        # Chosen now, in the main thread: the seed alone decides them.
+        self.ingest_victim, self.ingest_pause = rng.choice(self.workers), rng.uniform(1.0, 3.0)
+        inject_rng = random.Random(rng.randrange(1 << 32))
         for at, name, _ in planned:
             say("plan: %s at %.0f%% of the fleet's backlog delivered" % (name, at * 100))
         killed = rng.sample(self.gateways, min(len(self.gateways), 3 + len(self.gateways) // 100))
@@ -900,7 +902,7 @@ class Fleet:
                 self.spawn(name, action)
             if not injected and all(g.expected is not None for g in sources) and (progress >= 0.3 or not pending and not again):
                 injected = True
-                self.spawn("injection", inject, self.broker.port, capture, sources, reorder_source, rng, self.faults,
+                self.spawn("injection", inject, self.broker.port, capture, sources, reorder_source, inject_rng, self.faults,
                            expected_extra, quarantine_expected)
             if now - last_report >= 5:
                 last_report = now
@@ -911,6 +913,9 @@ class Fleet:
             time.sleep(0.05)
         for future in self.exports:
             future.result()
+        if not injected:  # the sources' logs were read after the last gateway stopped
+            self.spawn("injection", inject, self.broker.port, capture, sources, reorder_source, inject_rng, self.faults,
+                       expected_extra, quarantine_expected)
         for thread in self.background:
             thread.join()
 
@@ -1037,7 +1042,7 @@ def main():
         migrate = subprocess.run([fleet_binary, "migrate", "--database", postgres.url], capture_output=True, text=True)
         if migrate.returncode != 0:
             raise TestFailure("locus-fleet migrate: " + migrate.stderr.strip())
-        broker = Broker(os.path.join(work, "broker"), free_port(rng))
+        broker = Broker(os.path.join(work, "broker"), free_port())
         broker.start()
         say("mosquitto on 127.0.0.1:%d with persistence (%s)" % (broker.port, broker.directory))
 
