@@ -218,7 +218,6 @@ class IngestWorker:
         self.log = log
         self.process = None
         self.cpu = 0.0
-        self.exits = []
         self.restarting = False       # killed by the test, to be started again
 
     def subscribed_lines(self):
@@ -263,7 +262,6 @@ class IngestWorker:
         self.cpu += process_seconds(self.process.pid)
         self.process.kill()
         self.process.wait()
-        self.exits.append(-9)
 
     def stop(self, timeout=60):
         """SIGTERM: it commits what it has and exits 0. Returns its exit status."""
@@ -277,9 +275,7 @@ class IngestWorker:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-                self.exits.append("no exit within %d s of SIGTERM" % timeout)
-                return None
-        self.exits.append(self.process.returncode)
+                return "no exit within %d s of SIGTERM" % timeout
         return self.process.returncode
 
 
@@ -722,9 +718,8 @@ def inject(port, capture, sources, reorder_source, rng, faults, expected_extra, 
 
 class Fleet:
     def __init__(self, args, work, rng, broker, postgres, workers, variants):
-        self.args, self.work, self.rng = args, work, rng
+        self.args, self.rng = args, rng
         self.broker, self.postgres, self.workers = broker, postgres, workers
-        self.variants = variants
         self.faults = collections.Counter()
         self.problems = []
         self.gateways = []
@@ -774,7 +769,6 @@ class Fleet:
             if worker.restarting or worker.alive():
                 continue
             code = worker.process.returncode
-            worker.exits.append(code)
             self.problem("ingest %s ended by itself (exit %s): %s" % (worker.name, code, tail(worker.log, 3)))
             worker.restarting = True
             self.spawn("restart of " + worker.name, self.restart_worker, worker)
