@@ -27,7 +27,8 @@ public final class FleetDatabase {
         do {
             connection = try PostgresConnection.connect(connectionString.text)
         } catch {
-            throw FleetError(error.message + Self.connectHint(error))
+            let hint = Self.connectHint(error)
+            throw FleetError(error.message + hint, isUnreachable: hint.isEmpty)
         }
         if checkSchema { try FleetSchema.require(connection!) }
     }
@@ -80,6 +81,9 @@ public final class FleetDatabase {
         }
         if message.contains("no pg_hba.conf entry") {
             return ". The server's pg_hba.conf does not let this user in from here"
+        }
+        if message.contains("does not exist") {
+            return ". Check the database and user names (a new database: createdb, then locus-fleet migrate)"
         }
         return ""
     }

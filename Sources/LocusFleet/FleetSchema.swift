@@ -93,10 +93,13 @@ public struct FleetError: Error, CustomStringConvertible, Sendable {
     /// The server refused a statement (as opposed to a lost connection): the same work would be
     /// refused again.
     public let isRefused: Bool
-    public init(_ message: String, isDatabase: Bool = false, isRefused: Bool = false) {
+    /// The server could not be reached (not there yet, restarting): the same work may pass later.
+    public let isUnreachable: Bool
+    public init(_ message: String, isDatabase: Bool = false, isRefused: Bool = false, isUnreachable: Bool = false) {
         self.message = message
-        self.isDatabase = isDatabase || isRefused
+        self.isDatabase = isDatabase || isRefused || isUnreachable
         self.isRefused = isRefused
+        self.isUnreachable = isUnreachable
     }
     public var description: String { message }
 }

@@ -15,7 +15,7 @@ import TestSupport
         let process = Process()
         let errorFile: String
 
-        init(broker: UInt16, database: String, _ extra: [String] = [], name: String = "ingest") throws {
+        init(broker: UInt16, database: String, _ extra: [String] = [], name: String = "ingest", waiting: Bool = true) throws {
             errorFile = try Fleet.temporaryDirectory(name) + "/ingest.err"
             _ = FileManager.default.createFile(atPath: errorFile, contents: nil)
             process.executableURL = URL(fileURLWithPath: try Fleet.binary("locus-fleet"))
@@ -24,7 +24,7 @@ import TestSupport
             process.standardOutput = FileHandle.nullDevice
             process.standardInput = FileHandle.nullDevice
             try process.run()
-            try wait(for: "subscribed at QoS 1")
+            if waiting { try wait(for: "subscribed at QoS 1") }
         }
 
         deinit {
@@ -256,6 +256,22 @@ import TestSupport
         #expect(try Self.waitCount(url, "select count(*) from records", 3_000) == 3_000)
         #expect(try ImportTests.stored(url, "gw-r").map(\.seq) == Array(1...3_000))
         #expect(worker.said.contains("the broker kept this client's session"), "\(worker.said)")
+        #expect(worker.stop() == 0)
+    }
+
+    /// Started while PostgreSQL is down (a host's boot), the worker waits for it, then works.
+    @Test func aWorkerStartedBeforePostgreSQLWaitsForIt() throws {
+        let cluster = try RestartTests.cluster.get()
+        let url = try RestartTests.migrated("ingest-boot")
+        let broker = try Self.broker()
+        try cluster.stop()
+        let worker = try Worker(broker: broker.ports[0], database: url, waiting: false)
+        defer { try? cluster.start() }
+        try worker.wait(for: "connecting again in 2 s")
+        try cluster.start()
+        try worker.wait(for: "subscribed at QoS 1")
+        try Self.publish(broker.ports[0], "locus/gw-boot/event/yard/fence", Self.events("gw-boot", 10))
+        #expect(try Self.waitCount(url, "select count(*) from records", 10) == 10)
         #expect(worker.stop() == 0)
     }
 

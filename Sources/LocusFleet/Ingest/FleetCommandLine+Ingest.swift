@@ -124,12 +124,30 @@ extension FleetCommandLine {
         } catch {
             return usageError("ingest: \(error.message)")
         }
-        let database: FleetDatabase
-        do {
-            database = try FleetDatabase(connectionString, notice: notice)
-        } catch {
-            return failure("ingest: \(error.message)")
+        handleStopSignals()
+        // A server not up yet (the host's boot, a restart) is waited for; a refusal is not.
+        var database: FleetDatabase? = nil
+        while database == nil {
+            do {
+                database = try FleetDatabase(connectionString, notice: notice)
+            } catch where error.isUnreachable {
+                notice("ingest: \(error.message); connecting again in 2 s")
+                for _ in 0..<20 where ingestStopRequested == 0 { usleep(100_000) }
+                if ingestStopRequested != 0 { return 0 }
+            } catch {
+                return failure("ingest: \(error.message)")
+            }
         }
+        let worker = Ingest(settings, database: database!) { notice("ingest: \($0)") }
+        do {
+            try worker.run(until: { ingestStopRequested != 0 })
+            return 0
+        } catch {
+            return failure("ingest: \(error.message). Is the database at this version's schema? (locus-fleet migrate)")
+        }
+    }
+
+    private static func handleStopSignals() {
         signal(SIGPIPE, SIG_IGN)
         signal(SIGTERM) { _ in ingestStopRequested = 1 }
         signal(SIGINT) { _ in ingestStopRequested = 1 }
@@ -140,12 +158,5 @@ extension FleetCommandLine {
         sigaddset(&stopSignals, SIGTERM)
         sigaddset(&stopSignals, SIGINT)
         sigprocmask(SIG_UNBLOCK, &stopSignals, nil)
-        let worker = Ingest(settings, database: database) { notice("ingest: \($0)") }
-        do {
-            try worker.run(until: { ingestStopRequested != 0 })
-            return 0
-        } catch {
-            return failure("ingest: \(error.message). Is the database at this version's schema? (locus-fleet migrate)")
-        }
     }
 }
