@@ -781,16 +781,23 @@ class Fleet:
 
     def restart_broker(self):
         """A graceful restart. No gateway is started from the restart until every running ingest
-        worker has subscribed again: Debian 12's mosquitto (2.0.11) does not recover the $share
-        subscriptions of durable sessions from its database (fixed in 2.0.12), so until a worker
-        subscribes again a message to the group has no subscriber and is dropped. Gateways that
-        were running reconnect by themselves, usually later than the workers (the uplink waits
-        1 s, the ingest 0.25 s); one that comes back first loses what it sends until a worker
-        has subscribed again, and the verdict says so."""
+        worker has subscribed again. With two workers (a share group) the running gateways are
+        also paused (SIGSTOP) from just before the restart until then: Debian 12's mosquitto
+        (2.0.11) does not recover the $share subscriptions of durable sessions from its database
+        (fixed in 2.0.12), so a message to the group sent before a worker has subscribed again
+        has no subscriber and is dropped, and a gateway that reconnects first (they do, within a
+        second, while the broker saves a large queue) would lose what it sends. With one worker
+        (no $share) nothing is paused: its session keeps its subscription across the restart."""
         began = time.monotonic()
         workers = [w for w in self.workers if w.alive() and not w.restarting]
         before = {w: w.subscribed_lines() for w in workers}
         self.hold_starts = True
+        paused = []
+        if len(self.workers) > 1:
+            paused = [g.process for g in self.gateways if g.process and g.process.poll() is None]
+            for process in paused:
+                process.send_signal(signal.SIGSTOP)
+            say("%d running gateways paused for the restart (a share group on mosquitto 2.0.11)" % len(paused))
         try:
             self.broker.restart()
             self.faults["broker restart"] += 1
@@ -800,6 +807,9 @@ class Fleet:
                 time.sleep(0.01)
             say("ingest subscribed again %.2f s after the broker stopped" % (time.monotonic() - began))
         finally:
+            for process in paused:
+                if process.poll() is None:
+                    process.send_signal(signal.SIGCONT)
             self.hold_starts = False
 
     def restart_postgres(self):
@@ -1117,7 +1127,7 @@ def main():
         cpu = ", ".join("%s %.2f s" % (w.name, w.cpu) for w in workers)
         say("CPU time: broker %.2f s, ingest %s" % (broker.cpu_before_restarts + broker.cpu_seconds() - broker_cpu_before, cpu))
         if totals["still online"]:
-            NOTES.append("%d gateways are online in the gateways table after every one has stopped: %s" % (
+            findings.append("%d gateways are online in the gateways table after every one has stopped: %s" % (
                 len(totals["still online"]), abbreviate(sorted(totals["still online"]))))
         for note in NOTES:
             print("note: " + note)

@@ -20,10 +20,14 @@ public struct QuarantineEntry: Sendable, Equatable {
 public struct GatewayStatus: Sendable, Equatable {
     public var gateway: String
     public var online: Bool
+    /// When the ingest received it (ms since 1970): a status older than the stored one is not
+    /// applied, so two workers committing out of order leave the newest.
+    public var receivedMs: Int64
 
-    public init(gateway: String, online: Bool) {
+    public init(gateway: String, online: Bool, receivedMs: Int64) {
         self.gateway = gateway
         self.online = online
+        self.receivedMs = receivedMs
     }
 }
 
@@ -89,12 +93,14 @@ public enum RecordBatch {
         on conflict (source, (coalesce(origin, '')), md5(payload)) do nothing
         """
 
-    /// The statuses of a batch, the last one of each gateway (`GatewayStatus.latest`); `status_at`
-    /// is when the ingest stored it.
+    /// The statuses of a batch, the last one of each gateway; `status_at` is when the ingest
+    /// received it, and an older one than the stored never replaces it.
     static let updateStatus = """
         insert into gateways as g (gateway, online, status_at)
-        select gateway, online, now() from unnest($1::text[], $2::boolean[]) as s (gateway, online)
+        select gateway, online, to_timestamp(received_ms / 1000.0)
+        from unnest($1::text[], $2::boolean[], $3::bigint[]) as s (gateway, online, received_ms)
         on conflict (gateway) do update set online = excluded.online, status_at = excluded.status_at
+        where g.status_at is null or g.status_at <= excluded.status_at
         """
 
     public static func write(_ records: [FleetRecord], _ quarantine: [QuarantineEntry], statuses: [GatewayStatus] = [],
@@ -118,10 +124,12 @@ public enum RecordBatch {
             outcome.quarantined = try connection.execute(insertQuarantine, parameters).affectedRows
         }
         if !statuses.isEmpty {
-            var latest: [String: Bool] = [:]
-            for status in statuses { latest[status.gateway] = status.online }
-            let gateways = latest.keys.sorted()
-            _ = try connection.execute(updateStatus, [PostgresText.array(gateways), PostgresText.array(gateways.map { latest[$0]! ? "t" : "f" })])
+            var latest: [String: GatewayStatus] = [:]
+            for status in statuses { latest[status.gateway] = status }
+            let newest = latest.keys.sorted().map { latest[$0]! }
+            _ = try connection.execute(updateStatus, [PostgresText.array(newest.map(\.gateway)),
+                                                      PostgresText.array(newest.map { $0.online ? "t" : "f" }),
+                                                      PostgresText.array(newest.map { String($0.receivedMs) })])
         }
         return outcome
     }

@@ -302,7 +302,8 @@ import TestSupport
         #expect(topics.classify("site/gw-1/locus/status") == .status(gateway: "gw-1"))
         #expect(topics.classify("site/gw-1/other/status") == .foreign)
         #expect(topics.classify("site/gw-1/locus/gpio") == .foreign)
-        #expect(try IngestTopics(prefix: "locus/+", share: "g").filters.first == "$share/g/locus/+/event/#")
+        #expect(try IngestTopics(prefix: "locus/+", share: "g").filters
+                == ["$share/g/locus/+/event/#", "$share/g/locus/+/gpio/+", "$share/g/locus/+/visit", "locus/+/status"])
         #expect(FleetClock.epochMs(utc: "2024-03-15T00:00:01.250Z") == 1_710_460_801_250)
         #expect(FleetClock.epochMs(utc: "1970-01-01T00:00:00Z") == 0)
         #expect([850, 12_500, 200_000, 12_000_000, 3_542_400_000].map(FleetStatus.duration) == ["850 ms", "12.5 s", "3 min 20 s", "3 h 20 min", "41 d"])

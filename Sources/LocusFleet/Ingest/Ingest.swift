@@ -218,8 +218,8 @@ struct IngestBatch {
         case .status(let gateway):
             if let problem = FleetRecord.gatewayProblem(gateway) { return keep(message, "a status topic: \(problem)") }
             switch message.payload {
-            case Array("online".utf8): statuses.append(GatewayStatus(gateway: gateway, online: true))
-            case Array("offline".utf8): statuses.append(GatewayStatus(gateway: gateway, online: false))
+            case Array("online".utf8): statuses.append(GatewayStatus(gateway: gateway, online: true, receivedMs: FleetClock.wallMs()))
+            case Array("offline".utf8): statuses.append(GatewayStatus(gateway: gateway, online: false, receivedMs: FleetClock.wallMs()))
             default: keep(message, "a status that is neither online nor offline")
             }
         case .record(let kind):

@@ -7,8 +7,11 @@
 ///     <prefix>/visit       visits              (records)
 ///     <prefix>/status      online / offline    (the gateways table)
 ///
-/// With a share group each filter is `$share/<group>/<filter>`: the broker hands each message to
-/// one of the group's workers.
+/// With a share group each record filter is `$share/<group>/<filter>`: the broker hands each
+/// message to one of the group's workers. The status filter is never shared: a share group's
+/// members have a queue each at the broker, so a gateway's `online` queued behind one worker's
+/// backlog could be stored after its `offline` taken by another. Every worker gets every status,
+/// in order, and the newest received wins (`RecordBatch.updateStatus`).
 struct IngestTopics: Equatable {
     enum Topic: Equatable {
         case record(FleetRecord.Kind)
@@ -45,7 +48,7 @@ struct IngestTopics: Equatable {
     var filters: [String] {
         let head = share.map { "$share/\($0)/" } ?? ""
         let joined = prefix.joined(separator: "/")
-        return Self.suffixes.map { head + joined + $0 }
+        return Self.suffixes.map { ($0 == "/status" ? "" : head) + joined + $0 }
     }
 
     func classify(_ topic: String) -> Topic {
