@@ -109,11 +109,15 @@ public enum FleetJSON {
     /// A gateway's UTC time as the log writes it, `2024-03-14T00:05:30Z` or with a fraction of
     /// up to 9 digits (`...:30.250Z`), in years 1 to 9999 with a real calendar date: what
     /// PostgreSQL's timestamptz reads exactly. False for anything else.
-    public static func isTimestamp(_ text: String) -> Bool {
+    public static func isTimestamp(_ text: String) -> Bool { timestampMs(text) != nil }
+
+    /// Such a time as milliseconds since 1970 (the fraction cut to milliseconds); nil for
+    /// anything `isTimestamp` refuses.
+    public static func timestampMs(_ text: String) -> Int64? {
         let bytes = Array(text.utf8)
-        guard bytes.count >= 20, bytes.count <= 30, bytes.last == UInt8(ascii: "Z") else { return false }
+        guard bytes.count >= 20, bytes.count <= 30, bytes.last == UInt8(ascii: "Z") else { return nil }
         let layout: [(Int, UInt8)] = [(4, UInt8(ascii: "-")), (7, UInt8(ascii: "-")), (10, UInt8(ascii: "T")), (13, UInt8(ascii: ":")), (16, UInt8(ascii: ":"))]
-        guard layout.allSatisfy({ bytes[$0.0] == $0.1 }) else { return false }
+        guard layout.allSatisfy({ bytes[$0.0] == $0.1 }) else { return nil }
         func number(_ range: Range<Int>) -> Int? {
             var value = 0
             for index in range {
@@ -123,14 +127,19 @@ public enum FleetJSON {
             return value
         }
         guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10), let hour = number(11..<13),
-              let minute = number(14..<16), let second = number(17..<19) else { return false }
-        guard year >= 1, (1...12).contains(month), hour < 24, minute < 60, second < 60 else { return false }
+              let minute = number(14..<16), let second = number(17..<19) else { return nil }
+        guard year >= 1, (1...12).contains(month), hour < 24, minute < 60, second < 60 else { return nil }
         let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
         let days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]
-        guard (1...days).contains(day) else { return false }
+        guard (1...days).contains(day) else { return nil }
         let rest = bytes[19..<(bytes.count - 1)]
-        if rest.isEmpty { return true }
-        return rest.first == UInt8(ascii: ".") && (2...10).contains(rest.count) && rest.dropFirst().allSatisfy(isASCIIDigit)
+        var milliseconds = 0
+        if !rest.isEmpty {
+            guard rest.first == UInt8(ascii: "."), (2...10).contains(rest.count), rest.dropFirst().allSatisfy(isASCIIDigit) else { return nil }
+            for index in 0..<3 { milliseconds = milliseconds * 10 + (index + 1 < rest.count ? Int(rest[20 + index] - 0x30) : 0) }
+        }
+        let seconds = CivilDate(year: year, month: month, day: day).daysSinceEpoch * 86_400 + Int64(hour * 3600 + minute * 60 + second)
+        return seconds * 1000 + Int64(milliseconds)
     }
 
     static func isASCIIDigit(_ byte: UInt8) -> Bool { byte >= 0x30 && byte <= 0x39 }

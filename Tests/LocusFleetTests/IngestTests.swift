@@ -304,8 +304,11 @@ import TestSupport
         #expect(topics.classify("site/gw-1/locus/gpio") == .foreign)
         #expect(try IngestTopics(prefix: "locus/+", share: "g").filters
                 == ["$share/g/locus/+/event/#", "$share/g/locus/+/gpio/+", "$share/g/locus/+/visit", "locus/+/status"])
-        #expect(FleetClock.epochMs(utc: "2024-03-15T00:00:01.250Z") == 1_710_460_801_250)
-        #expect(FleetClock.epochMs(utc: "1970-01-01T00:00:00Z") == 0)
+        #expect(FleetJSON.timestampMs("2024-03-15T00:00:01.250Z") == 1_710_460_801_250)
+        #expect(FleetJSON.timestampMs("1970-01-01T00:00:00Z") == 0)
+        #expect(FleetJSON.timestampMs("2024-03-15T00:00:01.2Z") == 1_710_460_801_200)
+        #expect(FleetJSON.timestampMs("1969-12-31T23:59:59.999999999Z") == -1)
+        #expect(FleetJSON.timestampMs("2023-02-29T00:00:00Z") == nil)
         #expect([850, 12_500, 200_000, 12_000_000, 3_542_400_000].map(FleetStatus.duration) == ["850 ms", "12.5 s", "3 min 20 s", "3 h 20 min", "41 d"])
     }
 }

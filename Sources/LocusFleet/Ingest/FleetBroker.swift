@@ -374,17 +374,8 @@ enum MQTTPacketCopy {
     }
 }
 
-/// Milliseconds of CLOCK_MONOTONIC and of the wall clock.
+/// Milliseconds of LocusDevices' clocks: the monotonic one (deadlines) and the wall clock.
 enum FleetClock {
-    static func monotonicMs() -> Int64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
-    }
-
-    static func wallMs() -> Int64 {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
-    }
+    static func monotonicMs() -> Int64 { MonotonicClock.now() / 1_000_000 }
+    static func wallMs() -> Int64 { Clock.realtimeNs() / 1_000_000 }
 }

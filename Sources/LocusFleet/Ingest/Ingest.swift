@@ -147,7 +147,7 @@ public final class Ingest {
         counters.quarantined += batch.quarantine.count
         counters.statuses += batch.statuses.count
         let nowMs = FleetClock.wallMs()
-        lastLagMs = batch.records.compactMap { FleetClock.epochMs(utc: $0.time) }.max().map { nowMs - $0 }
+        lastLagMs = batch.records.compactMap { FleetJSON.timestampMs($0.time) }.max().map { nowMs - $0 }
         batch = IngestBatch()
     }
 
@@ -217,11 +217,13 @@ struct IngestBatch {
             keep(message, "a topic the ingest does not store")
         case .status(let gateway):
             if let problem = FleetRecord.gatewayProblem(gateway) { return keep(message, "a status topic: \(problem)") }
+            let online: Bool
             switch message.payload {
-            case Array("online".utf8): statuses.append(GatewayStatus(gateway: gateway, online: true, receivedMs: FleetClock.wallMs()))
-            case Array("offline".utf8): statuses.append(GatewayStatus(gateway: gateway, online: false, receivedMs: FleetClock.wallMs()))
-            default: keep(message, "a status that is neither online nor offline")
+            case Array("online".utf8): online = true
+            case Array("offline".utf8): online = false
+            default: return keep(message, "a status that is neither online nor offline")
             }
+            statuses.append(GatewayStatus(gateway: gateway, online: online, receivedMs: FleetClock.wallMs()))
         case .record(let kind):
             let value: JSONValue
             do {
@@ -241,33 +243,5 @@ struct IngestBatch {
 
     private mutating func keep(_ message: FleetBroker.Message, _ reason: String) {
         quarantine.append(QuarantineEntry(source: .mqtt, origin: message.topic, payload: message.payload, reason: reason))
-    }
-}
-
-extension FleetClock {
-    /// `2024-03-14T00:05:30.250Z` (the gateways' UTC times) as milliseconds since 1970.
-    static func epochMs(utc text: String) -> Int64? {
-        let bytes = Array(text.utf8)
-        guard bytes.count >= 20, bytes[4] == 0x2D, bytes[10] == 0x54 else { return nil }
-        func number(_ range: Range<Int>) -> Int64? {
-            var value: Int64 = 0
-            for index in range {
-                guard (0x30...0x39).contains(bytes[index]) else { return nil }
-                value = value * 10 + Int64(bytes[index] - 0x30)
-            }
-            return value
-        }
-        guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10), let hour = number(11..<13),
-              let minute = number(14..<16), let second = number(17..<19) else { return nil }
-        var milliseconds: Int64 = 0
-        if bytes[19] == 0x2E, bytes.count >= 24, let fraction = number(20..<23) { milliseconds = fraction }
-        // Days from civil (Howard Hinnant's algorithm).
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yearOfEra = y - era * 400
-        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        let days = era * 146_097 + dayOfEra - 719_468
-        return ((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + milliseconds
     }
 }
