@@ -24,6 +24,14 @@ public enum Files {
     }
 
     public static func isDirectory(_ path: String) -> Bool { locus_is_directory(path) == 1 }
+
+    /// A secret kept in a file of its own (a broker password): its bytes without the line ends
+    /// after them; nil when it cannot be read or holds more than 4 KiB.
+    public static func readSecret(_ path: String) -> [UInt8]? {
+        guard var bytes = try? read(path, limit: 4096) else { return nil }
+        while let last = bytes.last, last == 0x0A || last == 0x0D { bytes.removeLast() }
+        return bytes
+    }
 }
 
 extension Files {

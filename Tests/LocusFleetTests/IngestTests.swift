@@ -275,6 +275,31 @@ import TestSupport
         #expect(worker.stop() == 0)
     }
 
+    /// A broker that wants a password: the one in --password-file (its line end not part of
+    /// it) is let in; a wrong one is refused with the reason, and the worker keeps trying.
+    @Test func aPasswordFromItsFileIsLetInAndAWrongOneRefused() throws {
+        let directory = try Fleet.temporaryDirectory("password")
+        let passwords = directory + "/passwords"
+        _ = FileManager.default.createFile(atPath: passwords, contents: nil)
+        #expect(try Fleet.run("/usr/bin/mosquitto_passwd", ["-b", passwords, "fleet", "s3cret"]).status == 0)
+        chmod(directory, 0o755)
+        chmod(passwords, 0o644)
+        let broker = try TestBroker(listeners: [["allow_anonymous false", "password_file \(passwords)"]], persistence: true)
+        let url = try Fleet.migratedDatabase("ingest-password")
+        try "s3cret\n".write(toFile: directory + "/right", atomically: true, encoding: .utf8)
+        try "wrong\n".write(toFile: directory + "/wrong", atomically: true, encoding: .utf8)
+        let refused = try Worker(broker: broker.ports[0], database: url, ["--username", "fleet", "--password-file", directory + "/wrong"],
+                                 name: "wrong", waiting: false)
+        try refused.wait(for: "CONNECT refused (code 5)", times: 2)
+        refused.crash()
+        let worker = try Worker(broker: broker.ports[0], database: url, ["--username", "fleet", "--password-file", directory + "/right"])
+        let run = try Fleet.run("/usr/bin/mosquitto_pub", ["-h", "127.0.0.1", "-p", "\(broker.ports[0])", "-u", "fleet", "-P", "s3cret", "-q", "1",
+                                                            "-t", "locus/gw-pw/event/yard/fence", "-m", Self.event("gw-pw", seq: 1, prev: 0)])
+        #expect(run.status == 0, "\(run.error)")
+        #expect(try Self.waitCount(url, "select count(*) from records where gateway = 'gw-pw'", 1) == 1)
+        #expect(worker.stop() == 0)
+    }
+
     // MARK: the command line
 
     @Test func theCommandLineSaysWhatIsWrong() throws {

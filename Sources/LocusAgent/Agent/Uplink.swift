@@ -245,9 +245,7 @@ final class Uplink: LoopComponent {
             }
         }
         if let path = settings.passwordFile {
-            guard let bytes = try? Files.read(path, limit: 4096) else { return "cannot read the password file \(path)" }
-            var password = bytes
-            while let last = password.last, last == 0x0A || last == 0x0D { password.removeLast() }
+            guard let password = Files.readSecret(path) else { return "cannot read the password file \(path)" }
             connection.settings.connect.password = password
         }
         return nil

@@ -102,9 +102,8 @@ extension FleetCommandLine {
         }
         var password: [UInt8]? = nil
         if let path = options.passwordFile {
-            guard var bytes = try? Files.read(path, limit: 4096) else { throw UsageError(message: "cannot read the password file \(path)") }
-            while let last = bytes.last, last == 0x0A || last == 0x0D { bytes.removeLast() }
-            password = bytes
+            guard let secret = Files.readSecret(path) else { throw UsageError(message: "cannot read the password file \(path)") }
+            password = secret
         }
         let topics: IngestTopics
         do { topics = try IngestTopics(prefix: options.prefix, share: options.share) } catch { throw UsageError(message: error.message) }
