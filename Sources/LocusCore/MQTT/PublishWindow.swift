@@ -39,16 +39,16 @@ public struct PublishWindow: ~Copyable {
     @_noAllocation
     public mutating func add(sequence: UInt64, timeNs: Int64 = 0, chained: UInt64? = nil) -> UInt16 {
         precondition(count < capacity, "the window is full")
-        lastPacketID = lastPacketID == UInt16.max ? 1 : lastPacketID + 1
-        entries[(head + count) % capacity] = Entry(packetID: lastPacketID, sequence: sequence, timeNs: timeNs, chained: chained,
+        let packetID = unrecordedPacketID()
+        entries[(head + count) % capacity] = Entry(packetID: packetID, sequence: sequence, timeNs: timeNs, chained: chained,
                                                    acknowledged: false)
         count += 1
-        return lastPacketID
+        return packetID
     }
 
-    /// An id for a message whose acknowledgement nothing waits for (the uplink's goodbye at a
-    /// clean stop): the next id, not recorded, so it is in the window neither now nor later, and
-    /// the window's own ids go on after it. Works with the window full.
+    /// The next id, not recorded: `add` records it; alone it is for a message whose
+    /// acknowledgement nothing waits for (the uplink's goodbye at a clean stop), in the window
+    /// neither now nor later, the window's own ids going on after it. Works with the window full.
     @_noAllocation
     public mutating func unrecordedPacketID() -> UInt16 {
         lastPacketID = lastPacketID == UInt16.max ? 1 : lastPacketID + 1
