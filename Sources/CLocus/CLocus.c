@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <grp.h>
 #include <pwd.h>
 #ifndef LOCUS_MUSL
@@ -193,10 +194,29 @@ const unsigned short **__ctype_b_loc(void) {
 }
 #endif
 
+// MARK: the kernel seam (CLocusKernel.h)
+
+static locus_kernel_hooks kernel_hooks;
+static int kernel_hooked;
+
+void locus_kernel_install(const locus_kernel_hooks *hooks) {
+    if (hooks) {
+        kernel_hooks = *hooks;
+        kernel_hooked = 1;
+    } else {
+        memset(&kernel_hooks, 0, sizeof kernel_hooks);
+        kernel_hooked = 0;
+    }
+}
+
+/// A simulated kernel answers this descriptor.
+#define SIMULATED(fd) (kernel_hooked && (fd) >= LOCUS_SIM_FD_BASE)
+
 // MARK: file descriptors
 
 int locus_open(const char *path, int flags, int mode) {
-    int os = O_CLOEXEC;
+    // O_NOCTTY: opening a terminal (a pseudo-terminal's slave) never makes it ours.
+    int os = O_CLOEXEC | O_NOCTTY;
     if ((flags & LOCUS_O_READ) && (flags & LOCUS_O_WRITE)) os |= O_RDWR;
     else if (flags & LOCUS_O_WRITE) os |= O_WRONLY;
     else os |= O_RDONLY;
@@ -212,13 +232,20 @@ int locus_open(const char *path, int flags, int mode) {
 int locus_mkfifo(const char *path, int mode) { return mkfifo(path, (mode_t)mode) == 0 ? 0 : -errno; }
 
 int locus_close(int fd) {
+    if (SIMULATED(fd)) return kernel_hooks.close(fd);
     // close(2) must not be retried on EINTR on Linux: the descriptor is gone either way.
     return close(fd) == 0 ? 0 : -errno;
 }
 
-long locus_read(int fd, void *buffer, size_t count) { return RETRY(read(fd, buffer, count)); }
+long locus_read(int fd, void *buffer, size_t count) {
+    if (SIMULATED(fd)) return kernel_hooks.read(fd, buffer, count);
+    return RETRY(read(fd, buffer, count));
+}
 
-long locus_write(int fd, const void *buffer, size_t count) { return RETRY(write(fd, buffer, count)); }
+long locus_write(int fd, const void *buffer, size_t count) {
+    if (SIMULATED(fd)) return kernel_hooks.write(fd, buffer, count);
+    return RETRY(write(fd, buffer, count));
+}
 
 long locus_pread(int fd, void *buffer, size_t count, int64_t offset) {
     return RETRY(pread(fd, buffer, count, (off_t)offset));
@@ -266,6 +293,15 @@ int locus_is_directory(const char *path) {
     return S_ISDIR(info.st_mode) ? 1 : 0;
 }
 
+int locus_make_temporary_directory(char *template_path) { return mkdtemp(template_path) ? 0 : -errno; }
+
+static int remove_entry(const char *path, const struct stat *status, int kind, struct FTW *walk) {
+    (void)status; (void)kind; (void)walk;
+    return remove(path) == 0 ? 0 : -errno;
+}
+
+int locus_remove_tree(const char *path) { return nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
 int locus_list_directory(const char *path, void (*visit)(const char *name, void *context), void *context) {
     DIR *directory = opendir(path);
     if (!directory) return -errno;
@@ -288,9 +324,11 @@ static int64_t clock_ns(clockid_t clock) {
     return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
 }
 
-int64_t locus_monotonic_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
+int64_t locus_monotonic_ns(void) { return kernel_hooked ? kernel_hooks.monotonic_ns() : clock_ns(CLOCK_MONOTONIC); }
 
-int64_t locus_realtime_ns(void) { return clock_ns(CLOCK_REALTIME); }
+int64_t locus_kernel_monotonic_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
+
+int64_t locus_realtime_ns(void) { return kernel_hooked ? kernel_hooks.realtime_ns() : clock_ns(CLOCK_REALTIME); }
 
 // MARK: poll loop primitives
 
@@ -299,6 +337,11 @@ int64_t locus_realtime_ns(void) { return clock_ns(CLOCK_REALTIME); }
 #define LOCUS_POLL_MAX 64
 
 int locus_poll(const int *fds, const short *events, short *revents, int count, int timeout_ms) {
+    if (kernel_hooked) return kernel_hooks.poll(fds, events, revents, count, timeout_ms);
+    return locus_kernel_poll(fds, events, revents, count, timeout_ms);
+}
+
+int locus_kernel_poll(const int *fds, const short *events, short *revents, int count, int timeout_ms) {
     if (count < 0 || count > LOCUS_POLL_MAX) return -EINVAL;
     struct pollfd set[LOCUS_POLL_MAX];
     for (int i = 0; i < count; i++) {
@@ -318,11 +361,13 @@ int locus_poll(const int *fds, const short *events, short *revents, int count, i
 }
 
 int locus_timerfd_create(void) {
+    if (kernel_hooked) return kernel_hooks.timerfd_create();
     int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     return fd < 0 ? -errno : fd;
 }
 
 int locus_timerfd_arm(int fd, int64_t delay_ns) {
+    if (SIMULATED(fd)) return kernel_hooks.timerfd_arm(fd, delay_ns);
     struct itimerspec spec;
     memset(&spec, 0, sizeof spec);
     if (delay_ns > 0) {
@@ -374,6 +419,10 @@ static speed_t baud_constant(int baud) {
 int locus_uart_baud_supported(int baud) { return baud_constant(baud) != 0; }
 
 int locus_uart_open(const char *path, int baud) {
+    if (kernel_hooked) {
+        int simulated = kernel_hooks.uart_open(path, baud);
+        if (simulated != LOCUS_KERNEL_PASS) return simulated;
+    }
     speed_t speed = baud_constant(baud);
     if (speed == 0) return -EINVAL;
     int fd = (int)RETRY(open(path, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC));

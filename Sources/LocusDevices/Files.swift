@@ -93,6 +93,20 @@ extension Files {
 
     /// Removes a file or link. nil on success.
     @discardableResult
+    /// A new directory "/tmp/PREFIX.XXXXXX" (mode 0700), for a run that keeps nothing.
+    public static func makeTemporaryDirectory(prefix: String) -> Result<String, SystemError> {
+        var template = Array("/tmp/\(prefix).XXXXXX".utf8CString)
+        let result = template.withUnsafeMutableBufferPointer { locus_make_temporary_directory($0.baseAddress) }
+        guard result == 0 else { return .failure(SystemError(code: -result)) }
+        return .success(template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) })
+    }
+
+    /// Removes `path` and everything under it; nil on success.
+    public static func removeTree(_ path: String) -> SystemError? {
+        let result = locus_remove_tree(path)
+        return result < 0 ? SystemError(code: -result) : nil
+    }
+
     public static func remove(_ path: String) -> SystemError? {
         let result = locus_unlink(path)
         return result < 0 ? SystemError(code: -result) : nil
@@ -106,6 +120,14 @@ extension Files {
 }
 
 extension Files {
+    /// Opens `path` and closes it again. A pseudo-terminal's master hangs up only once its slave
+    /// has been opened and closed, so a feed does this to tell when a reader really has the slave.
+    public static func openAndClose(_ path: String) -> SystemError? {
+        let fd = locus_open(path, Int32(LOCUS_O_READ | LOCUS_O_WRITE | LOCUS_O_NONBLOCK), 0)
+        guard fd >= 0 else { return SystemError(code: -fd) }
+        return close(fd)
+    }
+
     public static func close(_ descriptor: Int32) -> SystemError? {
         let result = locus_close(descriptor)
         return result < 0 ? SystemError(code: -result) : nil
@@ -143,7 +165,7 @@ extension Files {
 
     /// Writes `bytes` to a non-blocking descriptor, waiting at most 100 ms for room. false when
     /// they could not all be written (the reader is not keeping up); a part already written stays.
-    public static func writeSome(_ descriptor: Int32, _ bytes: [UInt8]) -> Bool {
+    public static func writeSome(_ descriptor: Int32, _ bytes: ArraySlice<UInt8>) -> Bool {
         var offset = 0
         for _ in 0..<10 where offset < bytes.count {
             let count = bytes.withUnsafeBytes { locus_write(descriptor, $0.baseAddress! + offset, $0.count - offset) }

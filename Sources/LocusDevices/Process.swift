@@ -108,7 +108,13 @@ public enum AgentLog {
 
     public static let prefixed = locus_isatty(2) != 1
 
+    /// The least severe priority written (`locus replay` keeps warnings and errors only).
+    nonisolated(unsafe) public static var threshold = Priority.debug
+    /// Whether the line `begin` started is written.
+    nonisolated(unsafe) private static var begunLineShown = true
+
     public static func write(_ priority: Priority, _ text: String) {
+        guard priority.rawValue <= threshold.rawValue else { return }
         Console.error(prefixed ? "<\(priority.rawValue)>\(text)\n" : "\(text)\n")
     }
 
@@ -117,6 +123,7 @@ public enum AgentLog {
     /// no String is made.
     public static func begin(_ priority: Priority, into line: inout JSONWriter) {
         line.reset()
+        begunLineShown = priority.rawValue <= threshold.rawValue
         guard prefixed else { return }
         line.text("<")
         line.text(Int(priority.rawValue))
@@ -125,6 +132,7 @@ public enum AgentLog {
 
     /// Ends the line `begin` started and writes it to standard error.
     public static func finish(_ line: inout JSONWriter) {
+        guard begunLineShown else { return }
         line.newline()
         let bytes = line.bytes
         _ = locus_write_all(2, bytes.baseAddress, bytes.count)

@@ -185,9 +185,9 @@ import Testing
                 return
             }
             #expect(log.uplinkDelivered == nil)
-            let tail = try #require(log.uplinkTail(after: 0))
+            let tail = try #require(log.tail(after: 0))
             var sequences: [UInt64] = []
-            let read = try #require(log.readUplink(tail) { header, _ in
+            let read = try #require(log.readTail(tail) { header, _ in
                 sequences.append(header.sequence)
                 return true
             })
@@ -196,10 +196,10 @@ import Testing
             try log.commitUplink(UplinkCursor(delivered: tail.position, chained: nil), ComponentHarness.at(1))
             #expect(log.uplinkDelivered == sequences.last)
             // The commit is a record itself, after the tail's position.
-            #expect(log.readUplink(tail) { header, _ in header.typeCode == LogRecordType.uplink.rawValue }?.records == 1)
+            #expect(log.readTail(tail) { header, _ in header.typeCode == LogRecordType.uplink.rawValue }?.records == 1)
             // The loop calls it every turn: nothing new costs no allocation.
             var idle: LogTailRead? = nil
-            #expect(allocations { idle = log.readUplink(tail) { _, _ in true } } == 0)
+            #expect(allocations { idle = log.readTail(tail) { _, _ in true } } == 0)
             #expect(idle == LogTailRead())
             #expect(log.undeliveredDeleted == 0)
             log.shutdown(now: ComponentHarness.at(2))

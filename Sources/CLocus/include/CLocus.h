@@ -12,6 +12,8 @@
 // The uplink's internet sockets and TLS, in files of their own (Net.c, TLS.c).
 #include "CLocusNet.h"
 #include "CLocusTLS.h"
+// The kernel seam a simulation answers (locus replay, the simulator).
+#include "CLocusKernel.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -83,6 +85,10 @@ int locus_is_directory(const char *path);
 /// Directory listing: calls `visit(name, context)` for every entry except "." and "..".
 /// Returns the number of entries visited or -errno.
 int locus_list_directory(const char *path, void (*visit)(const char *name, void *context), void *context);
+/// Creates a new directory from `template` ("/tmp/name.XXXXXX", its X's replaced in place), mode 0700.
+int locus_make_temporary_directory(char *template_path);
+/// Removes `path` and everything under it (not following symbolic links). 0 or -errno.
+int locus_remove_tree(const char *path);
 
 // MARK: time
 

@@ -83,8 +83,15 @@ final class Agent {
     /// Start-up's temporaries (the parsed site file, the log scan) are gone when it returns.
     static func open(configPath: String, stateDirectory: String?) -> Result<Agent, OpenError> {
         Process.mapLargeBlocks()
-        guard case .success(var loaded) = LoadedConfig.load(configPath) else { return .failure(.config) }
+        guard case .success(let loaded) = LoadedConfig.load(configPath) else { return .failure(.config) }
         let directory = stateDirectory ?? Paths.resolve(loaded.site.stateDirectory, relativeTo: Paths.directory(of: configPath))
+        return open(loaded, directory: directory)
+    }
+
+    /// The same from a configuration already loaded (`locus replay` swaps the board's devices for
+    /// simulated ones first).
+    static func open(_ config: LoadedConfig, directory: String) -> Result<Agent, OpenError> {
+        var loaded = config
         // Parsing freed what it used; give those pages back before the engine's tables are carved
         // out of the same heap, or the tables' untouched parts would stay resident.
         Process.releaseFreeMemory()
@@ -406,7 +413,7 @@ final class Agent {
         AgentLog.notice("locus: reloaded: \(engine.conditionCount) conditions, \(outputs.plan.actions.count) actions")
     }
 
-    private func shutdown() {
+    func shutdown() {
         let now = self.now()
         loop.shutdown(now: now)
         bluetooth.shutdown(now: now)

@@ -38,7 +38,7 @@ final class EventLog: LoopComponent {
     /// The uplink's cursor when there is no log.
     private var memoryUplinkCursor: UplinkCursor? = nil
     /// A failing uplink read is reported once, until a read succeeds again.
-    private var uplinkReadFailing = false
+    private var tailReadFailing = false
     private var retryAt: MonotonicInstant? = nil
     private var retryDelayNs = EventLog.initialRetryNs
     private(set) var failing = false
@@ -49,29 +49,55 @@ final class EventLog: LoopComponent {
     /// `[geocoding] annotate`: an event line ends with the place nearest the event's position.
     private let places: PlaceLabels?
 
-    private init(session: StateSession?, site: SiteConfig, places: PlaceLabels?) {
+    private init(session: StateSession?, privacy: SiteConfig.FixPrivacy, fixIntervalMs: Int64, places: PlaceLabels?) {
         self.session = session
         self.places = places
-        privacy = site.fixPrivacy
-        fixIntervalNs = site.log.fixIntervalMs * 1_000_000
+        self.privacy = privacy
+        fixIntervalNs = fixIntervalMs * 1_000_000
     }
+
+    private convenience init(session: StateSession?, site: SiteConfig, places: PlaceLabels?) {
+        self.init(session: session, privacy: site.fixPrivacy, fixIntervalMs: site.log.fixIntervalMs, places: places)
+    }
+
+    /// The log of a state directory no agent runs on, for the tools that change its conditions
+    /// (`locus monitor NAME add|remove`): the caller holds the monitor's lock and rebuilt its
+    /// engine from `persistence`. They write through here like the agent does.
+    static func offline(_ persistence: Persistence) -> EventLog {
+        EventLog(session: StateSession(persistence: persistence), privacy: .full, fixIntervalMs: SiteConfig.Log().fixIntervalMs, places: nil)
+    }
+
+    /// Makes what was appended durable now (a tool's change, before it says it is done).
+    func sync() throws(LogStoreError) { try session?.persistence.sync() }
 
     /// Opens the state directory: locks, the log, the engine rebuilt from it and reconciled with
     /// the site file. A directory that cannot be written means a log in memory (said once, here);
     /// one held by another process stops the start (`Locked`; the reason has been printed).
     static func open(directory: String, loaded: LoadedConfig, engine: MonitorEngine, now: UTCTime) -> Result<EventLog, Locked> {
-        switch StateSession.openSession(directory: directory, loaded: loaded, engine: engine, now: now) {
+        switch StateSession.openSession(directory: directory, loaded: loaded, engine: engine) {
         case .success(let session):
+            do {
+                try reconcile(loaded.site, engine: engine, now: now, persistence: session.persistence)
+                try session.persistence.marker(.start, time: now, text: "locus \(LocusVersion.string) pid \(Process.id)")
+            } catch {
+                Console.error("locus: cannot append to the log in \(directory): \(error)\n")
+                return .success(inMemory(loaded, engine: engine, now: now))
+            }
             return .success(EventLog(session: session, site: loaded.site, places: loaded.placeLabels))
         case .failure(.locked):
             return .failure(Locked())
         case .failure(.unwritable):
-            AgentLog.warning("locus: persistenceUnavailable: monitoring in memory only; events are not logged and records start over at the next start")
-            for (name, result) in EngineSetup.addConfigured(loaded.site, to: engine, now: now) {
-                AgentLog.error("locus: condition \(name) not added: \(result == .limitExceeded ? "capacity.conditions is full" : "too many monitors") (conditionLimitExceeded)")
-            }
-            return .success(EventLog(session: nil, site: loaded.site, places: loaded.placeLabels))
+            return .success(inMemory(loaded, engine: engine, now: now))
         }
+    }
+
+    /// The log in memory, for a state directory that cannot be written (said once, here).
+    private static func inMemory(_ loaded: LoadedConfig, engine: MonitorEngine, now: UTCTime) -> EventLog {
+        AgentLog.warning("locus: persistenceUnavailable: monitoring in memory only; events are not logged and records start over at the next start")
+        for (name, result) in EngineSetup.addConfigured(loaded.site, to: engine, now: now) {
+            AgentLog.error("locus: condition \(name) not added: \(result == .limitExceeded ? "capacity.conditions is full" : "too many monitors") (conditionLimitExceeded)")
+        }
+        return EventLog(session: nil, site: loaded.site, places: loaded.placeLabels)
     }
 
     var isAvailable: Bool { session != nil }
@@ -116,18 +142,62 @@ final class EventLog: LoopComponent {
     /// SIGHUP: the site file's conditions into the engine and the log. False when the changes
     /// could not be logged (the running configuration stays).
     func reconcile(_ site: SiteConfig, engine: MonitorEngine, now: AgentTime) -> Bool {
-        guard let session else {
-            _ = try? StateSession.reconcile(site, engine: engine, now: now.utc, persistence: nil)
-            return true
-        }
-        do { try session.reconcile(site, engine: engine, now: now.utc) } catch {
+        do { try EventLog.reconcile(site, engine: engine, now: now.utc, persistence: session?.persistence) } catch {
             AgentLog.error("locus: reload: cannot log the changes: \(error)")
             return false
         }
         return true
     }
 
-    func shutdown(now: AgentTime) { session?.close(time: now.utc) }
+    /// The site file stays authoritative for the conditions it declares: a changed one is
+    /// replaced (its record starts over), a new one added, and one that was declared before but
+    /// is gone from the file removed. Conditions added at run time are left alone. Without a log
+    /// (`persistence` nil) only the engine changes.
+    private static func reconcile(_ site: SiteConfig, engine: MonitorEngine, now: UTCTime, persistence: Persistence?) throws(LogStoreError) {
+        struct Key: Hashable { var monitor: FixedName; var identifier: FixedName }
+        var declared = Set<Key>()
+        declared.reserveCapacity(site.conditionCount)
+        for monitor in site.monitors {
+            guard let name = FixedName(monitor.name) else { continue }
+            for entry in monitor.conditions {
+                guard let identifier = FixedName(entry.identifier) else { continue }
+                declared.insert(Key(monitor: name, identifier: identifier))
+                let condition = EngineSetup.condition(entry)
+                let settings = EngineSetup.settings(entry)
+                if let record = engine.record(monitor: name, identifier: identifier),
+                   record.condition == condition, record.settings == settings, record.fromSiteFile, record.assumed == entry.assuming {
+                    continue
+                }
+                let result = engine.add(monitor: name, identifier: identifier, condition: condition, settings: settings,
+                                        assuming: entry.assuming == .unknown ? nil : entry.assuming, fromSiteFile: true, now: now)
+                if result == .limitExceeded || result == .monitorLimitExceeded {
+                    Console.error("locus: condition \(monitor.name)/\(entry.identifier) not added: capacity is full (conditionLimitExceeded)\n")
+                    continue
+                }
+                try persistence?.conditionAdded(LogPayload.ConditionEntry(monitor: name, identifier: identifier, condition: condition,
+                                                                         settings: settings, assuming: entry.assuming, fromSiteFile: true), time: now)
+            }
+        }
+        var stale: [(FixedName, FixedName)] = []
+        engine.forEachRecord { monitor, identifier, record in
+            if record.fromSiteFile && !declared.contains(Key(monitor: monitor, identifier: identifier)) { stale.append((monitor, identifier)) }
+        }
+        for (monitor, identifier) in stale {
+            engine.remove(monitor: monitor, identifier: identifier)
+            try persistence?.conditionRemoved(monitor: monitor, identifier: identifier, time: now)
+        }
+    }
+
+    /// The stop record, synced.
+    func shutdown(now: AgentTime) {
+        guard let session else { return }
+        do {
+            try session.persistence.marker(.stop, time: now.utc, text: "stop")
+            try session.persistence.sync()
+        } catch {
+            Console.error("locus: could not write the stop record: \(error)\n")
+        }
+    }
 
     // MARK: events
 
@@ -358,22 +428,22 @@ final class EventLog: LoopComponent {
     }
 
     /// A reader's place after `after`, following the log as it grows; nil without a log.
-    func uplinkTail(after: UInt64) -> LogTail? {
+    func tail(after: UInt64) -> LogTail? {
         session?.persistence.tail(after: after)
     }
 
     /// The records after the tail's position, in order, until `body` returns false (not taken:
     /// handed again next time) or the log's end. `body` must not append to the log (commit after
     /// this returns). nil when there is no log or it cannot be read (said once per failure streak).
-    func readUplink(_ tail: LogTail, _ body: (LogRecordHeader, UnsafeRawBufferPointer) -> Bool) -> LogTailRead? {
+    func readTail(_ tail: LogTail, _ body: (LogRecordHeader, UnsafeRawBufferPointer) -> Bool) -> LogTailRead? {
         guard let session else { return nil }
         do {
             let read = try session.persistence.read(tail, body)
-            uplinkReadFailing = false
+            tailReadFailing = false
             return read
         } catch {
-            if !uplinkReadFailing { AgentLog.warning("locus: uplink: reading the log: \(error)") }
-            uplinkReadFailing = true
+            if !tailReadFailing { AgentLog.warning("locus: log: reading records after \(tail.position): \(error)") }
+            tailReadFailing = true
             return nil
         }
     }

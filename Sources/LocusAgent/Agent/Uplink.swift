@@ -407,7 +407,7 @@ final class Uplink: LoopComponent {
     /// The log's records after the tail, as far as the window and the output have room.
     private func publishFromLog(_ log: EventLog) {
         guard window.free >= 2 && hasRoom else { return }
-        guard let read = log.readUplink(tail, { header, bytes in publish(header, bytes) }) else { return }
+        guard let read = log.readTail(tail, { header, bytes in publish(header, bytes) }) else { return }
         if read.missing > 0 {
             AgentLog.error("locus: uplink: \(read.missing) log records were deleted by retention before they were sent; going on from record \(tail.position + 1)")
         }

@@ -58,7 +58,7 @@ public final class AgentBenchmark {
     /// Writes NMEA to the port and waits (at most 1 s) until the agent's end of it is readable, so
     /// the next turn reads it whole.
     public func write(_ bytes: [UInt8]) {
-        _ = Files.writeSome(master, bytes)
+        _ = Files.writeSome(master, bytes[...])
         if let port = agent.gnss.descriptor { _ = Files.waitUntilReadable(port.rawValue, timeoutMs: 1_000) }
     }
 

@@ -75,10 +75,11 @@ enum MonitorCommand {
             return CommandLineInterface.failure("monitor \(monitorText)", "cannot open the log in \(directory): \(error)")
         }
         _ = persistence.rebuild()
-        let now = UTCTime(nanoseconds: Clock.realtimeNs())
+        let log = EventLog.offline(persistence)
+        let now = AgentTime(monotonic: MonotonicClock.instant, utc: UTCTime(nanoseconds: Clock.realtimeNs()))
         switch verb {
-        case "add": return add(monitor, rest, engine, persistence, now)
-        case "remove": return remove(monitor, rest, engine, persistence, now)
+        case "add": return add(monitor, rest, engine, log, now)
+        case "remove": return remove(monitor, rest, engine, log, now)
         case "identifiers":
             for identifier in engine.identifiers(monitor: monitor) { Console.out("\(identifier)\n") }
             return 0
@@ -94,14 +95,14 @@ enum MonitorCommand {
         }
     }
 
-    static func remove(_ monitor: FixedName, _ rest: [String], _ engine: MonitorEngine, _ persistence: Persistence, _ now: UTCTime) -> Int32 {
+    static func remove(_ monitor: FixedName, _ rest: [String], _ engine: MonitorEngine, _ log: EventLog, _ now: AgentTime) -> Int32 {
         guard rest.count == 1, let identifier = FixedName(rest[0]) else {
             return CommandLineInterface.usageError("monitor remove needs one condition ID", hint: "usage: locus monitor NAME remove ID")
         }
         guard engine.remove(monitor: monitor, identifier: identifier) else {
             return CommandLineInterface.failure("monitor \(monitor) remove", "no condition '\(rest[0])' in monitor '\(monitor)'")
         }
-        do { try persistence.conditionRemoved(monitor: monitor, identifier: identifier, time: now); try persistence.sync() } catch {
+        do { try log.appendConditionRemoved(monitor, identifier, now); try log.sync() } catch {
             return CommandLineInterface.failure("monitor \(monitor) remove", "cannot append to the log: \(error)")
         }
         Console.out("removed \(monitor)/\(rest[0])\n")
@@ -185,21 +186,21 @@ enum MonitorCommand {
 
     static let addHint = "usage: locus monitor NAME add ID (--circle LAT,LON,RADIUS | --beacon UUID[,MAJOR[,MINOR]]) [--assuming satisfied|unsatisfied]"
 
-    static func add(_ monitor: FixedName, _ arguments: [String], _ engine: MonitorEngine, _ persistence: Persistence, _ now: UTCTime) -> Int32 {
+    static func add(_ monitor: FixedName, _ arguments: [String], _ engine: MonitorEngine, _ log: EventLog, _ now: AgentTime) -> Int32 {
         let identifier: FixedName, condition: Condition, assuming: ConditionState
         switch parseAdd(arguments) {
         case .success(let parsed): (identifier, condition, assuming) = parsed
         case .failure(let status): return status.code
         }
         let result = engine.add(monitor: monitor, identifier: identifier, condition: condition, settings: ConditionSettings(),
-                                assuming: assuming == .unknown ? nil : assuming, fromSiteFile: false, now: now)
+                                assuming: assuming == .unknown ? nil : assuming, fromSiteFile: false, now: now.utc)
         guard result == .added || result == .replaced else {
             return CommandLineInterface.failure("monitor \(monitor) add", "conditionLimitExceeded: the capacity is full")
         }
         do {
-            try persistence.conditionAdded(LogPayload.ConditionEntry(monitor: monitor, identifier: identifier, condition: condition,
-                                                                     settings: ConditionSettings(), assuming: assuming, fromSiteFile: false), time: now)
-            try persistence.sync()
+            try log.appendConditionAdded(LogPayload.ConditionEntry(monitor: monitor, identifier: identifier, condition: condition,
+                                                                   settings: ConditionSettings(), assuming: assuming, fromSiteFile: false), now)
+            try log.sync()
         } catch {
             return CommandLineInterface.failure("monitor \(monitor) add", "cannot append to the log: \(error)")
         }

@@ -1,9 +1,10 @@
 import LocusCore
 import LocusDevices
 
-/// `locus replay --config SITE.toml [--nmea FILE] [--hci FILE] [--speed max|N]`: the engine on
-/// recordings with a virtual clock. Fixes take their time from NMEA, sightings from the capture's
-/// timestamps; both are merged by time. Events are written as JSON lines.
+/// `locus replay --config SITE.toml [--nmea FILE] [--hci FILE] [--speed max|N]`: the agent on
+/// recordings, on simulated time (`ReplayRun`). The recordings play on one time line (NMEA at the
+/// times its sentences carry, HCI events at their capture times); events are written as JSON
+/// lines as the log takes them.
 enum ReplayCommand {
     static let usage = "usage: locus replay --config SITE.toml [--nmea FILE] [--hci FILE] [--state DIR] [--speed max|N] [--format jsonl|text] [--updates | --power-report [--locate-every S [--locate-accuracy TIER] [--locate-max-age S]]]"
 
@@ -45,10 +46,10 @@ enum ReplayCommand {
         case .success(let value): loaded = value
         case .failure: return 1
         }
+        if !options.updates && !options.powerReport { return ReplayRun.play(loaded, options) }
         guard let observations = observations(options, loaded) else { return 1 }
         if options.updates { return ReplayUpdates.updates(observations, loaded: loaded) }
-        if options.powerReport { return ReplayUpdates.powerReport(observations, loaded: loaded, locate: options.locate) }
-        return play(observations, loaded, options)
+        return ReplayUpdates.powerReport(observations, loaded: loaded, locate: options.locate)
     }
 
     static func parse(_ arguments: [String]) -> Result<Options, ExitStatus> {
@@ -134,81 +135,6 @@ enum ReplayCommand {
             return nil
         }
         return observations
-    }
-
-    /// The engine on the observations with a virtual clock, events printed (and logged with --state).
-    static func play(_ observations: [Observation], _ loaded: LoadedConfig, _ options: Options) -> Int32 {
-        let engine = EngineSetup.engine(for: loaded.site, board: loaded.board)
-        let start = UTCTime(nanoseconds: observations[0].timeNs)
-        var session: StateSession? = nil
-        if let directory = options.state {
-            switch StateSession.openSession(directory: directory, loaded: loaded, engine: engine, now: start) {
-            case .success(let opened): session = opened
-            case .failure: return 1
-            }
-        } else {
-            for (name, result) in EngineSetup.addConfigured(loaded.site, to: engine, now: start) {
-                Console.error("locus: replay: condition \(name) not added: \(result == .limitExceeded ? "capacity.conditions is full" : "too many monitors")\n")
-            }
-        }
-        var counter: Int64 = 0
-        var line = JSONWriter(capacity: 4096)
-        // `[geocoding] annotate`: events name the place nearest them, as the agent's do.
-        let places = loaded.placeLabels
-        var previousNs = observations[0].timeNs
-        var status: Int32 = 0
-        for observation in observations {
-            let nowNs = observation.timeNs
-            if let speed = options.speed, nowNs > previousNs {
-                Clock.sleep(nanoseconds: Int64(Double(nowNs - previousNs) / speed))
-            }
-            previousNs = nowNs
-            engine.tick(now: UTCTime(nanoseconds: nowNs))
-            if !drain(engine, session, &counter, text: options.text, places: places, into: &line) { status = 1; break }
-            switch observation {
-            case .fix(let fix): engine.observe(fix)
-            case .sighting(let sighting): engine.observe(sighting)
-            }
-            if !drain(engine, session, &counter, text: options.text, places: places, into: &line) { status = 1; break }
-        }
-        // Let timeouts that fall after the last observation play out (beacons leaving).
-        if status == 0, let deadline = engine.nextDeadline() {
-            engine.tick(now: deadline)
-            if !drain(engine, session, &counter, text: options.text, places: places, into: &line) { status = 1 }
-        }
-        if let session { session.close(time: UTCTime(nanoseconds: previousNs)) }
-        return status
-    }
-
-    /// Every pending event goes to the log first (when persisting), then to standard output,
-    /// and only then is it acknowledged. A log that cannot be written stops the replay: an event
-    /// that cannot be made durable is not reported as handled.
-    static func drain(_ engine: MonitorEngine, _ session: StateSession?, _ counter: inout Int64, text: Bool, places: PlaceLabels? = nil,
-                      into line: inout JSONWriter) -> Bool {
-        while let event = engine.oldestPendingEvent() {
-            var sequence: Int64
-            if let session {
-                do {
-                    sequence = Int64(try session.persistence.event(event))
-                } catch {
-                    Console.error("locus: replay: cannot append to the log: \(error)\n")
-                    return false
-                }
-            } else {
-                counter += 1
-                sequence = counter
-            }
-            line.reset()
-            if text {
-                EventText.write(event, sequence: sequence, places: places, into: &line)
-            } else {
-                EventJSON.write(event, sequence: sequence, places: places, into: &line)
-            }
-            line.newline()
-            Console.out(line.bytes)
-            engine.acknowledgeOldest()
-        }
-        return true
     }
 
     /// "1534758460.25" as nanoseconds, exactly (no float rounding of the fraction).

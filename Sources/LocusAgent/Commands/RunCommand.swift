@@ -29,18 +29,20 @@ enum RunCommand {
             index += 2
         }
         switch Agent.open(configPath: configPath, stateDirectory: stateOverride) {
-        case .success(let agent):
-            return .success(agent)
-        case .failure(.config), .failure(.locked):
-            return .failure(ExitStatus(code: 1))
-        case .failure(.loop(.timer(let error))):
-            return .failure(ExitStatus(code: CommandLineInterface.failure("run", "cannot create the loop's timer: \(error)")))
-        case .failure(.loop(.signals(let error))):
-            return .failure(ExitStatus(code: CommandLineInterface.failure("run", "cannot receive signals: \(error)")))
-        case .failure(.gpio(let error)):
-            return .failure(ExitStatus(code: CommandLineInterface.failure("run", error.description)))
-        case .failure(.uplink(let reason)):
-            return .failure(ExitStatus(code: CommandLineInterface.failure("run", "uplink: \(reason)")))
+        case .success(let agent): return .success(agent)
+        case .failure(let error): return .failure(ExitStatus(code: exitCode(error, command: "run")))
+        }
+    }
+
+    /// Why an agent could not be set up, said in one line (config and lock problems have been
+    /// printed already); the exit status.
+    static func exitCode(_ error: Agent.OpenError, command: String) -> Int32 {
+        switch error {
+        case .config, .locked: return 1
+        case .loop(.timer(let error)): return CommandLineInterface.failure(command, "cannot create the loop's timer: \(error)")
+        case .loop(.signals(let error)): return CommandLineInterface.failure(command, "cannot receive signals: \(error)")
+        case .gpio(let error): return CommandLineInterface.failure(command, error.description)
+        case .uplink(let reason): return CommandLineInterface.failure(command, "uplink: \(reason)")
         }
     }
 }

@@ -22,6 +22,14 @@ public struct BoardConfig {
         public var allowMissingChecksum: Bool
         /// Board outputs that can restart the receiver when it falls silent (see `RadioLines`).
         public var lines = RadioLines()
+
+        public init(device: String, baud: Int, receiver: Receiver, allowMissingChecksum: Bool, lines: RadioLines = RadioLines()) {
+            self.device = device
+            self.baud = baud
+            self.receiver = receiver
+            self.allowMissingChecksum = allowMissingChecksum
+            self.lines = lines
+        }
     }
 
     /// Outputs (names from `[gpio.outputs]`) wired to a radio's supply or reset pin, which the
