@@ -362,6 +362,9 @@ def variant_site(root, variant, directory):
         with open(os.path.join(directory, "board.toml"), "w") as f:
             f.write('[board]\nname = "fleet %s"\n' % variant["name"])
         lines += ['board = "%s"' % os.path.join(directory, "board.toml"), "", "[capacity]", "conditions = 16", "events = 64"]
+        # The replays that build the log run the agent, whose site updater reports a stay as a
+        # visit (a published record); the counts below are of events, so no stay is long enough.
+        lines += ["", "[updates]", 'visit_minimum = "24h"']
     # Small segments: checkpoints fall between the events, as on a gateway that has run a while.
     lines += ["", "[log]", 'segment_size = "64KiB"', 'sync = "interval"', 'fix_interval = "60s"']
     for monitor, identifier, lat, lon, radius in variant["conditions"]:
