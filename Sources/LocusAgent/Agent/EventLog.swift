@@ -1,10 +1,11 @@
 import LocusCore
 import LocusDevices
 
-/// The one writer of the log (the state directory's `StateSession`): events, the GPIO changes
-/// and latches they cause, condition changes, consumers' acknowledgements, fix and visit
-/// records. Every reader reads through a `LogCursor`, except the uplink, which publishes every
-/// record and follows the log with a `LogTail`.
+/// The one writer of the log (the state directory's `StateSession`): the start and stop records,
+/// the site file's conditions reconciled into it, events, the GPIO changes and latches they cause,
+/// condition changes (the agent's and `locus monitor NAME add|remove`'s), consumers'
+/// acknowledgements, fix and visit records. Every reader reads through a `LogCursor`, except the
+/// uplink and a replay printing events, which follow the log with a `LogTail`.
 ///
 /// "Log, then act": an event is appended (and synced per `[log] sync`) before any other sink
 /// sees it; an append that fails leaves the event pending (nothing is acknowledged that is not
@@ -37,7 +38,8 @@ final class EventLog: LoopComponent {
     private var memoryConsumers: [(FixedName, UInt64)] = []
     /// The uplink's cursor when there is no log.
     private var memoryUplinkCursor: UplinkCursor? = nil
-    /// A failing uplink read is reported once, until a read succeeds again.
+    /// A failing tail read (the uplink, a replay printing events) is reported once, until a read
+    /// succeeds again.
     private var tailReadFailing = false
     private var retryAt: MonotonicInstant? = nil
     private var retryDelayNs = EventLog.initialRetryNs
