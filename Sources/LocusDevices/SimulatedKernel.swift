@@ -33,9 +33,6 @@ public final class SimulatedKernel {
         var received: [UInt8] = []
         var readOffset = 0
         var descriptor: Int32? = nil
-        var bytesWritten = 0
-        /// Bytes that arrived while the port was closed (a UART keeps nothing for nobody).
-        var bytesLost = 0
 
         init(path: String, arrivals: [Arrival]) {
             self.path = path
@@ -94,12 +91,6 @@ public final class SimulatedKernel {
 
     /// The moment of the last scripted arrival.
     public var lastArrivalNs: Int64? { ports.compactMap { $0.arrivals.last?.atNs }.max() }
-
-    /// What the reader of `path` wrote (receiver commands) and lost (bytes arriving while closed).
-    public func portCounts(_ path: String) -> (written: Int, lost: Int)? {
-        guard let port = ports.first(where: { $0.path == path }) else { return nil }
-        return (port.bytesWritten, port.bytesLost)
-    }
 
     // MARK: installing
 
@@ -180,15 +171,14 @@ public final class SimulatedKernel {
     }
 
     private func write(_ descriptor: Int32, _ count: Int) -> Int {
-        guard let port = ports.first(where: { $0.descriptor == descriptor }) else { return -Int(LOCUS_EBADFD) }
-        port.bytesWritten += count
+        // What the reader writes (receiver commands) goes nowhere: a recording answers nothing.
+        guard ports.contains(where: { $0.descriptor == descriptor }) else { return -Int(LOCUS_EBADFD) }
         return count
     }
 
     private func close(_ descriptor: Int32) -> Int32 {
         if let port = ports.first(where: { $0.descriptor == descriptor }) {
             port.descriptor = nil
-            port.bytesLost += port.unread
             port.received.removeAll()
             port.readOffset = 0
             return 0
@@ -274,12 +264,13 @@ public final class SimulatedKernel {
         return Int16(LOCUS_POLLNVAL)
     }
 
-    /// Arrivals whose moment has come go to their ports (or are lost on a closed one).
+    /// Arrivals whose moment has come go to their ports (lost on a closed one).
     private func deliver() {
         for port in ports {
             while port.next < port.arrivals.count && port.arrivals[port.next].atNs <= monotonicNs {
                 let bytes = port.arrivals[port.next].bytes
-                if port.descriptor != nil { port.received += bytes } else { port.bytesLost += bytes.count }
+                // A closed port keeps nothing, as a UART keeps nothing for nobody.
+                if port.descriptor != nil { port.received += bytes }
                 port.next += 1
             }
         }
