@@ -300,7 +300,10 @@ static int remove_entry(const char *path, const struct stat *status, int kind, s
     return remove(path) == 0 ? 0 : -errno;
 }
 
-int locus_remove_tree(const char *path) { return nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
+int locus_remove_tree(const char *path) {
+    int result = nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return result == -1 ? -errno : result;
+}
 
 int locus_list_directory(const char *path, void (*visit)(const char *name, void *context), void *context) {
     DIR *directory = opendir(path);

@@ -101,8 +101,9 @@ public final class SimulatedKernel {
         var hooks = locus_kernel_hooks()
         hooks.monotonic_ns = { SimulatedKernel.installed!.monotonicNs }
         hooks.realtime_ns = { SimulatedKernel.installed!.realtimeNs }
+        // No descriptors (a sleep: `Clock.sleep`) comes with null arrays.
         hooks.poll = { fds, events, revents, count, timeout in
-            SimulatedKernel.installed!.poll(fds!, events!, revents!, Int(count), timeoutMs: timeout)
+            SimulatedKernel.installed!.poll(fds, events, revents, Int(count), timeoutMs: timeout)
         }
         hooks.timerfd_create = { SimulatedKernel.installed!.createTimer() }
         hooks.timerfd_arm = { fd, delay in SimulatedKernel.installed!.arm(fd, delayNs: delay) }
@@ -192,9 +193,11 @@ public final class SimulatedKernel {
 
     /// Ready descriptors now; with none and a timeout other than 0, time moves to the next thing
     /// that happens and the set is looked at once more.
-    private func poll(_ fds: UnsafePointer<Int32>, _ events: UnsafePointer<Int16>, _ revents: UnsafeMutablePointer<Int16>, _ count: Int,
+    private func poll(_ fds: UnsafePointer<Int32>?, _ events: UnsafePointer<Int16>?, _ revents: UnsafeMutablePointer<Int16>?, _ count: Int,
                       timeoutMs: Int32) -> Int32 {
-        guard count >= 0, count <= SimulatedKernel.pollCapacity else { return -Int32(LOCUS_EINVAL) }
+        guard count >= 0, count <= SimulatedKernel.pollCapacity, count == 0 || (fds != nil && events != nil && revents != nil) else {
+            return -Int32(LOCUS_EINVAL)
+        }
         let startNs = monotonicNs
         // Unpaced, Linux's descriptors (signals, the control socket) are asked at most once a
         // millisecond of wall time: a day of recording turns 86,400 times in well under a second.
@@ -227,14 +230,14 @@ public final class SimulatedKernel {
     }
 
     /// Linux's descriptors asked (waiting up to `realWaitMs`), the simulated ones answered here.
-    private func readiness(_ fds: UnsafePointer<Int32>, _ events: UnsafePointer<Int16>, _ revents: UnsafeMutablePointer<Int16>, _ count: Int,
+    private func readiness(_ fds: UnsafePointer<Int32>?, _ events: UnsafePointer<Int16>?, _ revents: UnsafeMutablePointer<Int16>?, _ count: Int,
                            realWaitMs: Int32, askLinux: Bool) -> Int32 {
         var real = 0
         for index in 0..<count {
-            let simulated = fds[index] >= Int32(LOCUS_SIM_FD_BASE)
-            realSet[index] = simulated ? -1 : fds[index]
-            if !simulated && fds[index] >= 0 { real += 1 }
-            revents[index] = 0
+            let simulated = fds![index] >= Int32(LOCUS_SIM_FD_BASE)
+            realSet[index] = simulated ? -1 : fds![index]
+            if !simulated && fds![index] >= 0 { real += 1 }
+            revents![index] = 0
         }
         var ready: Int32 = 0
         if askLinux && (real > 0 || realWaitMs > 0) {
@@ -242,9 +245,9 @@ public final class SimulatedKernel {
             if ready < 0 { return ready }
             if real == 0 && realWaitMs > 0 { ready = 0 }
         }
-        for index in 0..<count where fds[index] >= Int32(LOCUS_SIM_FD_BASE) {
-            let flags = simulatedReadiness(fds[index], events[index])
-            revents[index] = flags
+        for index in 0..<count where fds![index] >= Int32(LOCUS_SIM_FD_BASE) {
+            let flags = simulatedReadiness(fds![index], events![index])
+            revents![index] = flags
             if flags != 0 { ready += 1 }
         }
         return ready
