@@ -56,6 +56,8 @@ let package = Package(
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .target(name: "LocusFleet", dependencies: ["LocusCore", "LocusDevices", "CLibPQ"]),
         .executableTarget(name: "locus-fleet", dependencies: ["LocusFleet"]),
+        // The deterministic simulator (docs/simulator.md): host only, like the fleet's tools.
+        .executableTarget(name: "locus-sim", dependencies: ["LocusAgent", "LocusDevices", "LocusCore", "TestSupport"]),
 
         .executableTarget(name: "locus-bench", dependencies: ["LocusCore", "LocusAgent", "AllocCounter", "TestSupport"], path: "Benchmarks/LocusBench", swiftSettings: hotPathChecks),
 

@@ -237,6 +237,11 @@ int locus_close(int fd) {
     return close(fd) == 0 ? 0 : -errno;
 }
 
+int locus_dup(int fd) {
+    int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    return copy >= 0 ? copy : -errno;
+}
+
 long locus_read(int fd, void *buffer, size_t count) {
     if (SIMULATED(fd)) return kernel_hooks.read(fd, buffer, count);
     return RETRY(read(fd, buffer, count));
@@ -251,9 +256,22 @@ long locus_pread(int fd, void *buffer, size_t count, int64_t offset) {
     return RETRY(pread(fd, buffer, count, (off_t)offset));
 }
 
-int locus_fsync(int fd) { return (int)RETRY(fsync(fd)); }
+/// A simulated disk's answer to a sync, or LOCUS_KERNEL_PASS.
+static int simulated_sync(int fd) {
+    return kernel_hooked && kernel_hooks.disk_sync ? kernel_hooks.disk_sync(fd) : LOCUS_KERNEL_PASS;
+}
 
-int locus_fdatasync(int fd) { return (int)RETRY(fdatasync(fd)); }
+int locus_fsync(int fd) {
+    int simulated = simulated_sync(fd);
+    return simulated != LOCUS_KERNEL_PASS ? simulated : (int)RETRY(fsync(fd));
+}
+
+int locus_fdatasync(int fd) {
+    int simulated = simulated_sync(fd);
+    return simulated != LOCUS_KERNEL_PASS ? simulated : (int)RETRY(fdatasync(fd));
+}
+
+int locus_kernel_fdatasync(int fd) { return (int)RETRY(fdatasync(fd)); }
 
 int locus_ftruncate(int fd, int64_t length) { return (int)RETRY(ftruncate(fd, (off_t)length)); }
 

@@ -93,9 +93,9 @@ extension Files {
 
     /// Removes a file or link. nil on success.
     @discardableResult
-    /// A new directory "/tmp/PREFIX.XXXXXX" (mode 0700), for a run that keeps nothing.
-    public static func makeTemporaryDirectory(prefix: String) -> Result<String, SystemError> {
-        var template = Array("/tmp/\(prefix).XXXXXX".utf8CString)
+    /// A new directory "PARENT/PREFIX.XXXXXX" (mode 0700), for a run that keeps nothing.
+    public static func makeTemporaryDirectory(prefix: String, in parent: String = "/tmp") -> Result<String, SystemError> {
+        var template = Array("\(parent)/\(prefix).XXXXXX".utf8CString)
         let result = template.withUnsafeMutableBufferPointer { locus_make_temporary_directory($0.baseAddress) }
         guard result == 0 else { return .failure(SystemError(code: -result)) }
         return .success(template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) })

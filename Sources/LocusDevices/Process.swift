@@ -110,11 +110,13 @@ public enum AgentLog {
 
     /// The least severe priority written (`locus replay` keeps warnings and errors only).
     nonisolated(unsafe) public static var threshold = Priority.debug
+    /// Nothing is written (the simulator runs thousands of agents; it prints its own findings).
+    nonisolated(unsafe) public static var muted = false
     /// Whether the line `begin` started is written.
     nonisolated(unsafe) private static var begunLineShown = true
 
     public static func write(_ priority: Priority, _ text: String) {
-        guard priority.rawValue <= threshold.rawValue else { return }
+        guard !muted, priority.rawValue <= threshold.rawValue else { return }
         Console.error(prefixed ? "<\(priority.rawValue)>\(text)\n" : "\(text)\n")
     }
 
@@ -123,7 +125,7 @@ public enum AgentLog {
     /// no String is made.
     public static func begin(_ priority: Priority, into line: inout JSONWriter) {
         line.reset()
-        begunLineShown = priority.rawValue <= threshold.rawValue
+        begunLineShown = !muted && priority.rawValue <= threshold.rawValue
         guard prefixed else { return }
         line.text("<")
         line.text(Int(priority.rawValue))

@@ -58,6 +58,11 @@ public final class SimulatedKernel {
     private let realSet: UnsafeMutableBufferPointer<Int32>
     /// Polls that found nothing ready and nothing left to happen (no input, no timer, no timeout).
     public private(set) var idlePolls = 0
+    /// Moments the simulation's owner wants the loop back (a fault starts or ends), ascending.
+    private var wakeups: [Int64] = []
+
+    /// The simulated disk: the files under `directory` (nil: Linux's disk, untouched).
+    public var disk = Disk()
 
     public static let pollCapacity = 64
     static let unpacedLinuxPollNs: Int64 = 1_000_000
@@ -92,6 +97,17 @@ public final class SimulatedKernel {
     /// The moment of the last scripted arrival.
     public var lastArrivalNs: Int64? { ports.compactMap { $0.arrivals.last?.atNs }.max() }
 
+    /// A poll returns at `atNs` even with nothing ready, so the owner acts at that moment.
+    public func wake(atNs: Int64) {
+        wakeups.insert(atNs, at: wakeups.firstIndex { $0 > atNs } ?? wakeups.count)
+    }
+
+    /// Time passes with no process to read (a power cut's downtime): what arrives meanwhile is lost.
+    public func advance(toNs: Int64) {
+        monotonicNs = max(monotonicNs, toNs)
+        deliver()
+    }
+
     // MARK: installing
 
     /// The seam answers from this simulation until `uninstall`.
@@ -111,6 +127,8 @@ public final class SimulatedKernel {
         hooks.read = { fd, buffer, count in SimulatedKernel.installed!.read(fd, buffer!, count) }
         hooks.write = { fd, _, count in SimulatedKernel.installed!.write(fd, count) }
         hooks.close = { fd in SimulatedKernel.installed!.close(fd) }
+        hooks.disk_write = { fd, _, count in SimulatedKernel.installed!.diskWrite(fd, count) }
+        hooks.disk_sync = { fd in SimulatedKernel.installed!.diskSync(fd) }
         locus_kernel_install(&hooks)
     }
 
@@ -281,7 +299,8 @@ public final class SimulatedKernel {
 
     /// The earliest arrival or timer expiry still to come.
     private func nextHappening() -> Int64? {
-        var next: Int64? = nil
+        while let first = wakeups.first, first <= monotonicNs { wakeups.removeFirst() }
+        var next: Int64? = wakeups.first
         for port in ports where port.next < port.arrivals.count {
             next = min(next ?? Int64.max, port.arrivals[port.next].atNs)
         }
@@ -289,5 +308,82 @@ public final class SimulatedKernel {
             if let deadline = timer.deadlineNs { next = min(next ?? Int64.max, max(deadline, monotonicNs)) }
         }
         return next
+    }
+
+    // MARK: the disk
+
+    /// The files under a directory as a disk that can fill up, fail its syncs and lose power.
+    /// Every sync that succeeds records how long the file was, which a power cut keeps.
+    public struct Disk {
+        public var directory: String? = nil
+        /// Writes fail with ENOSPC.
+        public var full = false
+        /// fsync and fdatasync fail with EIO.
+        public var syncFails = false
+        /// Each file's length at its last successful sync, by path.
+        public fileprivate(set) var syncedBytes: [String: Int64] = [:]
+        public fileprivate(set) var writesRefused = 0
+        public fileprivate(set) var syncsFailed = 0
+
+        public init() {}
+
+        /// `path` is the disk's (the directory itself or below it).
+        func holds(_ path: String) -> Bool {
+            guard let directory else { return false }
+            return path == directory || path.hasPrefix(directory + "/")
+        }
+    }
+
+    /// The file a Linux descriptor is open on, when the simulated disk holds it.
+    private func diskPath(_ descriptor: Int32) -> String? {
+        guard disk.directory != nil else { return nil }
+        var target = [CChar](repeating: 0, count: 4096)
+        let length = locus_readlink("/proc/self/fd/\(descriptor)", &target, target.count)
+        guard length > 0 else { return nil }
+        let path = String(decoding: target[0..<Int(length)].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return disk.holds(path) ? path : nil
+    }
+
+    private func diskWrite(_ descriptor: Int32, _ count: Int) -> Int {
+        guard disk.full, count > 0, diskPath(descriptor) != nil else { return Int(LOCUS_KERNEL_PASS) }
+        disk.writesRefused += 1
+        return -Int(LOCUS_ENOSPC)
+    }
+
+    private func diskSync(_ descriptor: Int32) -> Int32 {
+        guard let path = diskPath(descriptor) else { return Int32(LOCUS_KERNEL_PASS) }
+        if disk.syncFails {
+            disk.syncsFailed += 1
+            return -Int32(LOCUS_EIO)
+        }
+        let result = locus_kernel_fdatasync(descriptor)
+        if result == 0 { disk.syncedBytes[path] = locus_file_size(descriptor) }
+        return result
+    }
+
+    /// The power goes: every simulated descriptor is gone (ports keep nothing, timers stop), and
+    /// each file on the disk keeps what `keep` says of it (from its synced length and its length
+    /// now; `LogStore` files never synced have synced length 0). The caller drops the process's
+    /// state; what it left open on Linux is its to close.
+    public func powerCut(keep: (_ path: String, _ syncedBytes: Int64, _ fileBytes: Int64) -> Int64) {
+        for port in ports {
+            port.descriptor = nil
+            port.received.removeAll()
+            port.readOffset = 0
+        }
+        timers.removeAll()
+        guard let directory = disk.directory, let segments = try? LogStore.segmentNames(directory) else { return }
+        for segment in segments {
+            let path = directory + "/" + LogStore.segmentFileName(segment)
+            let descriptor = locus_open(path, Int32(LOCUS_O_WRITE), 0)
+            guard descriptor >= 0 else { continue }
+            let size = locus_file_size(descriptor)
+            let synced = min(disk.syncedBytes[path] ?? 0, size)
+            let kept = max(synced, min(size, keep(path, synced, size)))
+            if kept < size { _ = locus_ftruncate(descriptor, kept) }
+            _ = locus_kernel_fdatasync(descriptor)
+            _ = locus_close(descriptor)
+            disk.syncedBytes[path] = kept
+        }
     }
 }

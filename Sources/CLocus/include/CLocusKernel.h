@@ -31,6 +31,12 @@ typedef struct locus_kernel_hooks {
     long (*read)(int fd, void *buffer, size_t count);
     long (*write)(int fd, const void *buffer, size_t count);
     int (*close)(int fd);
+    /// A write, or a data sync (fsync and fdatasync alike), on one of Linux's descriptors: the
+    /// simulation may fail it (a negative errno), do it itself, or let Linux do it
+    /// (LOCUS_KERNEL_PASS). NULL: Linux does them all. This is the simulated disk: a full one,
+    /// a failing sync, and what a power cut keeps.
+    long (*disk_write)(int fd, const void *buffer, size_t count);
+    int (*disk_sync)(int fd);
 } locus_kernel_hooks;
 
 /// Installs `hooks` (copied), or Linux again with NULL. Not thread-safe: called before the loop
@@ -38,6 +44,8 @@ typedef struct locus_kernel_hooks {
 void locus_kernel_install(const locus_kernel_hooks *hooks);
 /// poll(2) itself, for a simulated kernel's real descriptors (simulated ones must be negative).
 int locus_kernel_poll(const int *fds, const short *events, short *revents, int count, int timeout_ms);
+/// fdatasync(2) itself, for a simulated disk that lets a sync through.
+int locus_kernel_fdatasync(int fd);
 /// CLOCK_MONOTONIC itself, for a simulation paced by the wall clock.
 int64_t locus_kernel_monotonic_ns(void);
 

@@ -111,6 +111,9 @@ final class Outputs: LoopComponent {
 
     func index(of name: FixedName) -> Int? { plan.index(of: name) }
 
+    /// The lines' levels now, in the board's order (nil: the board has no outputs).
+    var lineValues: [Bool]? { lines?.values }
+
     func isLatched(_ output: Int) -> Bool { plan.latched[output] }
 
     /// The self-healing's power cut (`power_line`) or reset pulse (`reset_line`) of `forMs`; the

@@ -1,0 +1,348 @@
+import LocusAgent
+import LocusCore
+import LocusDevices
+import TestSupport
+
+/// One seed: the real agent on the simulated kernel through the scenario and its faults, with
+/// the invariants checked after every turn, at every power cut and at the end.
+///
+/// The invariants:
+/// - the log: sequence numbers follow one another; a condition's events alternate (an event only
+///   on a change of state), from its addition on, across restarts;
+/// - the outputs: after every turn each line's level is the one the log's GPIO records last gave it;
+/// - nothing acknowledged is lost: after a power cut and a restart, every record's last event is
+///   the one it had before the cut, when the log was synced at every event (or when that event
+///   is older than the sync interval); and what the disk kept of the log is a prefix of what was
+///   written, byte for byte, with nothing to repair at the next open;
+/// - bounded: pending events within the capacity; the agent's descriptors all closed when it
+///   stops or dies; the loop never stops by itself; every event logged once the run settles.
+final class SeedRun {
+    struct Failure: Error, CustomStringConvertible {
+        var atS: Double
+        var what: String
+        var description: String { "at \(SeedRun.seconds(atS)) s: \(what)" }
+    }
+
+    /// What one run did, added up over a batch of seeds.
+    struct Tally {
+        var turns = 0
+        var simulatedS = 0.0
+        var restarts = 0
+        var records = 0
+        var events = 0
+        var gpioChanges = 0
+        var checks: [String: Int] = [:]
+        var injected: [String: Int] = [:]
+
+        mutating func add(_ other: Tally) {
+            turns += other.turns
+            simulatedS += other.simulatedS
+            restarts += other.restarts
+            records += other.records
+            events += other.events
+            gpioChanges += other.gpioChanges
+            for (name, count) in other.checks { checks[name, default: 0] += count }
+            for (name, count) in other.injected { injected[name, default: 0] += count }
+        }
+    }
+
+    /// A record of the log as the simulator read it.
+    struct Record: Equatable {
+        var sequence: UInt64
+        var typeCode: UInt8
+        var time: Int64
+        var payload: [UInt8]
+    }
+
+    /// A record's last event, and when (simulated monotonic time) the simulator first saw it.
+    struct Acknowledged: Equatable {
+        var state: ConditionState
+        var dateNs: Int64
+        var refinement: BeaconIdentity?
+        var persisted: Bool
+    }
+
+    static let startNs: Int64 = 1_000_000_000_000
+    /// How long after the last recorded byte timeouts may play out.
+    static let tailNs: Int64 = 600_000_000_000
+
+    let scenario: Scenario
+    let kernel: SimulatedKernel
+    let recording: Recording
+    let root: String
+    let state: String
+    let agent: SimulatedAgent
+    var tally = Tally()
+    /// The log as read so far (after a power cut: what the disk kept, then what followed).
+    var log: [Record] = []
+    /// The last event state logged per condition ("monitor/identifier").
+    var lastLoggedState: [String: ConditionState] = [:]
+    /// Each output's level as the log's GPIO records give it.
+    var loggedLevels: [String: Bool] = [:]
+    /// Each record's last event and since when (monotonic ns) the simulator has seen it.
+    var acknowledged: [String: (event: Acknowledged, sinceNs: Int64)] = [:]
+    /// Open descriptors before the agent opened.
+    let baselineDescriptors: Int
+    /// Timed actions (fault starts and ends), ascending.
+    var schedule: [(atNs: Int64, fault: Scenario.Fault, starts: Bool)] = []
+
+    init(_ scenario: Scenario, root: String) throws(Failure) {
+        self.scenario = scenario
+        self.root = root
+        state = root + "/state"
+        recording = Recording(scenario, startNs: SeedRun.startNs)
+        tally.injected = recording.injected
+        _ = Files.makeDirectory(state, mode: 0o750)
+        _ = Files.makeDirectory(state + "/sim", mode: 0o750)
+        if let error = Files.replace(root + "/site.toml", contents: scenario.siteText) ?? Files.replace(root + "/board.toml", contents: scenario.boardText) {
+            throw Failure(atS: 0, what: "cannot write the site: \(error)")
+        }
+        guard let agent = SimulatedAgent(sitePath: root + "/site.toml", directory: state) else {
+            throw Failure(atS: 0, what: "the drawn site does not check (above)")
+        }
+        self.agent = agent
+        kernel = SimulatedKernel(monotonicNs: SeedRun.startNs, realtimeNs: scenario.startUTC * 1_000_000_000, speed: nil)
+        kernel.addPort(path: state + "/sim/gnss", arrivals: recording.gnss)
+        kernel.addPort(path: state + "/sim/ble", arrivals: recording.bluetooth)
+        kernel.disk.directory = state
+        baselineDescriptors = SeedRun.openDescriptors()
+        for fault in scenario.faults {
+            switch fault {
+            case .clockJump(let at, _), .powerCut(let at, _):
+                schedule.append((SeedRun.ns(at), fault, true))
+            case .diskFull(let from, let until), .syncFails(let from, let until):
+                schedule.append((SeedRun.ns(from), fault, true))
+                schedule.append((SeedRun.ns(until), fault, false))
+            default:
+                continue
+            }
+        }
+        schedule.sort { $0.atNs < $1.atNs }
+        for action in schedule { kernel.wake(atNs: action.atNs) }
+    }
+
+    static func ns(_ seconds: Int) -> Int64 { startNs + Int64(seconds) * 1_000_000_000 }
+    static func seconds(_ value: Double) -> String { "\(Int(value * 10) / 10).\(Int(value * 10) % 10)" }
+    var nowS: Double { Double(kernel.monotonicNs - SeedRun.startNs) / 1e9 }
+
+    func fail(_ what: String) -> Failure { Failure(atS: nowS, what: what) }
+
+    /// The whole run; the first invariant broken ends it.
+    func run() throws(Failure) {
+        kernel.install()
+        defer {
+            if agent.isOpen { agent.crash() }
+            kernel.uninstall()
+        }
+        try open()
+        let endNs = (kernel.lastArrivalNs ?? SeedRun.startNs) + SeedRun.tailNs
+        while true {
+            guard agent.turn() else { throw fail("the loop stopped by itself") }
+            tally.turns += 1
+            try readLog()
+            try checkOutputs()
+            try checkBounds()
+            try act()
+            if kernel.inputsConsumed && schedule.isEmpty && (agent.settled || kernel.idlePolls > 0 || kernel.monotonicNs > endNs) { break }
+        }
+        try finish()
+    }
+
+    private func open() throws(Failure) {
+        if let reason = agent.open() { throw fail("the agent did not open: \(reason)") }
+    }
+
+    // MARK: the log
+
+    private func readLog() throws(Failure) {
+        var failure: Failure? = nil
+        agent.readRecords(after: log.last?.sequence ?? 0) { header, payload in
+            guard failure == nil else { return }
+            do throws(Failure) { try take(Record(sequence: header.sequence, typeCode: header.typeCode, time: header.time, payload: Array(payload))) } catch {
+                failure = error
+            }
+        }
+        if let failure { throw failure }
+    }
+
+    /// One record, checked against what came before it.
+    private func take(_ record: Record) throws(Failure) {
+        if let last = log.last, record.sequence != last.sequence + 1 {
+            throw fail("record \(record.sequence) follows record \(last.sequence)")
+        }
+        tally.checks["log: sequence numbers follow one another", default: 0] += 1
+        log.append(record)
+        tally.records += 1
+        try apply(record, checking: true)
+    }
+
+    /// What a record changes in the simulator's picture of the log (events by condition, levels).
+    private func apply(_ record: Record, checking: Bool) throws(Failure) {
+        let failure: Failure? = record.payload.withUnsafeBytes { raw in
+            do throws(Failure) { try apply(record, raw, checking: checking) } catch { return error }
+            return nil
+        }
+        if let failure { throw failure }
+    }
+
+    private func apply(_ record: Record, _ payload: UnsafeRawBufferPointer, checking: Bool) throws(Failure) {
+        var reader = ByteReader(payload)
+        switch LogRecordType(rawValue: record.typeCode) {
+        case .event?:
+            guard let event = LogPayload.readEvent(&reader) else { throw fail("event record \(record.sequence) does not read back") }
+            let key = "\(event.monitor)/\(event.identifier)"
+            if checking {
+                if lastLoggedState[key] == event.state {
+                    throw fail("record \(record.sequence): \(key) \(event.state) again, with no change of state between")
+                }
+                tally.checks["events only on a change of state", default: 0] += 1
+                tally.events += 1
+            }
+            lastLoggedState[key] = event.state
+        case .conditionAdded?:
+            guard let entry = LogPayload.readCondition(&reader) else { throw fail("condition record \(record.sequence) does not read back") }
+            lastLoggedState["\(entry.monitor)/\(entry.identifier)"] = nil
+        case .conditionRemoved?:
+            guard let (monitor, identifier) = LogPayload.readRemoval(&reader) else { throw fail("removal record \(record.sequence) does not read back") }
+            lastLoggedState["\(monitor)/\(identifier)"] = nil
+        case .gpio?:
+            guard let change = LogPayload.readGPIO(&reader) else { throw fail("gpio record \(record.sequence) does not read back") }
+            loggedLevels[change.output.description] = change.value
+            if checking { tally.gpioChanges += 1 }
+        default:
+            break
+        }
+    }
+
+    // MARK: invariants after a turn
+
+    private func checkOutputs() throws(Failure) {
+        guard agent.logOnDisk else { return }
+        for (name, value) in agent.outputs where value != (loggedLevels[name] ?? false) {
+            throw fail("output \(name) is \(value ? "on" : "off"), the log says \((loggedLevels[name] ?? false) ? "on" : "off")")
+        }
+        tally.checks["outputs equal the log", default: 0] += 1
+    }
+
+    private func checkBounds() throws(Failure) {
+        if agent.pendingEvents > scenario.eventCapacity {
+            throw fail("\(agent.pendingEvents) events pending, over the capacity of \(scenario.eventCapacity)")
+        }
+        tally.checks["pending events within capacity", default: 0] += 1
+        agent.forEachRecord { monitor, identifier, event in
+            let seen = Acknowledged(state: event.state, dateNs: event.date.totalNanoseconds, refinement: event.refinement,
+                                    persisted: !event.diagnostics.contains(.persistenceUnavailable))
+            let key = "\(monitor)/\(identifier)"
+            if acknowledged[key]?.event != seen { acknowledged[key] = (seen, kernel.monotonicNs) }
+        }
+    }
+
+    // MARK: faults
+
+    /// The scheduled faults whose moment has come.
+    private func act() throws(Failure) {
+        while let next = schedule.first, next.atNs <= kernel.monotonicNs {
+            schedule.removeFirst()
+            switch next.fault {
+            case .clockJump(_, let bySeconds):
+                kernel.realtimeOffsetNs += Int64(bySeconds) * 1_000_000_000
+            case .diskFull:
+                kernel.disk.full = next.starts
+            case .syncFails:
+                kernel.disk.syncFails = next.starts
+            case .powerCut(_, let downS):
+                try powerCut(downS: downS)
+            default:
+                break
+            }
+            if next.starts { tally.injected[next.fault.kind, default: 0] += 1 }
+        }
+    }
+
+    /// The power goes between two turns: the disk keeps what was synced and some of what was not
+    /// (a torn tail), the process's state is gone; after `downS` the agent starts on the disk.
+    private func powerCut(downS: Int) throws(Failure) {
+        var random = SplitMix64(seed: scenario.seed &+ UInt64(kernel.monotonicNs))
+        kernel.powerCut { _, synced, size in synced + Int64(random.below(Int(size - synced) + 1)) }
+        agent.crash()
+        let open = SeedRun.openDescriptors()
+        if open != baselineDescriptors { throw fail("\(open - baselineDescriptors) descriptor(s) still open after the agent died") }
+        tally.checks["descriptors closed when the agent goes", default: 0] += 1
+        let cutNs = kernel.monotonicNs
+        kernel.advance(toNs: cutNs + Int64(downS) * 1_000_000_000)
+        let before = acknowledged
+        let written = log
+        try reopen()
+        tally.restarts += 1
+        try checkKept(written)
+        try checkAcknowledged(before, cutNs: cutNs)
+    }
+
+    /// Opens the agent on what the disk kept and takes the log from the disk: the simulator's
+    /// picture starts over from it.
+    private func reopen() throws(Failure) {
+        if let reason = agent.open() { throw fail("the agent did not start again: \(reason)") }
+        var kept: [Record] = []
+        let scan: LogScan
+        do {
+            scan = try LogStore.scan(directory: state) { header, payload in
+                kept.append(Record(sequence: header.sequence, typeCode: header.typeCode, time: header.time, payload: Array(payload)))
+            }
+        } catch {
+            throw fail("the log cannot be read after the restart: \(error)")
+        }
+        if !scan.corruptions.isEmpty { throw fail("the log needs repair after the restart: \(scan.corruptions)") }
+        log = []
+        lastLoggedState = [:]
+        loggedLevels = [:]
+        for record in kept {
+            log.append(record)
+            try apply(record, checking: false)
+        }
+        acknowledged = [:]
+        try readLog()
+        try checkBounds()
+    }
+
+    /// What the disk kept of the log, up to the new start record, is a prefix of what was written.
+    private func checkKept(_ written: [Record]) throws(Failure) {
+        let start = log.lastIndex { $0.typeCode == LogRecordType.start.rawValue } ?? log.count
+        for (index, record) in log[..<start].enumerated() {
+            guard index < written.count, written[index] == record else {
+                throw fail("record \(record.sequence) after the power cut differs from the one written")
+            }
+        }
+        tally.checks["the log after a power cut is a prefix of the log written", default: 0] += 1
+    }
+
+    /// Every record's last event survives the cut, unless it was newer than the sync interval
+    /// (with sync = "interval") or the log was not on disk.
+    private func checkAcknowledged(_ before: [String: (event: Acknowledged, sinceNs: Int64)], cutNs: Int64) throws(Failure) {
+        for (key, entry) in before.sorted(by: { $0.key < $1.key }) where entry.event.persisted && entry.event.state != .unknown {
+            let window = scenario.syncEveryEvent ? 0 : Int64(scenario.syncIntervalMs + 1_000) * 1_000_000
+            guard cutNs - entry.sinceNs >= window else { continue }
+            guard let now = acknowledged[key] else { continue }
+            if now.event.state != entry.event.state || now.event.dateNs != entry.event.dateNs {
+                throw fail("\(key): \(entry.event.state) (acknowledged) came back as \(now.event.state) after the power cut")
+            }
+            tally.checks["acknowledged events survive a power cut", default: 0] += 1
+        }
+    }
+
+    // MARK: the end
+
+    private func finish() throws(Failure) {
+        kernel.disk.full = false
+        kernel.disk.syncFails = false
+        let pending = agent.pendingEvents
+        agent.shutdown()
+        if pending > 0 { throw fail("\(pending) event(s) still pending when the run settled") }
+        let open = SeedRun.openDescriptors()
+        if open != baselineDescriptors { throw fail("\(open - baselineDescriptors) descriptor(s) still open after the agent stopped") }
+        tally.checks["descriptors closed when the agent goes", default: 0] += 1
+        tally.simulatedS = nowS
+    }
+
+    /// The process's open descriptors now.
+    static func openDescriptors() -> Int { SystemProbe(root: "/").list("/proc/self/fd").count }
+}
