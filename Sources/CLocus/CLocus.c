@@ -249,6 +249,10 @@ long locus_read(int fd, void *buffer, size_t count) {
 
 long locus_write(int fd, const void *buffer, size_t count) {
     if (SIMULATED(fd)) return kernel_hooks.write(fd, buffer, count);
+    if (kernel_hooked && kernel_hooks.disk_write) {
+        long simulated = kernel_hooks.disk_write(fd, buffer, count);
+        if (simulated != LOCUS_KERNEL_PASS) return simulated;
+    }
     return RETRY(write(fd, buffer, count));
 }
 

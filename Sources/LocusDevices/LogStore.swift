@@ -279,6 +279,17 @@ extension LogStore {
                             retainBytes: retainBytes, sync: sync)
     }
 
+    /// The log this store has open, opened again (after a failed sync: the segments rescanned and
+    /// what did not make it cut). The lock passes from this store to the new one without being
+    /// let go: another process cannot take the log in between, and this one does not wait for
+    /// its own lock (a second flock on the lock file would).
+    public func reopened() throws(LogStoreError) -> LogStore {
+        let lock = locus_dup(lockDescriptor)
+        if lock < 0 { throw .system(.lock, SystemError(negated: lock)) }
+        return try LogStore(directory: directory, lockDescriptor: lock, segmentSizeBytes: segmentSizeBytes, retainBytes: retainBytes,
+                            sync: syncPolicy)
+    }
+
     private init(directory: String, lockDescriptor: Int32, segmentSizeBytes: Int64, retainBytes: Int64,
                  sync: LogSyncPolicy) throws(LogStoreError) {
         // Everything that can fail happens before `self` is initialised; after that nothing throws.
@@ -601,7 +612,16 @@ extension LogStore {
         checkpoints.note(header)
         switch syncPolicy {
         case .everyRecord:
-            if !writingHead { try dataSync() }
+            guard !writingHead else { break }
+            do throws(LogStoreError) { try dataSync() } catch {
+                // The caller is told this record is not logged and appends it again once the
+                // store is reopened: it must not stay in the file, where the reopen's rescan
+                // would find it (the page cache still holds it) and the log would hold it twice.
+                let descriptor = activeDescriptor
+                let length = segments[index].fileBytes - Int64(size)
+                _ = _unsafePerformance { locus_ftruncate(descriptor, length) }
+                throw error
+            }
         case .interval:
             if unsyncedSinceNs == nil { unsyncedSinceNs = _unsafePerformance { locus_monotonic_ns() } }
         }

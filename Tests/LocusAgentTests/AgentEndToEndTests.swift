@@ -208,8 +208,14 @@ import Testing
             let cause = events.last { $0.seq < seq && $0.name == "\(change["monitor"]!)/\(change["identifier"]!)" }
             #expect(cause != nil, "gpio record \(seq) before its event")
         }
+        // The start states every line's level (all off on a new state directory); after it, the
+        // lines move for events only.
+        let restored = changes.filter { $0["cause"] as? String == "restored" }
+        #expect(Set(restored.compactMap { $0["output"] as? String }) == ["relay1", "relay2", "buzzer"] && restored.count == 3,
+                "one restored record a line: \(restored)")
+        #expect(restored.allSatisfy { $0["value"] as? Bool == false })
         func values(_ name: String) -> [Bool] {
-            changes.filter { $0["output"] as? String == name }.compactMap { $0["value"] as? Bool }
+            changes.filter { $0["output"] as? String == name && $0["cause"] as? String != "restored" }.compactMap { $0["value"] as? Bool }
         }
         #expect(values("relay1") == [true, false], "relay1 follows the fence")
         #expect(values("relay2") == [true], "relay2 latched on entry")

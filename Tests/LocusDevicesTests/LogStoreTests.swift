@@ -499,7 +499,25 @@ func checkpointHead(_ store: inout LogStore) throws(LogStoreError) {
         #expect(throws: LogStoreError.system(.sync, .ioError)) { try store.append(type: .event, time: 0, payload: [1]) }
         #expect(throws: LogStoreError.unusable) { try store.append(type: .event, time: 1, payload: [2]) }
         _ = consume store
+        // The record whose sync failed was reported as not logged, and it is not in the log: the
+        // caller appends it again and the log holds it once (the page cache kept its bytes).
         var reopened = try LogStore.open(directory: directory.path)
+        #expect(reopened.nextSequence == 1)
+        #expect(try reopened.append(type: .event, time: 2, payload: [3]) == 1)
+    }
+
+    @Test func reopeningKeepsTheLockAndCutsTheRecordWhoseSyncFailed() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        var store = try LogStore.open(directory: directory.path)
+        try store.append(type: .event, time: 0, payload: [1])
+        store.systemCalls.dataSync = { _ in -5 } // EIO
+        #expect(throws: LogStoreError.system(.sync, .ioError)) { try store.append(type: .event, time: 1, payload: [2]) }
+        // In the same process, while the failed store still exists: no wait for its own lock.
+        var reopened = try store.reopened()
+        _ = consume store
+        #expect(reopened.nextSequence == 2)
+        #expect(throws: LogStoreError.locked) { _ = try LogStore.open(directory: directory.path) }
         #expect(try reopened.append(type: .event, time: 2, payload: [3]) == 2)
     }
 

@@ -60,6 +60,8 @@ int locus_open(const char *path, int flags, int mode);
 /// mkfifo(3); 0 or -errno (EEXIST when something is there already).
 int locus_mkfifo(const char *path, int mode);
 int locus_close(int fd);
+/// dup(2) with close-on-exec: a second descriptor for the same open file (and its flock).
+int locus_dup(int fd);
 long locus_read(int fd, void *buffer, size_t count);
 long locus_write(int fd, const void *buffer, size_t count);
 long locus_pread(int fd, void *buffer, size_t count, int64_t offset);

@@ -160,7 +160,9 @@ final class Agent {
     /// Before the first turn: start-up's freed memory back to the kernel, systemd told.
     func start() {
         Process.releaseFreeMemory()
-        loop.start(now(), status: "monitoring \(engine.conditionCount) conditions")
+        let start = now()
+        outputs.recordLevels(.restored) { log.appendGPIO($0, start) }
+        loop.start(start, status: "monitoring \(engine.conditionCount) conditions")
         AgentLog.notice("locus \(LocusVersion.string): running: \(engine.conditionCount) conditions in \(engine.monitorNames.count) monitors, board \(loaded.board.name)")
     }
 
@@ -418,6 +420,7 @@ final class Agent {
         loop.shutdown(now: now)
         bluetooth.shutdown(now: now)
         gnss.shutdown(now: now)
+        outputs.recordLevels(.safe) { log.appendGPIO($0, now) }
         outputs.shutdown(now: now)
         updates.shutdown(now: now)
         sessions.shutdown(now: now)

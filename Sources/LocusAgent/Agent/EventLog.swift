@@ -41,6 +41,10 @@ final class EventLog: LoopComponent {
     /// A failing tail read (the uplink, a replay printing events) is reported once, until a read
     /// succeeds again.
     private var tailReadFailing = false
+    /// The start could not be logged (the disk failed at start): the site file's conditions and
+    /// the start record are written first when the log takes records again, and no event is
+    /// appended before them. The records rebuilt from the log stay meanwhile (none starts over).
+    private var pendingStart: PendingStart? = nil
     private var retryAt: MonotonicInstant? = nil
     private var retryDelayNs = EventLog.initialRetryNs
     private(set) var failing = false
@@ -78,14 +82,22 @@ final class EventLog: LoopComponent {
     static func open(directory: String, loaded: LoadedConfig, engine: MonitorEngine, now: UTCTime) -> Result<EventLog, Locked> {
         switch StateSession.openSession(directory: directory, loaded: loaded, engine: engine) {
         case .success(let session):
-            do {
-                try reconcile(loaded.site, engine: engine, now: now, persistence: session.persistence)
-                try session.persistence.marker(.start, time: now, text: "locus \(LocusVersion.string) pid \(Process.id)")
-            } catch {
-                Console.error("locus: cannot append to the log in \(directory): \(error)\n")
-                return .success(inMemory(loaded, engine: engine, now: now))
+            if let newest = session.newestTimeNs, newest > now.totalNanoseconds {
+                // A gateway without a real-time clock after a power cut, or a clock set back:
+                // the records' times are ahead of now. Time remembered for dwells and beacon
+                // exits moves back with the clock, so those count from this start instead of
+                // waiting for the clock to catch up with the log.
+                engine.clockStepped(byNs: now.totalNanoseconds - newest)
+                AgentLog.warning("locus: clock: the system clock (\(now.iso8601)) is behind the log's newest record (\(UTCTime(nanoseconds: newest).iso8601)); timeouts count from now")
             }
-            return .success(EventLog(session: session, site: loaded.site, places: loaded.placeLabels))
+            let log = EventLog(session: session, site: loaded.site, places: loaded.placeLabels)
+            log.pendingStart = PendingStart(site: loaded.site, engine: engine)
+            if let error = log.writeStart(now) {
+                AgentLog.error("locus: log: cannot write the start in \(directory): \(error); monitoring goes on from the log's records, and no event is acknowledged until the log takes records again")
+                log.failing = true   // said just now
+                log.failed(error, AgentTime(monotonic: MonotonicClock.instant, utc: now), waiting: nil)
+            }
+            return .success(log)
         case .failure(.locked):
             return .failure(Locked())
         case .failure(.unwritable):
@@ -103,6 +115,49 @@ final class EventLog: LoopComponent {
     }
 
     var isAvailable: Bool { session != nil }
+
+    /// What a start that could not be logged still has to write.
+    struct PendingStart {
+        var site: SiteConfig
+        let engine: MonitorEngine
+        /// The condition change made to the engine whose record failed: written first.
+        var unlogged: ConditionChange? = nil
+    }
+
+    enum ConditionChange {
+        case added(LogPayload.ConditionEntry)
+        case removed(FixedName, FixedName)
+    }
+
+    /// A reconcile stopped by the log: the change it made to the engine and could not log.
+    struct ReconcileFailure: Error {
+        var error: LogStoreError
+        var unlogged: ConditionChange
+    }
+
+    /// The site file's conditions (after the change left unlogged, if any) and the start record.
+    /// nil when written; the error otherwise (the start stays pending).
+    private func writeStart(_ now: UTCTime) -> LogStoreError? {
+        guard var start = pendingStart, let persistence = session?.persistence else { return nil }
+        do throws(LogStoreError) {
+            switch start.unlogged {
+            case .added(let entry)?: try persistence.conditionAdded(entry, time: now)
+            case .removed(let monitor, let identifier)?: try persistence.conditionRemoved(monitor: monitor, identifier: identifier, time: now)
+            case nil: break
+            }
+            start.unlogged = nil
+            pendingStart = start
+            do throws(ReconcileFailure) { try EventLog.reconcile(start.site, engine: start.engine, now: now, persistence: persistence) } catch {
+                pendingStart?.unlogged = error.unlogged
+                throw error.error
+            }
+            try persistence.marker(.start, time: now, text: "locus \(LocusVersion.string) pid \(Process.id)")
+        } catch {
+            return error
+        }
+        pendingStart = nil
+        return nil
+    }
 
     /// The sequence number of the newest record (events numbered in memory without a log).
     var newest: UInt64 { session?.persistence.lastSequence ?? memorySequence }
@@ -144,8 +199,13 @@ final class EventLog: LoopComponent {
     /// SIGHUP: the site file's conditions into the engine and the log. False when the changes
     /// could not be logged (the running configuration stays).
     func reconcile(_ site: SiteConfig, engine: MonitorEngine, now: AgentTime) -> Bool {
-        do { try EventLog.reconcile(site, engine: engine, now: now.utc, persistence: session?.persistence) } catch {
-            AgentLog.error("locus: reload: cannot log the changes: \(error)")
+        if pendingStart != nil {
+            // Still to be logged: the start writes the new file's conditions when it can.
+            pendingStart?.site = site
+            return true
+        }
+        do throws(ReconcileFailure) { try EventLog.reconcile(site, engine: engine, now: now.utc, persistence: session?.persistence) } catch {
+            AgentLog.error("locus: reload: cannot log the changes: \(error.error)")
             return false
         }
         return true
@@ -155,7 +215,7 @@ final class EventLog: LoopComponent {
     /// replaced (its record starts over), a new one added, and one that was declared before but
     /// is gone from the file removed. Conditions added at run time are left alone. Without a log
     /// (`persistence` nil) only the engine changes.
-    private static func reconcile(_ site: SiteConfig, engine: MonitorEngine, now: UTCTime, persistence: Persistence?) throws(LogStoreError) {
+    private static func reconcile(_ site: SiteConfig, engine: MonitorEngine, now: UTCTime, persistence: Persistence?) throws(ReconcileFailure) {
         struct Key: Hashable { var monitor: FixedName; var identifier: FixedName }
         var declared = Set<Key>()
         declared.reserveCapacity(site.conditionCount)
@@ -176,8 +236,9 @@ final class EventLog: LoopComponent {
                     Console.error("locus: condition \(monitor.name)/\(entry.identifier) not added: capacity is full (conditionLimitExceeded)\n")
                     continue
                 }
-                try persistence?.conditionAdded(LogPayload.ConditionEntry(monitor: name, identifier: identifier, condition: condition,
-                                                                         settings: settings, assuming: entry.assuming, fromSiteFile: true), time: now)
+                let added = LogPayload.ConditionEntry(monitor: name, identifier: identifier, condition: condition, settings: settings,
+                                                      assuming: entry.assuming, fromSiteFile: true)
+                do { try persistence?.conditionAdded(added, time: now) } catch { throw ReconcileFailure(error: error, unlogged: .added(added)) }
             }
         }
         var stale: [(FixedName, FixedName)] = []
@@ -186,7 +247,9 @@ final class EventLog: LoopComponent {
         }
         for (monitor, identifier) in stale {
             engine.remove(monitor: monitor, identifier: identifier)
-            try persistence?.conditionRemoved(monitor: monitor, identifier: identifier, time: now)
+            do { try persistence?.conditionRemoved(monitor: monitor, identifier: identifier, time: now) } catch {
+                throw ReconcileFailure(error: error, unlogged: .removed(monitor, identifier))
+            }
         }
     }
 
@@ -207,6 +270,10 @@ final class EventLog: LoopComponent {
     func acceptsEvents(_ now: AgentTime) -> Bool {
         if let retry = retryAt, now.monotonic < retry { return false }
         retryAt = nil
+        if pendingStart != nil, let error = writeStart(now.utc) {
+            failed(error, now, waiting: nil)
+            return false
+        }
         return true
     }
 

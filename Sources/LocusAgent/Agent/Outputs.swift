@@ -80,6 +80,20 @@ final class Outputs: LoopComponent {
         for name in latched { if let index = plan.index(of: name) { plan.setLatch(index, true) } }
     }
 
+    /// Every line's level into the log (`restored` at start: what the log's records gave them,
+    /// whatever the last GPIO records said before a power cut), or, with `.safe` before the lines
+    /// are released at shutdown, the lines that leave their level for their safe value. The log's
+    /// GPIO records then always give the lines' levels: a subscriber or the fleet's store that
+    /// follows them is right after a restart too.
+    func recordLevels(_ cause: LogPayload.GPIOCause, record: (LogPayload.GPIOChange) -> Void) {
+        guard let lines else { return }
+        for (index, name) in plan.names.enumerated() {
+            let value = cause == .safe ? lines.outputs[index].safe != 0 : lines.values[index]
+            guard cause != .safe || value != lines.values[index] else { continue }
+            record(LogPayload.GPIOChange(output: name, value: value, cause: cause))
+        }
+    }
+
     func shutdown(now: AgentTime) {
         guard let lines else { return }
         lines.release()

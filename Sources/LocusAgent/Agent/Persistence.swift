@@ -41,6 +41,8 @@ final class Persistence {
         var consumers: [(FixedName, UInt64)] = []
         var uplinkCursor: UplinkCursor? = nil
         var uplinkDelivered: UInt64? { uplinkCursor?.delivered }
+        /// The newest record's time (UTC ns): the clock at start should not be behind it.
+        var newestTimeNs: Int64? = nil
     }
 
     init(directory: String, log: SiteConfig.Log, engine: MonitorEngine) throws(LogStoreError) {
@@ -63,7 +65,7 @@ final class Persistence {
     /// After a failed sync the store refuses to go on (the kernel may have dropped the data):
     /// reopening rescans the segments and cuts what did not make it.
     func reopen() throws(LogStoreError) {
-        store = try Persistence.openStore(directory, settings)
+        store = try store.reopened()
         protectUndelivered()
     }
 
@@ -100,6 +102,7 @@ final class Persistence {
         do {
             summary.skipped = try store.forEachRecord(afterSequence: (start ?? 1) - 1) { header, payload in
                 summary.records += 1
+                summary.newestTimeNs = max(summary.newestTimeNs ?? header.time, header.time)
                 guard let type = LogRecordType(rawValue: header.typeCode) else { return }
                 var reader = ByteReader(payload)
                 switch type {

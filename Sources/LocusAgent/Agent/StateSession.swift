@@ -9,6 +9,8 @@ final class StateSession {
     private var locks: [MonitorLock] = []
     /// GPIO outputs latched when the log was last written.
     private(set) var restoredLatches: [FixedName] = []
+    /// The newest record's time (UTC ns), nil for an empty log.
+    private(set) var newestTimeNs: Int64? = nil
 
     /// A log opened by its caller, who holds the locks it needs (`locus monitor NAME add`).
     init(persistence: Persistence) {
@@ -49,6 +51,7 @@ final class StateSession {
         session.locks = locks
         let summary = persistence.rebuild()
         session.restoredLatches = summary.latched
+        session.newestTimeNs = summary.newestTimeNs
         persistence.latched = summary.latched
         persistence.consumers = summary.consumers
         persistence.uplinkCursor = summary.uplinkCursor
