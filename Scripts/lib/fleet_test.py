@@ -3,8 +3,8 @@ exactly once. Run by Scripts/fleet-test (which builds the binaries); see its hea
 proves. Python 3's standard library only.
 
 The pieces, in the order main() uses them:
-  Postgres, Broker       the throw-away PostgreSQL (Scripts/lib/postgres.sh) and mosquitto with
-                         persistence on a fixed port
+  Postgres, Broker       the throw-away PostgreSQL and mosquitto with persistence on a fixed
+                         port (Scripts/lib/servers.py: start-postgres, start-broker)
   IngestWorker           one `locus-fleet ingest` process (restartable with the same client id)
   make_variant()         a gateway log of E published records, made once per variant
   Gateway, Fleet.run()   the gateways, run in waves until each one's uplink backlog is drained,
@@ -29,8 +29,9 @@ import tempfile
 import threading
 import time
 
-MOSQUITTO = "/usr/sbin/mosquitto"
-PSQL = "/usr/lib/postgresql/15/bin/psql"
+import servers
+
+PSQL = servers.PSQL
 # The log records the uplink publishes and the ingest stores (`type` in `locus log export`).
 RECORD_KINDS = ("event", "gpio", "visit")
 
@@ -64,44 +65,14 @@ def free_port():
     raise TestFailure("no free port found on 127.0.0.1")
 
 
-# MARK: PostgreSQL (Scripts/lib/postgres.sh through bash) and mosquitto
+# MARK: PostgreSQL and mosquitto (Scripts/lib/servers.py: start-postgres and start-broker)
 
 
-class Postgres:
-    """The cluster of Scripts/lib/postgres.sh: its functions are called through bash with the
-    variables they keep (postgres_dir, postgres_port) set again each time."""
-
-    def __init__(self, root, directory):
-        self.library = os.path.join(root, "Scripts/lib/postgres.sh")
-        self.directory = directory
-        self.port = None
-        self.url = None
-
-    def _bash(self, body, *arguments):
-        script = '. "$1"; postgres_dir="$2"; postgres_port="$3"; shift 3; ' + body
-        return subprocess.run(["bash", "-c", script, "postgres", self.library, self.directory, str(self.port or "")] + list(arguments),
-                              capture_output=True, text=True)
-
-    def start(self):
-        os.makedirs(self.directory, exist_ok=True)
-        done = self._bash('postgres_start "$postgres_dir" && printf "%s\\n%s\\n" "$postgres_port" "$postgres_url"')
-        if done.returncode != 0:
-            raise TestFailure("PostgreSQL did not start: " + done.stderr.strip())
-        port, self.url = done.stdout.split()
-        self.port = int(port)
-
-    def restart(self):
-        done = self._bash("postgres_restart")
-        if done.returncode != 0:
-            raise TestFailure("postgres_restart failed: " + done.stderr.strip())
-
-    def stop(self):
-        if self.port is not None:
-            self._bash("postgres_stop")
+class Postgres(servers.Postgres):
+    """The throw-away cluster, queried through the URL the ingest uses."""
 
     def query(self, sql):
-        """Rows of SQL as lists of strings (psql -A -t, fields separated by tabs), through the
-        URL the ingest uses."""
+        """Rows of SQL as lists of strings (psql -A -t, fields separated by tabs)."""
         done = subprocess.run([PSQL, "-X", "-q", "-A", "-t", "-F", "\t", "-v", "ON_ERROR_STOP=1", self.url, "-c", sql],
                               capture_output=True, text=True)
         if done.returncode != 0:
@@ -116,59 +87,25 @@ class Postgres:
             return None
 
 
-class Broker:
-    """Debian's mosquitto on 127.0.0.1 at a port kept across restarts, with persistence, so
-    that sessions and their queued messages survive a graceful restart:
+class Broker(servers.Broker):
+    """mosquitto on 127.0.0.1 at a port kept across restarts, with persistence, so that sessions
+    and their queued messages survive a graceful restart:
       persistence true, persistence_location DIR/   sessions, subscriptions, queued messages
       autosave_interval 0        the database is written when mosquitto exits (SIGTERM): the
                                  test's restart is graceful, and saving a queue of up to a
                                  million messages every second would cost more than the drain
-      max_queued_messages 0      no limit: the default (1,000) drops QoS 1 messages past it
-                                 for a subscriber that is slower than the gateways, or away
+      max_queued_bytes 0         no limit (max_queued_messages 0 is one of the common lines:
+                                 the default, 1,000, drops QoS 1 messages past it for a
+                                 subscriber that is slower than the gateways, or away)
       max_inflight_messages 1000 QoS 1 messages sent to a client and not yet acknowledged
     """
 
     def __init__(self, directory, port):
-        self.directory = directory
-        self.port = port
-        self.process = None
+        super().__init__(directory, [
+            "persistence true", "persistence_location %s/" % directory, "autosave_interval 0",
+            "max_queued_bytes 0", "max_inflight_messages 1000", "log_type notice",
+            "listener %d 127.0.0.1" % port])
         self.cpu_before_restarts = 0.0
-        os.makedirs(directory, exist_ok=True)
-        # Started as root, mosquitto becomes its own user: it must be able to write here.
-        os.chmod(directory, 0o777)
-        self.config = os.path.join(directory, "mosquitto.conf")
-        with open(self.config, "w") as f:
-            f.write("\n".join([
-                "per_listener_settings false", "allow_anonymous true",
-                "persistence true", "persistence_location %s/" % directory, "autosave_interval 0",
-                "max_queued_messages 0", "max_queued_bytes 0", "max_inflight_messages 1000",
-                "log_dest file %s/broker.log" % directory, "log_type error", "log_type warning", "log_type notice",
-                "listener %d 127.0.0.1" % port, ""]))
-
-    def start(self):
-        if not os.access(MOSQUITTO, os.X_OK):
-            raise TestFailure("%s is missing: run Scripts/install-deps --test (Debian package mosquitto)" % MOSQUITTO)
-        self.process = subprocess.Popen([MOSQUITTO, "-c", self.config], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if accepts(self.port):
-                return
-            if self.process.poll() is not None:
-                break
-            time.sleep(0.02)
-        raise TestFailure("mosquitto did not start on 127.0.0.1:%d: %s" % (self.port, tail(os.path.join(self.directory, "broker.log"))))
-
-    def stop(self):
-        if self.process is None:
-            return
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(60)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-            raise TestFailure("mosquitto did not stop within 60 s of SIGTERM")
-        self.process = None
 
     def restart(self):
         """SIGTERM (mosquitto writes its database), then the same configuration again."""
@@ -177,10 +114,6 @@ class Broker:
         if STOPPING.is_set():
             raise TestFailure("the run is ending: the broker is not started again")
         self.start()
-
-    def cpu_seconds(self):
-        """The CPU time of the running process."""
-        return process_seconds(self.process.pid) if self.process else 0.0
 
 
 def process_seconds(pid):
@@ -1037,7 +970,7 @@ def main():
 
     work = tempfile.mkdtemp(prefix="locus-fleet.")
     os.chmod(work, 0o755)
-    postgres = Postgres(args.root, os.path.join(work, "postgres"))
+    postgres = Postgres(os.path.join(work, "postgres"))
     broker = None
     workers = []
     capture = None
@@ -1148,7 +1081,7 @@ def main():
             totals["stored"], len(expected), len(quarantine_expected)))
         failed = False
         return 0
-    except TestFailure as error:
+    except (TestFailure, servers.ServerError) as error:
         print("fleet test: %s; seed %d; work directory kept: %s" % (error, seed, work))
         return 1
     except (KeyboardInterrupt, SystemExit):
@@ -1173,7 +1106,7 @@ def main():
         if broker:
             try:
                 broker.stop()
-            except TestFailure:
+            except servers.ServerError:
                 pass
         postgres.stop()
         if not args.keep and not failed:

@@ -1,20 +1,38 @@
-# A throw-away PostgreSQL cluster for scripts (sourced), the twin of Tests/TestSupport/TestPostgres.swift:
+# A throw-away PostgreSQL cluster for tests and benchmarks: the one way this repository starts
+# one. The cluster runs under Scripts/lib/start-postgres, which starts it and stops it when its
+# owner (the process that asked for it) is gone, kill -9 included. Sourced by scripts; run through
+# bash by Scripts/lib/servers.py (fleet-test, bench-fleet) and Tests/TestSupport/TestPostgres.swift
+# for restarts and stops.
+#
 # Debian's PostgreSQL 15, initdb in a directory of its own, the server on 127.0.0.1 at a free
 # port with its unix socket in the same directory, SCRAM-SHA-256 passwords over TCP, trust on the
-# socket (for psql as the superuser), fsync on (the server's default). initdb and postgres refuse
-# to run as root: as root they run as Debian's `postgres` user, who then owns the directory.
+# socket (for psql as the superuser), fsync on (the server's default), 40 connections at most.
+# initdb and postgres refuse to run as root: as root they run as Debian's `postgres` user, who
+# then owns the directory.
 #
-#   postgres_start DIR    initdb (when DIR/data is missing) and start; sets postgres_port and
+#   postgres_launch DIR   initdb (when DIR/data is missing) and start; sets postgres_port and
 #                         postgres_url (postgres://fleet:fleet-secret@127.0.0.1:PORT/fleet, a
-#                         role and database made for the caller); fails after 20 ports
+#                         role and database made for the caller); fails after 20 ports;
+#                         start-postgres's
+#   postgres_start DIR    for scripts: start-postgres DIR owned by this shell; sets
+#                         postgres_port, postgres_url and postgres_helper (start-postgres's pid)
 #   postgres_restart      pg_ctl restart -m fast (every connection ends; same port)
-#   postgres_stop         stops it (the directory stays: the caller removes it)
+#   postgres_stop [MODE]  pg_ctl stop -m MODE (fast; immediate: nothing kept); the cluster's
+#                         directory stays, and so does start-postgres, until the owner ends it
+#   postgres_resume       starts a stopped cluster again on its port
+#   postgres_end          stops the cluster and ends start-postgres (the directory stays: the
+#                         caller removes it)
 #   postgres_psql SQL...  runs SQL as the superuser through the socket
+#
+# Every function but postgres_launch and postgres_start needs postgres_dir and postgres_port set
+# (they are, after postgres_start; another process sets them from DIR/postgres.ready).
 
 postgres_bin=/usr/lib/postgresql/15/bin
+postgres_library="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 postgres_dir=
 postgres_port=
 postgres_url=
+postgres_helper=
 
 postgres_as_server() {
     if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
@@ -24,7 +42,7 @@ postgres_psql() {
     "$postgres_bin/psql" -X -q -A -t -v ON_ERROR_STOP=1 -h "$postgres_dir" -p "$postgres_port" -U fleet_admin -d postgres -c "$*"
 }
 
-postgres_start() {
+postgres_launch() {
     local dir="$1" port attempt
     [ -x "$postgres_bin/postgres" ] || { echo "postgres: $postgres_bin/postgres is missing: run Scripts/install-deps --test (Debian package postgresql)" >&2; return 1; }
     postgres_dir="$(cd "$dir" && pwd)"
@@ -41,7 +59,7 @@ postgres_start() {
         (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && continue
         # Later settings win: each start appends its own port.
         printf '%s\n' "listen_addresses = '127.0.0.1'" "port = $port" "unix_socket_directories = '$postgres_dir'" \
-            "fsync = on" "password_encryption = 'scram-sha-256'" | postgres_as_server tee -a "$postgres_dir/data/postgresql.conf" >/dev/null
+            "fsync = on" "password_encryption = 'scram-sha-256'" "max_connections = 40" | postgres_as_server tee -a "$postgres_dir/data/postgresql.conf" >/dev/null
         if postgres_as_server "$postgres_bin/pg_ctl" -D "$postgres_dir/data" -l "$postgres_dir/server.log" -w -t 30 start >/dev/null 2>&1; then
             postgres_port=$port
             postgres_psql "do \$\$ begin if not exists (select from pg_roles where rolname = 'fleet') then
@@ -55,11 +73,36 @@ postgres_start() {
     return 1
 }
 
+postgres_start() {
+    local dir="$1"
+    postgres_dir="$(cd "$dir" && pwd)"
+    rm -f "$postgres_dir/postgres.ready"
+    "$postgres_library/start-postgres" --owner $$ "$postgres_dir" </dev/null &
+    postgres_helper=$!
+    while [ ! -s "$postgres_dir/postgres.ready" ]; do
+        kill -0 "$postgres_helper" 2>/dev/null || { wait "$postgres_helper"; postgres_helper=; return 1; }
+        sleep 0.05
+    done
+    read -r postgres_port postgres_url <"$postgres_dir/postgres.ready"
+}
+
 postgres_restart() {
     postgres_as_server "$postgres_bin/pg_ctl" -D "$postgres_dir/data" -l "$postgres_dir/server.log" -m fast -w -t 30 restart >/dev/null
 }
 
+postgres_resume() {
+    postgres_as_server "$postgres_bin/pg_ctl" -D "$postgres_dir/data" -l "$postgres_dir/server.log" -w -t 30 start >/dev/null
+}
+
 postgres_stop() {
     [ -n "$postgres_dir" ] && [ -d "$postgres_dir/data" ] || return 0
-    postgres_as_server "$postgres_bin/pg_ctl" -D "$postgres_dir/data" -m fast -w stop >/dev/null 2>&1 || true
+    postgres_as_server "$postgres_bin/pg_ctl" -D "$postgres_dir/data" -m "${1:-fast}" -w stop >/dev/null 2>&1 || true
+}
+
+postgres_end() {
+    postgres_stop
+    [ -n "$postgres_helper" ] || return 0
+    kill -TERM "$postgres_helper" 2>/dev/null
+    wait "$postgres_helper" 2>/dev/null
+    postgres_helper=
 }

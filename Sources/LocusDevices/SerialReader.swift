@@ -1,12 +1,6 @@
 import CLocus
 import LocusCore
 
-/// Monotonic clock, nanoseconds. Everything that schedules (backoff, timers) takes `now` from
-/// here once per loop turn and passes it down.
-public enum MonotonicClock {
-    public static func now() -> Int64 { locus_monotonic_ns() }
-}
-
 /// A GNSS receiver's UART: opened raw (8N1, no flow control, non-blocking) at the board's baud
 /// rate, read into one fixed buffer, and reopened with backoff when the device goes away (a USB
 /// receiver unplugged, a pseudo-terminal whose writer closed: EIO, ENXIO, ENODEV, or end of file).
@@ -135,28 +129,6 @@ public struct SerialReader: ~Copyable {
         if fd >= 0 { _ = locus_close(fd) }
         fd = -1
     }
-}
-
-/// Wall-clock time and sleeping without a busy wait (replay at a chosen speed).
-public enum Clock {
-    /// CLOCK_REALTIME, nanoseconds since 1970 (the time stamped on records).
-    public static func realtimeNs() -> Int64 { locus_realtime_ns() }
-
-    public static func sleep(nanoseconds: Int64) {
-        guard nanoseconds > 0 else { return }
-        var remaining = nanoseconds
-        // poll(2) with no descriptors is a millisecond sleep; bounded by the requested time.
-        while remaining > 0 {
-            let step = min(remaining, 1_000_000_000)
-            _ = locus_poll(nil, nil, nil, 0, Int32(max(1, step / 1_000_000)))
-            remaining -= step
-        }
-    }
-}
-
-extension MonotonicClock {
-    /// The monotonic clock as a typed instant (deadlines, retries, the loop's `now`).
-    public static var instant: MonotonicInstant { MonotonicInstant(nanoseconds: locus_monotonic_ns()) }
 }
 
 extension ReceiverControl {

@@ -3,17 +3,22 @@ import Foundation
 import Glibc
 #endif
 
-/// A real MQTT broker for the tests: Debian's mosquitto, started on 127.0.0.1 with the listeners
-/// asked for (plain, TLS, mutual TLS), each on a free port; stopped when the object goes (or by
-/// `stop()`, for the broker-restart tests; `start()` again on the same ports).
+/// A real MQTT broker for the tests: Debian's mosquitto, started by Scripts/lib/start-broker (the
+/// scripts' way: ServerHelper) on 127.0.0.1 with the listeners asked for (plain, TLS, mutual
+/// TLS), each on a free port; stopped when the object goes (or by `stop()`, for the
+/// broker-restart tests; `start()` again on the same ports), and at the latest when the test
+/// process is gone, however it ends (a broker kept in a suite's static is never deinitialized).
 public final class TestBroker {
     public static let executable = "/usr/sbin/mosquitto"
 
     /// The listeners' ports, in the order given.
     public let ports: [UInt16]
     public let directory: String
-    private let configuration: String
-    private var process: SpawnedProcess?
+    /// Configuration lines for the first start; later starts keep the directory's configuration.
+    private var configuration: [String]
+    private var helper: SpawnedProcess?
+    /// The running broker's pid (start-broker's child).
+    public private(set) var pid: pid_t = 0
 
     /// `listeners`: each listener's own configuration lines (e.g. `cafile`, `certfile`,
     /// `keyfile`, `require_certificate true`); none for a plain listener.
@@ -26,19 +31,15 @@ public final class TestBroker {
         directory = NSTemporaryDirectory() + "locus-broker-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         ports = try chosen ?? listeners.map { _ in try Self.freePort() }
-        // max_queued_messages 0: mosquitto queues at most 1,000 QoS 1 messages for a subscriber
-        // by default and drops the rest; a fleet's collector must see every one.
-        var lines = ["per_listener_settings false", "allow_anonymous true", "persistence \(persistence)", "max_queued_messages 0",
-                     "log_dest file \(directory)/broker.log", "log_type error", "log_type warning", "log_type notice"]
+        // After start-broker's common lines (no queue limit for subscribers: a fleet's collector
+        // must see every message).
+        var lines = ["persistence \(persistence)", "log_type notice"]
         if persistence { lines += ["persistence_location \(directory)/"] }
         for (port, options) in zip(ports, listeners) {
             lines.append("listener \(port) 127.0.0.1")
             lines += options
         }
-        configuration = directory + "/mosquitto.conf"
-        try (lines.joined(separator: "\n") + "\n").write(toFile: configuration, atomically: true, encoding: .utf8)
-        // Started as root, mosquitto becomes its own user: it must be able to enter the directory.
-        chmod(directory, 0o777)
+        configuration = lines
         try start()
     }
 
@@ -49,34 +50,30 @@ public final class TestBroker {
 
     /// Starts the broker and waits until every listener accepts connections (at most 10 s).
     public func start() throws {
-        let process = try SpawnedProcess(Self.executable, ["-c", configuration])
-        self.process = process
-        let deadline = Date().addingTimeInterval(10)
-        for port in ports {
-            while !Self.accepts(port) {
-                guard process.isRunning, Date() < deadline else {
-                    throw BrokerError("mosquitto did not listen on 127.0.0.1:\(port): \(log)")
-                }
-                usleep(20_000)
-            }
+        do {
+            let started = try ServerHelper.start("start-broker", [directory] + configuration, directory: directory,
+                                                 ready: directory + "/broker.ready", timeoutS: 20)
+            configuration = []
+            helper = started.helper
+            pid = pid_t(started.fields[0]) ?? 0
+        } catch let error as SpawnedProcess.SpawnError {
+            throw BrokerError("mosquitto did not start on 127.0.0.1:\(ports): \(error) \(log)")
         }
     }
 
     /// Stops the broker (SIGKILL: no goodbye to anyone, as a crash or a power cut).
-    public func stop() {
-        guard let process, process.isRunning else { return }
-        process.send(SIGKILL)
-        process.waitForExit()
-        self.process = nil
-    }
+    public func stop() { end(SIGKILL) }
 
     /// Stops the broker as an operator's restart does (SIGTERM): with persistence it saves its
     /// sessions and queued messages first.
-    public func terminate() {
-        guard let process, process.isRunning else { return }
-        process.send(SIGTERM)
-        process.waitForExit()
-        self.process = nil
+    public func terminate() { end(SIGTERM) }
+
+    /// Signals the broker and waits for start-broker, which reaps it and exits.
+    private func end(_ signal: Int32) {
+        guard let helper, helper.isRunning else { self.helper = nil; return }
+        kill(pid, signal)
+        helper.waitForExit()
+        self.helper = nil
     }
 
     /// What the broker logged.

@@ -3,15 +3,17 @@ import Foundation
 import Glibc
 #endif
 
-/// A throw-away PostgreSQL cluster for the tests (Debian's PostgreSQL 15): `initdb` in a
-/// temporary directory, the server on 127.0.0.1 at a free port with its unix socket in the same
-/// directory, SCRAM-SHA-256 passwords over TCP (so the tests prove authentication), trust on the
-/// socket for the tests' own setup through psql, and fsync on (the server's default).
+/// A throw-away PostgreSQL cluster for the tests (Debian's PostgreSQL 15), started by
+/// Scripts/lib/start-postgres (the scripts' way: ServerHelper; Scripts/lib/postgres.sh configures
+/// it): `initdb` in a temporary directory, the server on 127.0.0.1 at a free port with its unix
+/// socket in the same directory, SCRAM-SHA-256 passwords over TCP (so the tests prove
+/// authentication), trust on the socket for the tests' own setup through psql, and fsync on (the
+/// server's default). Stops, restarts and resumes go through postgres.sh's functions.
 ///
-/// initdb and postgres refuse to run as root: a root test process (CI) runs them as Debian's
-/// `postgres` user through runuser, with the directory owned by that user. The cluster stops
-/// and its directory goes when the object does, or at the latest when the test process exits.
-/// Scripts/lib/postgres.sh is the shell twin.
+/// initdb and postgres refuse to run as root: as root they run as Debian's `postgres` user, with
+/// the directory owned by that user. The cluster stops and its directory goes when the object
+/// does, or at the latest when the test process exits; when the process is killed, start-postgres
+/// stops the cluster and the next test process removes the directory.
 public final class TestPostgres: @unchecked Sendable {
     public static let binaries = "/usr/lib/postgresql/15/bin"
     /// The superuser initdb makes (trust on the socket only; TCP needs its password).
@@ -23,28 +25,33 @@ public final class TestPostgres: @unchecked Sendable {
 
     public let directory: String
     public let port: UInt16
-    private let runAsPostgres: Bool
+    private let helper: SpawnedProcess
 
     public init() throws {
         guard FileManager.default.isExecutableFile(atPath: Self.binaries + "/postgres") else {
             throw PostgresFailure("\(Self.binaries)/postgres is missing: run Scripts/install-deps --test (Debian package postgresql)")
         }
-        runAsPostgres = getuid() == 0
-        Self.discardAbandoned(runAsPostgres: runAsPostgres)
+        Self.discardAbandoned(runAsPostgres: getuid() == 0)
         directory = NSTemporaryDirectory() + "locus-postgres-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        port = try TestBroker.freePort()
+        do {
+            let started = try ServerHelper.start("start-postgres", [directory], directory: directory,
+                                                 ready: directory + "/postgres.ready", timeoutS: 120)
+            helper = started.helper
+            port = UInt16(started.fields[0]) ?? 0
+        } catch {
+            try? FileManager.default.removeItem(atPath: directory)
+            throw PostgresFailure("PostgreSQL did not start: \(error)")
+        }
         Self.registerForExit(self)
-        try initialize()
-        try start()
-        try psql("create role \(Self.user) login createdb password '\(Self.password)'")
     }
 
     deinit { discard() }
 
     /// Stops the server (immediately: nothing is kept) and removes the directory.
     public func discard() {
-        _ = try? pgctl(["stop", "-m", "immediate"])
+        helper.send(SIGTERM)
+        helper.waitForExit()
         try? FileManager.default.removeItem(atPath: directory)
     }
 
@@ -69,57 +76,23 @@ public final class TestPostgres: @unchecked Sendable {
         return result.output
     }
 
-    public func start() throws {
-        let result = try pgctl(["start", "-w", "-t", "30", "-l", directory + "/server.log"])
-        guard result.status == 0 else { throw PostgresFailure("pg_ctl start: \(result.error) \(log)") }
-    }
+    /// Starts the stopped server again, on its port.
+    public func start() throws { try postgresFunction("postgres_resume") }
 
-    public func stop() throws {
-        let result = try pgctl(["stop", "-m", "fast", "-w"])
-        guard result.status == 0 else { throw PostgresFailure("pg_ctl stop: \(result.error)") }
-    }
+    public func stop() throws { try postgresFunction("postgres_stop fast") }
 
     /// `pg_ctl restart -m fast`: every connection is ended, the server comes back on the same port.
-    public func restart() throws {
-        let result = try pgctl(["restart", "-m", "fast", "-w", "-t", "30", "-l", directory + "/server.log"])
-        guard result.status == 0 else { throw PostgresFailure("pg_ctl restart: \(result.error) \(log)") }
+    public func restart() throws { try postgresFunction("postgres_restart") }
+
+    /// Runs one of Scripts/lib/postgres.sh's functions on this cluster.
+    private func postgresFunction(_ call: String) throws {
+        let script = ". \"$1/postgres.sh\" && postgres_dir=\"$2\" && postgres_port=\"$3\" && " + call
+        let result = try Self.run("/bin/bash", ["-c", script, "postgres", ServerHelper.path(""), directory, String(port)])
+        guard result.status == 0 else { throw PostgresFailure("\(call): \(result.error) \(log)") }
     }
 
     /// What the server logged.
     public var log: String { (try? String(contentsOfFile: directory + "/server.log", encoding: .utf8)) ?? "" }
-
-    // MARK: setting up
-
-    private func initialize() throws {
-        let passwordFile = directory + "/superuser-password"
-        try Self.superuserPassword.write(toFile: passwordFile, atomically: true, encoding: .utf8)
-        if runAsPostgres {
-            let chown = try Self.run("/bin/chown", ["-R", "postgres:postgres", directory])
-            guard chown.status == 0 else { throw PostgresFailure("chown postgres \(directory): \(chown.error)") }
-        }
-        // --no-sync: initdb's own final sync only; the server keeps fsync on.
-        let result = try asServer(Self.binaries + "/initdb", ["-D", directory + "/data", "-U", Self.superuser, "--pwfile", passwordFile,
-                                                              "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8",
-                                                              "--locale=C", "--no-sync", "--no-instructions"])
-        guard result.status == 0 else { throw PostgresFailure("initdb: \(result.output) \(result.error)") }
-        let settings = ["listen_addresses = '127.0.0.1'", "port = \(port)", "unix_socket_directories = '\(directory)'",
-                        "fsync = on", "password_encryption = 'scram-sha-256'", "max_connections = 40"]
-        let configuration = directory + "/data/postgresql.conf"
-        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: configuration))
-        handle.seekToEndOfFile()
-        handle.write(Data(("\n" + settings.joined(separator: "\n") + "\n").utf8))
-        try handle.close()
-    }
-
-    private func pgctl(_ arguments: [String]) throws -> (status: Int32, output: String, error: String) {
-        try asServer(Self.binaries + "/pg_ctl", ["-D", directory + "/data"] + arguments)
-    }
-
-    /// The server's programs: as `postgres` when this process is root.
-    private func asServer(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String, error: String) {
-        if runAsPostgres { return try Self.run("/usr/sbin/runuser", ["-u", "postgres", "--", executable] + arguments) }
-        return try Self.run(executable, arguments)
-    }
 
     /// Runs a program to its end, its output in files. Not Foundation's Process: it hands the
     /// child a descriptor whose closing tells it the child has ended, and pg_ctl's server (a
@@ -137,7 +110,7 @@ public final class TestPostgres: @unchecked Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, base + ".out", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_addopen(&actions, 2, base + ".err", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        guard addCloseFrom(&actions, 3) == 0 else { throw PostgresFailure("posix_spawn_file_actions_addclosefrom_np failed") }
+        guard SpawnedProcess.addCloseFrom(&actions, 3) == 0 else { throw PostgresFailure("posix_spawn_file_actions_addclosefrom_np failed") }
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid: pid_t = 0
@@ -152,15 +125,6 @@ public final class TestPostgres: @unchecked Sendable {
         let error = (try? String(contentsOfFile: base + ".err", encoding: .utf8)) ?? ""
         return (exitStatus, output.trimmingCharacters(in: .whitespacesAndNewlines), error.trimmingCharacters(in: .whitespacesAndNewlines))
     }
-
-    /// glibc's posix_spawn_file_actions_addclosefrom_np (2.34), which Swift's Glibc module does
-    /// not import.
-    private static let addCloseFrom: @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32 = {
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else {
-            fatalError("glibc 2.34 or later is needed (posix_spawn_file_actions_addclosefrom_np)")
-        }
-        return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
-    }()
 
     // MARK: at exit
 
