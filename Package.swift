@@ -78,7 +78,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LocusAgentTests",
-            dependencies: ["locus", "LocusAgent", "LocusDevices", "LocusCore", "AllocCounter", "LocusMonitor", "TestSupport"],
+            dependencies: ["locus", "locus-sim", "LocusAgent", "LocusDevices", "LocusCore", "AllocCounter", "LocusMonitor", "TestSupport"],
             swiftSettings: hotPathChecks
         ),
         .testTarget(

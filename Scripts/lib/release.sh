@@ -1,4 +1,4 @@
-# The host's release tools (locus, locus-bench, locus-fleet), sourced by the scripts that run them.
+# The host's release tools (locus, locus-bench, locus-fleet, locus-sim), sourced by the scripts that run them.
 # They are built in a scratch folder of their own, .build-release, not .build: a `swift test`
 # holds .build's lock for as long as its tests run, and Scripts/test builds and benchmarks the
 # release tools while the host suite runs.
