@@ -215,6 +215,7 @@ public final class MonitorEngine {
     @discardableResult
     public func add(monitor: FixedName, identifier: FixedName, condition: Condition, settings: ConditionSettings = ConditionSettings(),
                     assuming: ConditionState? = nil, fromSiteFile: Bool = true, now: UTCTime) -> AddResult {
+        precondition(freeCount >= 0 && freeCount <= capacity.conditions, "free slots within the capacity")
         guard let monitorIndex = monitorIndex(monitor, create: true) else { return .monitorLimitExceeded }
         var result = AddResult.added
         if let existing = slotIndex(monitor: monitorIndex, identifier: identifier) {
@@ -270,6 +271,8 @@ public final class MonitorEngine {
         }
         conditionCount += 1
         updateAttention(index)
+        precondition(conditionCount + freeCount == capacity.conditions, "every slot is in use or free")
+        precondition(slots[Int(index)].inUse && slots[Int(index)].pendingEvents == 0, "a new record has no pending event")
         return result
     }
 
@@ -284,7 +287,8 @@ public final class MonitorEngine {
 
     private func release(_ index: Int32) {
         let slot = slots[Int(index)]
-        precondition(slot.inUse)
+        precondition(slot.inUse, "a released slot was in use")
+        precondition(conditionCount > 0 && freeCount < capacity.conditions, "a slot to release")
         switch slot.condition {
         case .circle:
             _ = circleIndex.remove(id: index)
@@ -299,6 +303,8 @@ public final class MonitorEngine {
         freeSlots[freeCount] = index
         freeCount += 1
         conditionCount -= 1
+        precondition(conditionCount + freeCount == capacity.conditions, "every slot is in use or free")
+        precondition(slots[Int(index)].attentionIndex == -1, "a free slot needs no attention")
     }
 
     /// One record: the condition, its settings and its last handled event.
@@ -437,10 +443,13 @@ public final class MonitorEngine {
         dropStale()
         guard ringCount > 0 else { return }
         var pending = ring[ringHead]
+        let index = Int(pending.slot)
+        precondition(slots[index].inUse && slots[index].generation == pending.generation, "the oldest event is of a live record")
+        precondition(slots[index].pendingEvents > 0, "a record's pending events are counted")
+        precondition(pending.event.state != slots[index].lastEvent.state, "an event changes its record's state")
         pending.event.diagnostics.formUnion(diagnostics)
         ringHead = (ringHead + 1) % capacity.events
         ringCount -= 1
-        let index = Int(pending.slot)
         slots[index].lastEvent = StoredEvent(pending.event)
         slots[index].pendingEvents -= 1
         updateAttention(pending.slot)
@@ -460,6 +469,9 @@ public final class MonitorEngine {
     private func emit(_ index: Int32, _ event: MonitorEvent) {
         let full = ringCount >= capacity.events
         precondition(!full, "event ring overflow")
+        precondition(slots[Int(index)].inUse, "an event of a live record")
+        // Events only on change: against the state after the record's events still pending.
+        precondition(event.state != slots[Int(index)].effectiveState, "an event changes the state")
         ring[(ringHead + ringCount) % capacity.events] = PendingEvent(slot: index, generation: slots[Int(index)].generation, event: event)
         ringCount += 1
         slots[Int(index)].pendingEvents += 1
@@ -491,6 +503,7 @@ public final class MonitorEngine {
         let slot = slot(index)
         if needsAttention(slot) {
             if slot.pointee.attentionIndex < 0 {
+                precondition(attentionCount < slotsInitialized, "the attention set holds each slot once")
                 attention[attentionCount] = index
                 slot.pointee.attentionIndex = Int32(attentionCount)
                 attentionCount += 1
@@ -503,6 +516,7 @@ public final class MonitorEngine {
     private func removeAttention(_ index: Int32) {
         let position = Int(slots[Int(index)].attentionIndex)
         guard position >= 0 else { return }
+        precondition(position < attentionCount && attention[position] == index, "the attention set knows its members' places")
         attentionCount -= 1
         let moved = attention[attentionCount]
         attention[position] = moved
