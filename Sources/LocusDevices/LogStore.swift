@@ -295,11 +295,12 @@ extension LogStore {
         // Everything that can fail happens before `self` is initialised; after that nothing throws.
         var scan = LogScan()
         var active: Int32 = -1
+        var syncFailed = false
         let directoryDescriptor = locus_open(directory, Int32(LOCUS_O_READ | LOCUS_O_DIRECTORY), 0)
         do throws(LogStoreError) {
             if directoryDescriptor < 0 { throw LogStoreError.system(.open, SystemError(negated: directoryDescriptor)) }
             scan = try LogStore.scan(directory: directory)
-            active = try LogStore.recoverActiveSegment(directory: directory, scan: &scan)
+            active = try LogStore.recoverActiveSegment(directory: directory, scan: &scan, syncFailed: &syncFailed)
             if active < 0 {
                 // A new log, or one whose last segment cannot be continued: start a segment.
                 let path = directory + "/" + LogStore.segmentFileName(scan.nextSequence)
@@ -323,6 +324,7 @@ extension LogStore {
         self.lockDescriptor = lockDescriptor
         self.directoryDescriptor = directoryDescriptor
         activeDescriptor = active
+        failed = syncFailed
         recovery = scan.corruptions
         nextSequence = scan.nextSequence
         totalBytes = scan.bytes
@@ -351,7 +353,7 @@ extension LogStore {
     /// Cuts the active (last) segment back to its last valid record and opens it for appending.
     /// Returns -1 when a new segment must be started instead (no segments, or a last segment
     /// whose name overlaps the one before it and was skipped whole).
-    private static func recoverActiveSegment(directory: String, scan: inout LogScan) throws(LogStoreError) -> Int32 {
+    private static func recoverActiveSegment(directory: String, scan: inout LogScan, syncFailed: inout Bool) throws(LogStoreError) -> Int32 {
         guard let last = scan.segments.last else { return -1 }
         let path = directory + "/" + last.fileName
         if let index = scan.corruptions.lastIndex(where: { $0.segment == last.firstSequence && $0.reason != .sequenceGap }) {
@@ -364,8 +366,10 @@ extension LogStore {
             defer { _ = locus_close(descriptor) }
             let cut = locus_ftruncate(descriptor, last.validBytes)
             if cut < 0 { throw .system(.truncate, SystemError(negated: cut)) }
-            let synced = locus_fsync(descriptor)
-            if synced < 0 { throw .system(.sync, SystemError(negated: synced)) }
+            // A sync that fails here leaves the store open and failed (`syncFailed`): its records
+            // can be read (the agent rebuilds its records from them), nothing is appended until
+            // a reopen succeeds. Throwing would leave the agent without its records.
+            if locus_fsync(descriptor) < 0 { syncFailed = true }
             scan.corruptions[index].truncated = true
             scan.bytes -= last.fileBytes - last.validBytes
             scan.segments[scan.segments.count - 1].fileBytes = last.validBytes
