@@ -57,6 +57,9 @@ final class LiveUpdates: LoopComponent {
 
     private let site: SiteConfig.Updates
     let siteUpdater: LiveUpdater
+    /// Sees every output of the site updater as the loop takes it (`locus replay --updates`
+    /// prints them); nil in `locus run`.
+    var siteOutputTap: ((LiveOutput) -> Void)? = nil
     /// Each control slot's stream, if it asked for one.
     private var streams: [Stream?]
     /// Streams open (an agent without any looks at no slot).
@@ -353,6 +356,7 @@ final class LiveUpdates: LoopComponent {
     /// lines (updates numbered by batch, with the flush reason; visits).
     func nextItem() -> Item? {
         while let output = siteUpdater.nextOutput() {
+            siteOutputTap?(output)
             switch output {
             case .update(let update):
                 if update.isStationary { AgentLog.info("locus: updates: stationary since \(update.time.iso8601)") }

@@ -122,7 +122,12 @@ enum RecordingTimeline {
 
     /// Items in play order: untimed lines keep their place after the timed line before them; the
     /// recordings merge by time when both have dates, else each starts at the beginning.
-    static func merge(_ items: [Item]) -> [Item] {
+    static func merge(_ items: [Item]) -> [Item] { inPlayOrder(timed(items)) }
+
+    /// Every item with a time: an untimed line takes the time of the timed line before it (the
+    /// port's first time before the first), and recordings more than a day apart are moved to
+    /// start together. File order is kept.
+    static func timed(_ items: [Item]) -> [Item] {
         var timed: [Item] = []
         timed.reserveCapacity(items.count)
         var lastTime: [Int: Int64] = [:]
@@ -140,8 +145,14 @@ enum RecordingTimeline {
             // Unrelated recordings: both start together.
             for index in timed.indices { timed[index].timeNs! += earliest - (firstTime[timed[index].port] ?? earliest) }
         }
-        // Each port's items are in time order already, except a clock stepping back: a stable
-        // sort keeps file order on equal times.
+        return timed
+    }
+
+    /// Timed items by time, file order kept on equal times (a stable sort). Each recording is in
+    /// time order already, except where its clock steps back; one recording alone in order is
+    /// returned as it is.
+    static func inPlayOrder(_ timed: [Item]) -> [Item] {
+        if zip(timed, timed.dropFirst()).allSatisfy({ $0.timeNs! <= $1.timeNs! }) { return timed }
         return timed.enumerated().sorted { a, b in
             a.element.timeNs! != b.element.timeNs! ? a.element.timeNs! < b.element.timeNs! : a.offset < b.offset
         }.map { $0.element }

@@ -46,9 +46,8 @@ enum ReplayCommand {
         case .success(let value): loaded = value
         case .failure: return 1
         }
-        if !options.updates && !options.powerReport { return ReplayRun.play(loaded, options) }
+        if !options.powerReport { return ReplayRun.play(loaded, options) }
         guard let observations = observations(options, loaded) else { return 1 }
-        if options.updates { return ReplayUpdates.updates(observations, loaded: loaded) }
         return ReplayUpdates.powerReport(observations, loaded: loaded, locate: options.locate)
     }
 

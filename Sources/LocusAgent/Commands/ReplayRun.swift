@@ -72,18 +72,26 @@ enum ReplayRun {
             return CommandLineInterface.failure("replay", "cannot write the log in \(directory)")
         }
         let printer = EventPrinter(agent.log, text: options.text, places: config.placeLabels)
+        // --updates: the site updater's updates and visits instead of the events.
+        let updates = options.updates ? UpdatePrinter(places: config.placeLabels) : nil
+        if let updates { agent.updates.siteOutputTap = { updates.take($0) } }
         let endNs = (kernel.lastArrivalNs ?? startNs) + tailNs
         agent.start()
         while agent.loop.running {
             agent.turn()
-            printer.printNew(agent.log)
+            if updates == nil { printer.printNew(agent.log) }
             guard kernel.inputsConsumed else { continue }
             let settled = agent.engine.pendingEventCount == 0 && agent.engine.nextDeadline() == nil
             if settled || kernel.idlePolls > 0 || kernel.monotonicNs > endNs { break }
         }
         let unlogged = agent.engine.pendingEventCount
+        if let updates {
+            // The last batch, and a stay still going on, as the recording ends.
+            agent.updates.siteUpdater.finish(now: updates.lastTime)
+            while agent.updates.nextItem() != nil {}
+        }
         agent.shutdown()
-        printer.printNew(agent.log)
+        if updates == nil { printer.printNew(agent.log) }
         guard unlogged == 0 else {
             return CommandLineInterface.failure("replay", "\(unlogged) event(s) could not be written to the log (above)")
         }
@@ -110,7 +118,9 @@ enum ReplayRun {
         return config
     }
 
-    /// The recordings as one time line of bytes: port 0 the NMEA lines, port 1 the H4 events.
+    /// The recordings' bytes with their times: port 0 the NMEA lines, port 1 the H4 events. Each
+    /// port plays on its own in the simulation, so the two are not merged into one order (`locus
+    /// feed`'s one writer needs that); each is put in time order as the merge would.
     static func timeline(_ options: ReplayCommand.Options) -> [RecordingTimeline.Item]? {
         var items: [RecordingTimeline.Item] = []
         if let path = options.nmea {
@@ -121,7 +131,9 @@ enum ReplayRun {
             guard let events = ReplayCommand.readEvents(path) else { return nil }
             items += events.map { RecordingTimeline.Item(timeNs: $0.timeNs, bytes: ([0x04] + $0.event)[...], port: 1) }
         }
-        return RecordingTimeline.merge(items)
+        let timed = RecordingTimeline.timed(items)
+        let nmea = timed.filter { $0.port == 0 }, hci = timed.filter { $0.port == 1 }
+        return RecordingTimeline.inPlayOrder(nmea) + RecordingTimeline.inPlayOrder(hci)
     }
 
     /// One port's items as the simulation's arrivals, a moment's items in one (an NMEA epoch
@@ -135,6 +147,46 @@ enum ReplayRun {
             }
         }
         return arrivals
+    }
+
+    /// `--updates`: one TPV-style line per update the site updater delivers (gpsd's TPV members,
+    /// isStationary, diagnostics, the batch it was delivered in and why), one VISIT line per
+    /// visit, as the agent's loop takes them.
+    final class UpdatePrinter {
+        private let places: PlaceLabels?
+        private var pending: [LocationUpdate] = []
+        private var batchNumber = 0
+        private var line = JSONWriter(capacity: 4096)
+        /// The newest update's time (the end of the recording, for the last batch).
+        private(set) var lastTime = UTCTime(nanoseconds: 0)
+
+        init(places: PlaceLabels?) { self.places = places }
+
+        func take(_ output: LiveOutput) {
+            switch output {
+            case .update(let update):
+                pending.append(update)
+                lastTime = max(lastTime, update.time)
+            case .batchEnd(let reason):
+                batchNumber += 1
+                for update in pending {
+                    line.reset()
+                    line.beginObject()
+                    UpdateJSON.writeMembers(update, places: places, into: &line)
+                    line.integer("batch", batchNumber)
+                    line.string("flush", reason.name)
+                    line.endObject()
+                    line.newline()
+                    Console.out(line.bytes)
+                }
+                pending.removeAll(keepingCapacity: true)
+            case .visit(let visit):
+                line.reset()
+                UpdateJSON.write(visit, places: places, into: &line)
+                line.newline()
+                Console.out(line.bytes)
+            }
+        }
     }
 
     /// The log's new events on standard output, as JSON lines or text: read with a tail (which

@@ -1,83 +1,17 @@
 import LocusCore
 import LocusDevices
 
-/// `locus replay --updates` and `--power-report`: the live-update policy and the power model on
-/// a recording, with the same virtual clock as the event replay.
+/// `locus replay --power-report`: the power model on a recording. Each accuracy tier's sampling
+/// (boundary-aware fixes, the stationary pause's sleeps and probes) is played against the
+/// recording's every fix, which the engine alone decides as the reference; it is a model of five
+/// receivers, not a run of the agent (`--updates` and the event replay are the agent's, ReplayRun).
 enum ReplayUpdates {
-    /// The update stream: one TPV-style line per delivered update (gpsd's TPV fields plus
-    /// isStationary, diagnostics, and the batch it was delivered in), one VISIT line per visit.
-    /// Monitor events are not printed; each one flushes the batch at once, as in the agent.
-    static func updates(_ observations: [ReplayCommand.Observation], loaded: LoadedConfig) -> Int32 {
-        let engine = freshEngine(loaded, start: observations[0].timeNs)
-        let updater = LiveUpdater(settings: LiveUpdateSettings(loaded.site.updates))
-        var batchNumber = 0
-        var pending: [LocationUpdate] = []
-        var line = JSONWriter(capacity: 4096)
-        func deliver() {
-            while let output = updater.nextOutput() {
-                switch output {
-                case .update(let update):
-                    pending.append(update)
-                case .batchEnd(let reason):
-                    batchNumber += 1
-                    for update in pending {
-                        line.reset()
-                        line.beginObject()
-                        UpdateJSON.writeMembers(update, places: loaded.placeLabels, into: &line)
-                        line.integer("batch", batchNumber)
-                        line.string("flush", reason.name)
-                        line.endObject()
-                        line.newline()
-                        Console.out(line.bytes)
-                    }
-                    pending.removeAll(keepingCapacity: true)
-                case .visit(let visit):
-                    line.reset()
-                    UpdateJSON.write(visit, places: loaded.placeLabels, into: &line)
-                    line.newline()
-                    Console.out(line.bytes)
-                }
-            }
-        }
-        var lastNs = observations[0].timeNs
-        for observation in observations {
-            let now = UTCTime(nanoseconds: observation.timeNs)
-            lastNs = observation.timeNs
-            engine.tick(now: now)
-            if drainCount(engine) > 0 { updater.monitorEvent(now: now); deliver() }
-            updater.tick(now: now)
-            deliver()
-            switch observation {
-            case .fix(let fix):
-                updater.observe(fix, now: now)
-                deliver()
-                engine.observe(fix)
-            case .sighting(let sighting):
-                engine.observe(sighting)
-            }
-            if drainCount(engine) > 0 { updater.monitorEvent(now: now); deliver() }
-        }
-        updater.finish(now: UTCTime(nanoseconds: lastNs))
-        deliver()
-        return 0
-    }
-
     static func freshEngine(_ loaded: LoadedConfig, start: Int64) -> MonitorEngine {
         let engine = EngineSetup.engine(for: loaded.site, board: loaded.board)
         for (name, result) in EngineSetup.addConfigured(loaded.site, to: engine, now: UTCTime(nanoseconds: start)) {
             Console.error("locus: replay: condition \(name) not added: \(result == .limitExceeded ? "capacity.conditions is full" : "too many monitors")\n")
         }
         return engine
-    }
-
-    /// Acknowledges every pending event (nothing is persisted here) and says how many there were.
-    static func drainCount(_ engine: MonitorEngine) -> Int {
-        var count = 0
-        while engine.oldestPendingEvent() != nil {
-            engine.acknowledgeOldest()
-            count += 1
-        }
-        return count
     }
 
     // MARK: power report

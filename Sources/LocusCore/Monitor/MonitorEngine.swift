@@ -215,7 +215,8 @@ public final class MonitorEngine {
     @discardableResult
     public func add(monitor: FixedName, identifier: FixedName, condition: Condition, settings: ConditionSettings = ConditionSettings(),
                     assuming: ConditionState? = nil, fromSiteFile: Bool = true, now: UTCTime) -> AddResult {
-        precondition(freeCount >= 0 && freeCount <= capacity.conditions, "free slots within the capacity")
+        let freeWithin = (0...capacity.conditions).contains(freeCount)
+        precondition(freeWithin, "free slots within the capacity")
         guard let monitorIndex = monitorIndex(monitor, create: true) else { return .monitorLimitExceeded }
         var result = AddResult.added
         if let existing = slotIndex(monitor: monitorIndex, identifier: identifier) {
@@ -271,8 +272,10 @@ public final class MonitorEngine {
         }
         conditionCount += 1
         updateAttention(index)
-        precondition(conditionCount + freeCount == capacity.conditions, "every slot is in use or free")
-        precondition(slots[Int(index)].inUse && slots[Int(index)].pendingEvents == 0, "a new record has no pending event")
+        let accounted = conditionCount + freeCount == capacity.conditions
+        precondition(accounted, "every slot is in use or free")
+        let fresh = slots[Int(index)].inUse ? slots[Int(index)].pendingEvents == 0 : false
+        precondition(fresh, "a new record has no pending event")
         return result
     }
 
@@ -288,7 +291,8 @@ public final class MonitorEngine {
     private func release(_ index: Int32) {
         let slot = slots[Int(index)]
         precondition(slot.inUse, "a released slot was in use")
-        precondition(conditionCount > 0 && freeCount < capacity.conditions, "a slot to release")
+        let releasable = conditionCount > 0 ? freeCount < capacity.conditions : false
+        precondition(releasable, "a slot to release")
         switch slot.condition {
         case .circle:
             _ = circleIndex.remove(id: index)
@@ -303,8 +307,10 @@ public final class MonitorEngine {
         freeSlots[freeCount] = index
         freeCount += 1
         conditionCount -= 1
-        precondition(conditionCount + freeCount == capacity.conditions, "every slot is in use or free")
-        precondition(slots[Int(index)].attentionIndex == -1, "a free slot needs no attention")
+        let accounted = conditionCount + freeCount == capacity.conditions
+        precondition(accounted, "every slot is in use or free")
+        let unattended = slots[Int(index)].attentionIndex == -1
+        precondition(unattended, "a free slot needs no attention")
     }
 
     /// One record: the condition, its settings and its last handled event.
@@ -444,9 +450,12 @@ public final class MonitorEngine {
         guard ringCount > 0 else { return }
         var pending = ring[ringHead]
         let index = Int(pending.slot)
-        precondition(slots[index].inUse && slots[index].generation == pending.generation, "the oldest event is of a live record")
-        precondition(slots[index].pendingEvents > 0, "a record's pending events are counted")
-        precondition(pending.event.state != slots[index].lastEvent.state, "an event changes its record's state")
+        let live = slots[index].inUse ? slots[index].generation == pending.generation : false
+        precondition(live, "the oldest event is of a live record")
+        let counted = slots[index].pendingEvents > 0
+        precondition(counted, "a record's pending events are counted")
+        let changes = pending.event.state != slots[index].lastEvent.state
+        precondition(changes, "an event changes its record's state")
         pending.event.diagnostics.formUnion(diagnostics)
         ringHead = (ringHead + 1) % capacity.events
         ringCount -= 1
@@ -469,9 +478,11 @@ public final class MonitorEngine {
     private func emit(_ index: Int32, _ event: MonitorEvent) {
         let full = ringCount >= capacity.events
         precondition(!full, "event ring overflow")
-        precondition(slots[Int(index)].inUse, "an event of a live record")
+        let live = slots[Int(index)].inUse
+        precondition(live, "an event of a live record")
         // Events only on change: against the state after the record's events still pending.
-        precondition(event.state != slots[Int(index)].effectiveState, "an event changes the state")
+        let changes = event.state != slots[Int(index)].effectiveState
+        precondition(changes, "an event changes the state")
         ring[(ringHead + ringCount) % capacity.events] = PendingEvent(slot: index, generation: slots[Int(index)].generation, event: event)
         ringCount += 1
         slots[Int(index)].pendingEvents += 1
@@ -503,7 +514,8 @@ public final class MonitorEngine {
         let slot = slot(index)
         if needsAttention(slot) {
             if slot.pointee.attentionIndex < 0 {
-                precondition(attentionCount < slotsInitialized, "the attention set holds each slot once")
+                let room = attentionCount < slotsInitialized
+                precondition(room, "the attention set holds each slot once")
                 attention[attentionCount] = index
                 slot.pointee.attentionIndex = Int32(attentionCount)
                 attentionCount += 1
@@ -516,7 +528,8 @@ public final class MonitorEngine {
     private func removeAttention(_ index: Int32) {
         let position = Int(slots[Int(index)].attentionIndex)
         guard position >= 0 else { return }
-        precondition(position < attentionCount && attention[position] == index, "the attention set knows its members' places")
+        let placed = position < attentionCount ? attention[position] == index : false
+        precondition(placed, "the attention set knows its members' places")
         attentionCount -= 1
         let moved = attention[attentionCount]
         attention[position] = moved
