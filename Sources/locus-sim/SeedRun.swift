@@ -271,10 +271,9 @@ final class SeedRun {
         let cutNs = kernel.monotonicNs
         kernel.advance(toNs: cutNs + Int64(downS) * 1_000_000_000)
         let before = acknowledged
-        let written = log
+        try checkKept(written: log)
         try reopen()
         tally.restarts += 1
-        try checkKept(written)
         try checkAcknowledged(before, cutNs: cutNs)
     }
 
@@ -282,15 +281,7 @@ final class SeedRun {
     /// picture starts over from it.
     private func reopen() throws(Failure) {
         if let reason = agent.open() { throw fail("the agent did not start again: \(reason)") }
-        var kept: [Record] = []
-        let scan: LogScan
-        do {
-            scan = try LogStore.scan(directory: state) { header, payload in
-                kept.append(Record(sequence: header.sequence, typeCode: header.typeCode, time: header.time, payload: Array(payload)))
-            }
-        } catch {
-            throw fail("the log cannot be read after the restart: \(error)")
-        }
+        let (kept, scan) = try readDisk()
         if !scan.corruptions.isEmpty { throw fail("the log needs repair after the restart: \(scan.corruptions)") }
         log = []
         lastLoggedState = [:]
@@ -305,11 +296,30 @@ final class SeedRun {
     }
 
     /// What the disk kept of the log, up to the new start record, is a prefix of what was written.
-    private func checkKept(_ written: [Record]) throws(Failure) {
-        let start = log.lastIndex { $0.typeCode == LogRecordType.start.rawValue } ?? log.count
-        for (index, record) in log[..<start].enumerated() {
-            guard index < written.count, written[index] == record else {
-                throw fail("record \(record.sequence) after the power cut differs from the one written")
+    /// Every record the log's files hold now, read without changing them (a torn tail is
+    /// reported, not cut).
+    private func readDisk() throws(Failure) -> ([Record], LogScan) {
+        var records: [Record] = []
+        do {
+            let scan = try LogStore.scan(directory: state) { header, payload in
+                records.append(Record(sequence: header.sequence, typeCode: header.typeCode, time: header.time, payload: Array(payload)))
+            }
+            return (records, scan)
+        } catch {
+            throw fail("the log cannot be read: \(error)")
+        }
+    }
+
+    /// What the disk kept of the log, read before the agent opens it again, is a prefix of what
+    /// was written: whole records, byte for byte (a torn one after them is the next open's to cut).
+    private func checkKept(written: [Record]) throws(Failure) {
+        let (kept, _) = try readDisk()
+        for (index, record) in kept.enumerated() {
+            guard index < written.count else {
+                throw fail("record \(record.sequence) (type \(record.typeCode)) is on the disk after the power cut, but was never read from the log (\(written.count) were)")
+            }
+            guard written[index] == record else {
+                throw fail("record \(record.sequence) (type \(record.typeCode)) after the power cut differs from the one written (type \(written[index].typeCode), sequence \(written[index].sequence))")
             }
         }
         tally.checks["the log after a power cut is a prefix of the log written", default: 0] += 1
