@@ -58,6 +58,10 @@ public final class SimulatedKernel {
     private let realSet: UnsafeMutableBufferPointer<Int32>
     /// Polls that found nothing ready and nothing left to happen (no input, no timer, no timeout).
     public private(set) var idlePolls = 0
+    /// Linux's descriptors asked at every poll, not once a millisecond of wall time: what a
+    /// client in the same process writes to the control socket is then seen at the same
+    /// simulated moment on every run (the simulator's clients).
+    public var asksLinuxEveryPoll = false
     /// Moments the simulation's owner wants the loop back (a fault starts or ends), ascending.
     private var wakeups: [Int64] = []
 
@@ -220,7 +224,7 @@ public final class SimulatedKernel {
         // Unpaced, Linux's descriptors (signals, the control socket) are asked at most once a
         // millisecond of wall time: a day of recording turns 86,400 times in well under a second.
         let wallNs = locus_kernel_monotonic_ns()
-        let askLinux = speed != nil || wallNs - lastAskedLinuxNs >= SimulatedKernel.unpacedLinuxPollNs
+        let askLinux = asksLinuxEveryPoll || speed != nil || wallNs - lastAskedLinuxNs >= SimulatedKernel.unpacedLinuxPollNs
         if askLinux { lastAskedLinuxNs = wallNs }
         for pass in 0..<2 {
             deliver()

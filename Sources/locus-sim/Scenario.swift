@@ -64,6 +64,7 @@ struct Scenario {
     var track: [Point] = []
     var beacons: [Beacon] = []
     var faults: [Fault] = []
+    var clients: [SimulatedClient.Plan] = []
     var siteText = ""
     var boardText = ""
     /// The log is synced at every event (else every `syncIntervalMs`).
@@ -89,6 +90,28 @@ struct Scenario {
         siteText = drawSite(&random)
         boardText = Scenario.board
         faults = Scenario.drawFaults(&random, durationS: durationS)
+        clients = Scenario.drawClients(&random, durationS: durationS, monitors: monitorNames)
+    }
+
+    /// The site's monitor names (as drawn in `drawSite`).
+    var monitorNames: [String] {
+        var names: [String] = []
+        for line in siteText.split(separator: "\n") where line.hasPrefix("[[monitor.") {
+            guard let end = line.range(of: ".condition]]") else { continue }
+            let name = String(line[line.index(line.startIndex, offsetBy: 10)..<end.lowerBound])
+            if !names.contains(name) { names.append(name) }
+        }
+        return names
+    }
+
+    /// Up to three programs following events: every monitor's or one's, prompt or slow, some
+    /// hanging up for good.
+    static func drawClients(_ random: inout SplitMix64, durationS: Int, monitors: [String]) -> [SimulatedClient.Plan] {
+        (0..<random.below(4)).map { _ in
+            let pace: SimulatedClient.Plan.Pace = random.chance(60) ? .prompt : .slow(everyS: 5 + random.below(120), bytes: 64 + random.below(2_000))
+            return SimulatedClient.Plan(connectS: random.below(max(1, durationS / 2)), monitor: random.chance(50) ? nil : random.pick(monitors),
+                                        pace: pace, vanishS: random.chance(25) ? random.below(durationS) : nil)
+        }
     }
 
     // MARK: the track

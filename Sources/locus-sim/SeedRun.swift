@@ -83,6 +83,8 @@ final class SeedRun {
     var acknowledged: [String: (event: Acknowledged, sinceNs: Int64)] = [:]
     /// Open descriptors before the agent opened.
     let baselineDescriptors: Int
+    /// Programs following events over the control socket.
+    let clients: [SimulatedClient]
     /// Timed actions (fault starts and ends), ascending.
     var schedule: [(atNs: Int64, fault: Scenario.Fault, starts: Bool)] = []
 
@@ -105,6 +107,8 @@ final class SeedRun {
         kernel.addPort(path: state + "/sim/gnss", arrivals: recording.gnss)
         kernel.addPort(path: state + "/sim/ble", arrivals: recording.bluetooth)
         kernel.disk.directory = state
+        clients = scenario.clients.map { SimulatedClient($0) }
+        kernel.asksLinuxEveryPoll = !clients.isEmpty
         baselineDescriptors = SeedRun.openDescriptors()
         for fault in scenario.faults {
             switch fault {
@@ -140,6 +144,7 @@ final class SeedRun {
             guard agent.turn() else { throw fail("the loop stopped by itself") }
             tally.turns += 1
             try readLog()
+            try serveClients()
             try checkOutputs()
             try checkBounds()
             try act()
@@ -214,6 +219,41 @@ final class SeedRun {
         }
     }
 
+    // MARK: the control socket's clients
+
+    /// Each client connects, reads or hangs up as its plan says; every event it gets is checked
+    /// against the log.
+    private func serveClients() throws(Failure) {
+        for client in clients {
+            client.vanishIfDue(nowNs: kernel.monotonicNs, startNs: SeedRun.startNs)
+            if agent.isOpen { client.connectIfDue(socket: state + "/control.sock", nowNs: kernel.monotonicNs, startNs: SeedRun.startNs) }
+            if let problem = client.read(nowNs: kernel.monotonicNs, check: checkDelivered) { throw fail(problem) }
+        }
+    }
+
+    /// What a client was told is what the log says for that sequence number.
+    private func checkDelivered(_ delivered: SimulatedClient.Delivered) -> String? {
+        guard let first = log.first?.sequence, delivered.sequence >= first, Int(delivered.sequence - first) < log.count else {
+            return "a client was told event \(delivered.sequence), which the log does not hold"
+        }
+        let record = log[Int(delivered.sequence - first)]
+        guard record.typeCode == LogRecordType.event.rawValue, let event = record.payload.withUnsafeBytes({ raw -> MonitorEvent? in
+            var reader = ByteReader(raw)
+            return LogPayload.readEvent(&reader)
+        }) else {
+            return "a client was told event \(delivered.sequence), which is a record of type \(record.typeCode) in the log"
+        }
+        let key = "\(event.monitor)/\(event.identifier)"
+        guard key == delivered.key, "\(event.state)" == delivered.state else {
+            return "a client was told event \(delivered.sequence) is \(delivered.key) \(delivered.state); the log says \(key) \(event.state)"
+        }
+        tally.checks["what a client is told is what the log says", default: 0] += 1
+        return nil
+    }
+
+    /// The agent's descriptors: the process's, less the clients' own.
+    private var agentDescriptors: Int { SeedRun.openDescriptors() - clients.filter(\.isConnected).count }
+
     // MARK: invariants after a turn
 
     private func checkOutputs() throws(Failure) {
@@ -265,7 +305,7 @@ final class SeedRun {
         var random = SplitMix64(seed: scenario.seed &+ UInt64(kernel.monotonicNs))
         kernel.powerCut { _, synced, size in synced + Int64(random.below(Int(size - synced) + 1)) }
         agent.crash()
-        let open = SeedRun.openDescriptors()
+        let open = agentDescriptors
         if open != baselineDescriptors { throw fail("\(open - baselineDescriptors) descriptor(s) still open after the agent died") }
         tally.checks["descriptors closed when the agent goes", default: 0] += 1
         let cutNs = kernel.monotonicNs
@@ -275,6 +315,7 @@ final class SeedRun {
         try reopen()
         tally.restarts += 1
         try checkAcknowledged(before, cutNs: cutNs)
+        try checkDeliveredSurvived(cutNs: cutNs)
     }
 
     /// Opens the agent on what the disk kept and takes the log from the disk: the simulator's
@@ -339,15 +380,53 @@ final class SeedRun {
         }
     }
 
+    /// Every event a client was told survives the cut, unless it was newer than the sync
+    /// interval (with sync = "interval"): told is acknowledged.
+    private func checkDeliveredSurvived(cutNs: Int64) throws(Failure) {
+        let window = scenario.syncEveryEvent ? 0 : Int64(scenario.syncIntervalMs + 1_000) * 1_000_000
+        for client in clients {
+            for delivered in client.delivered where delivered.atNs <= cutNs - window {
+                if let problem = checkDelivered(delivered) { throw fail("after the power cut: \(problem)") }
+                tally.checks["events a client was told survive a power cut", default: 0] += 1
+            }
+        }
+    }
+
+    /// A prompt client that stayed got every event of its monitor after where it started, once
+    /// each (when no power cut could take an event back: syncs at every event, or no cut).
+    private func checkClientsComplete() throws(Failure) {
+        guard scenario.syncEveryEvent || tally.restarts == 0 else { return }
+        for client in clients where !client.gone && client.isConnected {
+            guard case .prompt = client.plan.pace, let after = client.firstAfter else { continue }
+            var expected: [UInt64] = []
+            for record in log where record.typeCode == LogRecordType.event.rawValue && record.sequence > after {
+                let event = record.payload.withUnsafeBytes { raw -> MonitorEvent? in
+                    var reader = ByteReader(raw)
+                    return LogPayload.readEvent(&reader)
+                }
+                if let event, client.plan.monitor == nil || client.plan.monitor == event.monitor.description { expected.append(record.sequence) }
+            }
+            let got = client.delivered.map(\.sequence).filter { $0 > after }
+            if !expected.allSatisfy(Set(got).contains) {
+                let missing = expected.filter { !got.contains($0) }
+                throw fail("a prompt client following \(client.plan.monitor ?? "every monitor") after \(after) missed event(s) \(missing.prefix(5))")
+            }
+            tally.checks["a prompt client gets every event once", default: 0] += 1
+        }
+    }
+
     // MARK: the end
 
     private func finish() throws(Failure) {
         kernel.disk.full = false
         kernel.disk.syncFails = false
         let pending = agent.pendingEvents
+        try serveClients()
+        try checkClientsComplete()
         agent.shutdown()
+        for client in clients { client.close() }
         if pending > 0 { throw fail("\(pending) event(s) still pending when the run settled") }
-        let open = SeedRun.openDescriptors()
+        let open = agentDescriptors
         if open != baselineDescriptors { throw fail("\(open - baselineDescriptors) descriptor(s) still open after the agent stopped") }
         tally.checks["descriptors closed when the agent goes", default: 0] += 1
         tally.simulatedS = nowS
