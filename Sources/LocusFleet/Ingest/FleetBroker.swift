@@ -1,8 +1,5 @@
 import LocusCore
 import LocusDevices
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The ingest's connection to the broker: MQTT 3.1.1 over TCP or TLS, with LocusCore's codec
 /// (`MQTTWriter` out, `MQTTPacket` in) and LocusDevices' sockets and mbedTLS session, the same
@@ -144,10 +141,11 @@ final class FleetBroker {
     /// A closed or broken connection, or a protocol violation, throws.
     func read(timeoutMs: Int32) throws(FleetError) -> [Incoming] {
         if stream.pending == 0 {
-            var descriptor = pollfd(fd: stream.descriptor.rawValue, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&descriptor, 1, timeoutMs)
-            if ready < 0 && errno != EINTR { throw FleetError("poll: \(String(cString: strerror(errno)))") }
-            if ready <= 0 { return [] }
+            switch stream.descriptor.wait(until: .readable, timeoutMs: timeoutMs) {
+            case .success(true): break
+            case .success(false), .failure(.interrupted): return []
+            case .failure(let error): throw FleetError("poll: \(error)")
+            }
         }
         var incoming: [Incoming] = []
         for packet in try readOnce() {
@@ -166,8 +164,7 @@ final class FleetBroker {
     /// True when bytes are waiting (a read would not block).
     var hasInput: Bool {
         if stream.pending > 0 { return true }
-        var descriptor = pollfd(fd: stream.descriptor.rawValue, events: Int16(POLLIN), revents: 0)
-        return poll(&descriptor, 1, 0) > 0
+        return (try? stream.descriptor.wait(until: .readable, timeoutMs: 0).get()) == true
     }
 
     /// PUBACK for each id, in the order given (the order the messages came: §4.6), in one write.
@@ -215,7 +212,7 @@ final class FleetBroker {
             switch stream.send(UnsafeRawBufferPointer(rebasing: bytes[offset...])) {
             case .bytes(let count): offset += count
             case .wouldBlock(let wantsWrite):
-                try wait(wantsWrite ? POLLOUT : POLLIN, until: deadline, what: "sending to the broker")
+                try wait(wantsWrite ? .writable : .readable, until: deadline, what: "sending to the broker")
             case .closed: throw FleetError("\(settings.broker): the broker closed the connection")
             case .failed(let reason): throw FleetError("\(settings.broker): sending: \(reason)")
             }
@@ -226,7 +223,7 @@ final class FleetBroker {
     /// Reads until at least one packet is complete or the deadline passes (for the handshake).
     private func receive(until deadline: Int64, what: String) throws(FleetError) -> [MQTTPacketCopy] {
         while true {
-            if stream.pending == 0 { try wait(POLLIN, until: deadline, what: "waiting for \(what)") }
+            if stream.pending == 0 { try wait(.readable, until: deadline, what: "waiting for \(what)") }
             let packets = try readOnce()
             var answers: [MQTTPacketCopy] = []
             for packet in packets {
@@ -261,63 +258,45 @@ final class FleetBroker {
         }
     }
 
-    private func wait(_ events: Int32, until deadline: Int64, what: String) throws(FleetError) {
+    private func wait(_ readiness: Descriptor.Readiness, until deadline: Int64, what: String) throws(FleetError) {
         while true {
             let left = deadline - FleetClock.monotonicMs()
             guard left > 0 else { throw FleetError("\(settings.broker): no answer in \(settings.timeoutMs / 1000) s \(what)") }
-            var descriptor = pollfd(fd: stream.descriptor.rawValue, events: Int16(events), revents: 0)
-            let ready = poll(&descriptor, 1, Int32(min(left, 1_000)))
-            if ready > 0 { return }
-            if ready < 0 && errno != EINTR { throw FleetError("poll: \(String(cString: strerror(errno)))") }
+            switch stream.descriptor.wait(until: readiness, timeoutMs: Int32(min(left, 1_000))) {
+            case .success(true): return
+            case .success(false), .failure(.interrupted): continue
+            case .failure(let error): throw FleetError("poll: \(error)")
+            }
         }
     }
 
     // MARK: connecting
 
-    /// The broker's addresses: the one written, or getaddrinfo(3)'s (the host's resolver:
+    /// The broker's addresses: the one written, or the host's resolver's (getaddrinfo(3):
     /// /etc/hosts, DNS, nsswitch).
     static func resolve(_ broker: BrokerAddress) throws(FleetError) -> [IPAddress] {
         if let address = broker.address { return [address] }
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var list: UnsafeMutablePointer<addrinfo>? = nil
-        let status = getaddrinfo(broker.host, nil, &hints, &list)
-        guard status == 0 else { throw FleetError("\(broker): cannot resolve \(broker.host): \(String(cString: gai_strerror(status)))") }
-        defer { freeaddrinfo(list) }
-        var addresses: [IPAddress] = []
-        var entry = list
-        while let info = entry?.pointee {
-            entry = info.ai_next
-            guard let socketAddress = info.ai_addr else { continue }
-            let address: IPAddress?
-            switch info.ai_family {
-            case AF_INET:
-                address = socketAddress.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { pointer in
-                    withUnsafeBytes(of: pointer.pointee.sin_addr) { IPAddress(bytes: $0) }
-                }
-            case AF_INET6:
-                address = socketAddress.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { pointer in
-                    withUnsafeBytes(of: pointer.pointee.sin6_addr) { IPAddress(bytes: $0) }
-                }
-            default: address = nil
-            }
-            if let address, !addresses.contains(address) { addresses.append(address) }
+        switch HostResolver.addresses(of: broker.host) {
+        case .failure(let error): throw FleetError("\(broker): cannot resolve \(broker.host): \(error)")
+        case .success(let addresses):
+            guard !addresses.isEmpty else { throw FleetError("\(broker): \(broker.host) has no address") }
+            return addresses
         }
-        guard !addresses.isEmpty else { throw FleetError("\(broker): \(broker.host) has no address") }
-        return addresses
     }
 
     private static func connect(_ address: IPAddress, _ port: UInt16, deadline: Int64) throws(FleetError) -> TCPConnection {
         let connection: TCPConnection
         do { connection = try TCPConnection(to: address, port: port) } catch { throw FleetError("\(error)") }
         if connection.isConnected { return connection }
-        var descriptor = pollfd(fd: connection.descriptor.rawValue, events: Int16(POLLOUT), revents: 0)
         while true {
             let left = deadline - FleetClock.monotonicMs()
             guard left > 0 else { throw FleetError("no answer (timed out)") }
-            let ready = poll(&descriptor, 1, Int32(left))
-            if ready > 0 { break }
-            if ready < 0 && errno != EINTR { throw FleetError("poll: \(String(cString: strerror(errno)))") }
+            switch connection.descriptor.wait(until: .writable, timeoutMs: Int32(left)) {
+            case .success(true): break
+            case .success(false), .failure(.interrupted): continue
+            case .failure(let error): throw FleetError("poll: \(error)")
+            }
+            break
         }
         if let failure = connection.finishConnecting() { throw FleetError("\(failure)") }
         return connection
@@ -325,16 +304,15 @@ final class FleetBroker {
 
     private static func handshake(_ session: TLSSession, deadline: Int64, broker: BrokerAddress) throws(FleetError) {
         while true {
-            let events: Int32
+            let readiness: Descriptor.Readiness
             switch session.handshake() {
             case .done: return
             case .failed(let error): throw FleetError("\(broker): TLS: \(error.message)")
-            case .wouldBlock(let wantsWrite): events = wantsWrite ? POLLOUT : POLLIN
+            case .wouldBlock(let wantsWrite): readiness = wantsWrite ? .writable : .readable
             }
             let left = deadline - FleetClock.monotonicMs()
             guard left > 0 else { throw FleetError("\(broker): TLS: no answer to the handshake (timed out)") }
-            var descriptor = pollfd(fd: session.connection.descriptor.rawValue, events: Int16(events), revents: 0)
-            _ = poll(&descriptor, 1, Int32(left))
+            _ = session.connection.descriptor.wait(until: readiness, timeoutMs: Int32(left))
         }
     }
 }
