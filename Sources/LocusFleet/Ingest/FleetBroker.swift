@@ -2,10 +2,15 @@ import LocusCore
 import LocusDevices
 
 /// The ingest's connection to the broker: MQTT 3.1.1 over TCP or TLS, with LocusCore's codec
-/// (`MQTTWriter` out, `MQTTPacket` in) and LocusDevices' sockets and mbedTLS session, the same
-/// the gateway's uplink uses. A host program waits on one socket only, so each call blocks (with
-/// poll(2) and a deadline) instead of stepping through a loop as the agent's `BrokerConnection`
-/// does. Closed when the object goes.
+/// (`MQTTWriter` out, `MQTTPacket` in) and session (`MQTTSession`: CONNECT and CONNACK,
+/// keep-alive, packet ids) and LocusDevices' sockets and mbedTLS session, the same the gateway's
+/// uplink uses. A host program waits on one socket only, so each call blocks (LocusDevices'
+/// `Descriptor.wait`, with a deadline) instead of stepping through a loop as the agent's
+/// `BrokerConnection` does. Closed when the object goes.
+///
+/// Differences from the uplink, each the ingest's own policy: PINGREQ after half the keep-alive
+/// (a batch's commit may hold the reading for a while), PUBACK only once a batch has committed,
+/// and reconnecting on the ingest's own schedule (`Ingest.Settings.reconnectDelaysMs`).
 final class FleetBroker {
     struct Settings {
         var broker: BrokerAddress
@@ -48,10 +53,8 @@ final class FleetBroker {
     private let tcp: TCPConnection
     private var framer = IngestFramer(maximumPacketBytes: FleetBroker.maximumPacketBytes, keptBytes: FleetBroker.keptPayloadBytes)
     private var input = [UInt8](repeating: 0, count: 64 * 1024)
-    private var nextPacketID: UInt16 = 1
-    private(set) var lastSentMs = FleetClock.monotonicMs()
-    /// When a PINGREQ went out unanswered.
-    private var pingSentMs: Int64? = nil
+    /// CONNECT and CONNACK, keep-alive, the subscriptions' packet ids, the output queue.
+    private var session: MQTTSession
     /// The broker kept this client's session (its subscriptions and the messages queued while away).
     private(set) var sessionPresent = false
     let peer: String
@@ -60,6 +63,11 @@ final class FleetBroker {
     /// waits for an accepting CONNACK; each failure says which step and why.
     init(_ settings: Settings) throws(FleetError) {
         self.settings = settings
+        let connect = settings.connect
+        session = MQTTSession(outputBytes: max(FleetBroker.outputBytes, 512 + connect.clientID.count + (connect.username?.count ?? 0)
+                                               + (connect.password?.count ?? 0) + (connect.will.map { $0.topic.count + $0.payload.count } ?? 0)),
+                              windowCapacity: 2, pingIntervalNs: Int64(connect.keepAliveS) * 500_000_000,
+                              answerTimeoutNs: Int64(settings.timeoutMs) * 1_000_000)
         let deadline = FleetClock.monotonicMs() + Int64(settings.timeoutMs)
         let addresses = try Self.resolve(settings.broker)
         var failures: [String] = []
@@ -87,23 +95,27 @@ final class FleetBroker {
         } else {
             stream = .plain(made)
         }
-        var writer = MQTTWriter(capacity: 512 + settings.connect.clientID.count + (settings.connect.username?.count ?? 0)
-                                + (settings.connect.password?.count ?? 0))
-        guard writer.connect(settings.connect) else { throw FleetError("the client id, user name or password is too long for MQTT") }
-        try send(writer.bytes, deadline: deadline)
+        guard session.connect(settings.connect) else { throw FleetError("the client id, user name or password is too long for MQTT") }
+        try sendOutput(deadline: deadline)
         while true {
             let packets = try receive(until: deadline, what: "CONNACK")
             guard let first = packets.first else { continue }
             guard case .connack(let sessionPresent, let code) = first else {
                 throw FleetError("\(settings.broker): the broker answered CONNECT with another packet than CONNACK")
             }
-            guard code == 0 else {
+            switch session.receive(.connack(sessionPresent: sessionPresent, code: code), nowNs: MonotonicClock.now()) {
+            case .accepted(let sessionPresent):
+                self.sessionPresent = sessionPresent
+                return
+            default:
                 throw FleetError("\(settings.broker): CONNECT refused (code \(code)): \(MQTT.explain(connectReturnCode: code))")
             }
-            self.sessionPresent = sessionPresent
-            return
         }
     }
+
+    /// The output queue: CONNECT, a SUBSCRIBE, a batch's PUBACKs (written in several sends when
+    /// a batch has more than fit), PINGREQ, DISCONNECT.
+    static let outputBytes = 64 * 1024
 
     deinit { stream.close() }
 
@@ -111,16 +123,19 @@ final class FleetBroker {
     func subscribe(_ filters: [String]) throws(FleetError) {
         let deadline = FleetClock.monotonicMs() + Int64(settings.timeoutMs)
         for filter in filters {
-            let id = takePacketID()
-            var writer = MQTTWriter(capacity: filter.utf8.count + 16)
-            let written = Array(filter.utf8).withUnsafeBytes { writer.subscribe(packetID: id, filter: $0, qos: .atLeastOnce) }
+            // One subscription in flight at a time: the window holds its id until the SUBACK.
+            let id = session.window.add(sequence: 0)
+            session.output.reset()
+            let written = Array(filter.utf8).withUnsafeBytes { session.output.subscribe(packetID: id, filter: $0, qos: .atLeastOnce) }
             guard written else { throw FleetError("the topic filter '\(filter)' is too long for MQTT") }
-            try send(writer.bytes, deadline: deadline)
+            try sendOutput(deadline: deadline)
             var granted: UInt8? = nil
             while granted == nil {
                 // Messages may come before the SUBACK (a session's queue); they are kept for the caller.
                 for packet in try receive(until: deadline, what: "SUBACK for \(filter)") {
-                    if case .suback(id, let grant, _) = packet { granted = grant }
+                    guard case .suback(id, let grant, let refused) = packet else { continue }
+                    _ = session.receive(.suback(packetID: id, refused: refused), nowNs: MonotonicClock.now())
+                    granted = grant
                 }
             }
             guard granted != 0x80 else {
@@ -150,9 +165,11 @@ final class FleetBroker {
         var incoming: [Incoming] = []
         for packet in try readOnce() {
             switch packet {
-            case .publish(let message): incoming.append(.publish(message))
+            case .publish(let message):
+                _ = session.receive(.publish(qos: message.qos, packetID: message.packetID), nowNs: MonotonicClock.now())
+                incoming.append(.publish(message))
             case .pingresp:
-                pingSentMs = nil
+                _ = session.receive(.pingresp, nowNs: MonotonicClock.now())
                 incoming.append(.pingresp)
             default:
                 throw FleetError("\(settings.broker): an unexpected packet from the broker (the ingest publishes nothing)")
@@ -170,54 +187,49 @@ final class FleetBroker {
     /// PUBACK for each id, in the order given (the order the messages came: §4.6), in one write.
     func acknowledge(_ packetIDs: [UInt16]) throws(FleetError) {
         guard !packetIDs.isEmpty else { return }
-        var writer = MQTTWriter(capacity: max(5, 4 * packetIDs.count))
-        for id in packetIDs { _ = writer.puback(packetID: id) }
-        try send(writer.bytes, deadline: FleetClock.monotonicMs() + Int64(settings.timeoutMs))
+        let deadline = FleetClock.monotonicMs() + Int64(settings.timeoutMs)
+        session.output.reset()
+        for id in packetIDs where !session.output.puback(packetID: id) {
+            // The output is full: what it holds goes first.
+            try sendOutput(deadline: deadline)
+            _ = session.output.puback(packetID: id)
+        }
+        try sendOutput(deadline: deadline)
     }
 
     /// PINGREQ when nothing was sent for half the keep-alive; throws when the last one went
     /// unanswered for the timeout (the broker or the path is gone).
     func keepAlive() throws(FleetError) {
-        let now = FleetClock.monotonicMs()
-        if let sent = pingSentMs {
-            if now - sent > Int64(settings.timeoutMs) {
-                throw FleetError("\(settings.broker): no PINGRESP in \(settings.timeoutMs / 1000) s: the connection is lost")
-            }
-            return
+        session.output.reset()
+        switch session.keepAlive(nowNs: MonotonicClock.now()) {
+        case .idle: return
+        case .ping: try sendOutput(deadline: FleetClock.monotonicMs() + Int64(settings.timeoutMs))
+        case .failed: throw FleetError("\(settings.broker): no PINGRESP in \(settings.timeoutMs / 1000) s: the connection is lost")
         }
-        guard now - lastSentMs >= Int64(settings.connect.keepAliveS) * 500 else { return }
-        var writer = MQTTWriter(capacity: 5)
-        _ = writer.pingreq()
-        try send(writer.bytes, deadline: now + Int64(settings.timeoutMs))
-        pingSentMs = now
     }
 
     /// DISCONNECT, best effort: the broker then keeps the session and forgets no message.
     func disconnect() {
-        var writer = MQTTWriter(capacity: 5)
-        _ = writer.disconnect()
-        try? send(writer.bytes, deadline: FleetClock.monotonicMs() + 1_000)
+        session.output.reset()
+        _ = session.output.disconnect()
+        try? sendOutput(deadline: FleetClock.monotonicMs() + 1_000)
+        session.disconnected()
     }
 
     // MARK: bytes
 
-    private func takePacketID() -> UInt16 {
-        defer { nextPacketID = nextPacketID == UInt16.max ? 1 : nextPacketID + 1 }
-        return nextPacketID
-    }
-
-    private func send(_ bytes: UnsafeRawBufferPointer, deadline: Int64) throws(FleetError) {
-        var offset = 0
-        while offset < bytes.count {
-            switch stream.send(UnsafeRawBufferPointer(rebasing: bytes[offset...])) {
-            case .bytes(let count): offset += count
+    /// Sends the whole output, waiting (until `deadline`) while the socket takes no more.
+    private func sendOutput(deadline: Int64) throws(FleetError) {
+        while session.output.count > 0 {
+            switch stream.send(session.output.bytes) {
+            case .bytes(let count): session.output.drop(count)
             case .wouldBlock(let wantsWrite):
                 try wait(wantsWrite ? .writable : .readable, until: deadline, what: "sending to the broker")
             case .closed: throw FleetError("\(settings.broker): the broker closed the connection")
             case .failed(let reason): throw FleetError("\(settings.broker): sending: \(reason)")
             }
         }
-        lastSentMs = FleetClock.monotonicMs()
+        session.sent(nowNs: MonotonicClock.now())
     }
 
     /// Reads until at least one packet is complete or the deadline passes (for the handshake).
