@@ -22,10 +22,10 @@ import LocusDevices
 ///
 /// What it owns, each part its own type: the broker connection (`BrokerConnection`: lookup,
 /// TCP, TLS, and the MQTT session with the window of QoS 1 messages awaiting PUBACK and the
-/// reconnect backoff), the outbox (`UplinkOutbox`: the log tail, the delivered and committed positions, the commit
-/// cadence, the backlog), the rendering (`UplinkRendering`: topics, payload, labels), the
-/// announcements of a new connection, the live sightings' rate limits (`SightingLimits`) and the
-/// counters (`UplinkCounters`).
+/// reconnect backoff), the outbox (`UplinkOutbox`: the log tail, the delivered and committed
+/// positions, the commit cadence, the backlog), the rendering (`UplinkRendering`: topics,
+/// payload, labels), the announcements of a new connection, the live sightings' rate limits
+/// (`SightingLimits`) and the counters (`UplinkCounters`).
 final class Uplink: LoopComponent {
     /// The output queue: a turn's messages (`max_inflight` of them at most) and the rest of a
     /// partly sent one.
@@ -33,6 +33,7 @@ final class Uplink: LoopComponent {
     /// Room kept in the output for what one step writes (an event and its state, or a discovery
     /// config), with topics and headers.
     static let eventRoom = UplinkJSON.maximumDiscoveryBytes + UplinkJSON.maximumEventBytes + UplinkJSON.maximumStateBytes + 1024
+
     let settings: SiteConfig.Uplink
     private let connection: BrokerConnection
     private var outbox: UplinkOutbox
