@@ -241,10 +241,11 @@ final class BrokerTransport {
 
     private func timeout(_ nowNs: Int64) -> String? {
         guard phase != .idle && phase != .ready, nowNs - startedNs >= settings.timeoutNs else { return nil }
-        return fail("\(phaseText) \(settings.broker) took longer than \(settings.timeoutNs / 1_000_000_000) s")
+        return fail("\(Self.describe(phase)) \(settings.broker) took longer than \(settings.timeoutNs / 1_000_000_000) s")
     }
 
-    private var phaseText: String {
+    /// The step a timeout ended, as the message names it.
+    private static func describe(_ phase: Phase) -> StaticString {
         switch phase {
         case .idle, .ready: return "connecting to"
         case .resolving: return "looking up"
