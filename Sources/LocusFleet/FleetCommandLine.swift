@@ -1,7 +1,5 @@
 import LocusCore
-#if canImport(Glibc)
-import Glibc
-#endif
+import LocusDevices
 
 /// `locus-fleet`: the fleet's PostgreSQL database from the host. Exit status: 0 success, 1 the
 /// command failed (status: a gap exists), 2 the command line is wrong.
@@ -131,7 +129,7 @@ public enum FleetCommandLine {
 
     /// --database, else LOCUS_FLEET_DATABASE, checked by libpq's own parser.
     static func database(_ options: Options) throws(UsageError) -> ConnectionString {
-        let environment = getenv("LOCUS_FLEET_DATABASE").map { String(cString: $0) }
+        let environment = Process.environment("LOCUS_FLEET_DATABASE")
         guard let text = options.database ?? environment, !text.isEmpty else {
             throw UsageError(message: "no database: give --database URL or set LOCUS_FLEET_DATABASE")
         }
@@ -205,22 +203,9 @@ public enum FleetCommandLine {
 }
 
 /// Standard output and error, each text written at once with write(2) (a script reading both
-/// sees them in order; nothing waits in a buffer when the process ends).
+/// sees them in order; nothing waits in a buffer when the process ends): LocusDevices' `Console`,
+/// whose shim retries short writes and EINTR (bounded).
 enum FleetOutput {
-    static func out(_ text: String) { write(text, to: 1) }
-    static func error(_ text: String) { write(text, to: 2) }
-
-    /// Bounded: a descriptor that takes nothing 16 times running (EINTR, a full pipe) loses the rest.
-    private static func write(_ text: String, to descriptor: Int32) {
-        var bytes = Array(text.utf8)[...]
-        var stalls = 0
-        while !bytes.isEmpty && stalls < 16 {
-            let written = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
-            if written > 0 {
-                bytes = bytes.dropFirst(written)
-            } else {
-                stalls += 1
-            }
-        }
-    }
+    static func out(_ text: String) { Console.out(text) }
+    static func error(_ text: String) { Console.error(text) }
 }

@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import LocusDevices
 
 /// The fleet database as the commands use it: one connection, made again when it breaks. Work
 /// goes through `retrying`, which runs it again from the start on a new connection when the
@@ -64,7 +62,7 @@ public final class FleetDatabase {
                 attempt += 1
                 let again = error.kind == .query ? "trying again" : "connecting again"
                 notice("\(what): \(error.message); \(again) in \(Double(delayMs) / 1000) s (attempt \(attempt) of \(reconnectDelaysMs.count))")
-                usleep(useconds_t(delayMs * 1000))
+                MonotonicClock.sleep(milliseconds: delayMs)
             }
         }
     }

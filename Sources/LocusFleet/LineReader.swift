@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import LocusDevices
 
 /// The lines of a file, read in chunks, each at most `maximumLineBytes` long in memory: a longer
 /// line is returned cut to `keptBytes` with its whole length, so one huge line cannot exhaust
@@ -18,7 +16,7 @@ final class LineReader {
     static let chunkBytes = 1 << 16
     let maximumLineBytes: Int
     let keptBytes: Int
-    private let descriptor: Int32
+    private let file: ReadableFile
     private var chunk: [UInt8]
     private var chunkStart = 0
     private var chunkEnd = 0
@@ -28,9 +26,7 @@ final class LineReader {
     /// Throws errno's message for a file that cannot be opened.
     init(path: String, maximumLineBytes: Int, keptBytes: Int) throws(LineReaderError) {
         precondition(keptBytes <= maximumLineBytes)
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw LineReaderError(path: path, reason: String(cString: strerror(errno))) }
-        self.descriptor = descriptor
+        do { file = try ReadableFile(path: path) } catch { throw LineReaderError(path: path, reason: error.description) }
         self.maximumLineBytes = maximumLineBytes
         self.keptBytes = keptBytes
         chunk = [UInt8](repeating: 0, count: Self.chunkBytes)
@@ -38,8 +34,6 @@ final class LineReader {
     }
 
     let path: String
-
-    deinit { close(descriptor) }
 
     /// The next line, nil at the end of the file.
     func next() throws(LineReaderError) -> Line? {
@@ -69,23 +63,16 @@ final class LineReader {
         return Line(number: lineNumber, bytes: bytes, totalBytes: total)
     }
 
-    /// Reads the next chunk, retrying EINTR a bounded number of times.
+    /// Reads the next chunk (EINTR is retried, bounded, in LocusDevices' shim).
     private func fill() throws(LineReaderError) {
         chunkStart = 0
         chunkEnd = 0
-        for _ in 0..<8 {
-            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count > 0 {
-                chunkEnd = count
-                return
-            }
-            if count == 0 {
-                atEnd = true
-                return
-            }
-            if errno != EINTR { throw LineReaderError(path: path, reason: String(cString: strerror(errno))) }
+        let read = chunk.withUnsafeMutableBytes { buffer in Result { () throws(SystemError) in try file.read(into: buffer) } }
+        switch read {
+        case .success(0): atEnd = true
+        case .success(let count): chunkEnd = count
+        case .failure(let error): throw LineReaderError(path: path, reason: error.description)
         }
-        throw LineReaderError(path: path, reason: "read(2) interrupted 8 times in a row")
     }
 }
 

@@ -1,7 +1,5 @@
 import LocusCore
-#if canImport(Glibc)
-import Glibc
-#endif
+import LocusDevices
 
 /// `locus-fleet import`: one `Scripts/fetch-logs` host directory's `log.jsonl` (the lines of
 /// `locus log export --format jsonl`) into the database. Events, GPIO changes and visits become
@@ -153,18 +151,13 @@ public struct LogImport {
     /// `FILE:LINE` is the same whichever way the directory was named; the path itself if it
     /// does not resolve.
     static func canonical(_ path: String) -> String {
-        guard let resolved = realpath(path, nil) else { return path }
-        defer { free(resolved) }
-        return String(cString: resolved)
+        Files.canonicalPath(path) ?? path
     }
 
     /// A file of at most 4 KiB as text; nil if it is not there.
     static func readSmallFile(_ path: String) -> String? {
-        guard let file = fopen(path, "r") else { return nil }
-        defer { fclose(file) }
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let count = fread(&buffer, 1, buffer.count, file)
-        return String(decoding: buffer[..<count], as: UTF8.self)
+        guard let bytes = try? Files.readStart(path, maximumBytes: 4096) else { return nil }
+        return String(decoding: bytes, as: UTF8.self)
     }
 }
 

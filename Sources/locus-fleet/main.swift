@@ -1,6 +1,4 @@
+import LocusDevices
 import LocusFleet
-#if canImport(Glibc)
-import Glibc
-#endif
 
-exit(FleetCommandLine.main(Array(CommandLine.arguments.dropFirst())))
+Process.exit(FleetCommandLine.main(Array(CommandLine.arguments.dropFirst())))

@@ -19,6 +19,13 @@ import LocusDevices
 ///
 /// Steady state: a turn reads only the log's new bytes (`LogTail`), renders into buffers
 /// allocated at start, and allocates nothing per message.
+///
+/// What it owns, each part its own type: the broker connection (`BrokerConnection`: lookup,
+/// TCP, TLS, and the MQTT session with the window of QoS 1 messages awaiting PUBACK and the
+/// reconnect backoff), the outbox (`UplinkOutbox`: the log tail, the delivered and committed
+/// positions, the commit cadence, the backlog), the rendering (`UplinkRendering`: topics,
+/// payload, labels), the announcements of a new connection, the live sightings' rate limits
+/// (`SightingLimits`) and the counters (`UplinkCounters`).
 final class Uplink: LoopComponent {
     /// The output queue: a turn's messages (`max_inflight` of them at most) and the rest of a
     /// partly sent one.
@@ -26,57 +33,19 @@ final class Uplink: LoopComponent {
     /// Room kept in the output for what one step writes (an event and its state, or a discovery
     /// config), with topics and headers.
     static let eventRoom = UplinkJSON.maximumDiscoveryBytes + UplinkJSON.maximumEventBytes + UplinkJSON.maximumStateBytes + 1024
-    /// How often the delivered position is committed to the log while messages are acknowledged
-    /// (a crash resends at most this much).
-    static let commitIntervalNs: Int64 = 1_000_000_000
-    static let commitMessages = 256
 
     let settings: SiteConfig.Uplink
-    let gateway: String
-    let prefix: String
     private let connection: BrokerConnection
-    private var window: PublishWindow
-    private var topics: UplinkTopics
-    private var payload = JSONWriter(capacity: max(UplinkJSON.maximumDiscoveryBytes, UplinkJSON.maximumEventBytes))
-    private let tail: LogTail
-    private var backoff = ReconnectBackoff()
-    private var retryAt: MonotonicInstant? = nil
-    private var openedAt: MonotonicInstant? = nil
-    /// The delivered position last written to the log, and messages acknowledged since.
-    private var committed: UInt64
-    /// The last record the tail passed, and the last of a kind that carries "prev" (events, GPIO
-    /// changes, visits) that it published: the next such record's "prev" (nil: not known).
-    private var lastRead: UInt64
-    private var chained: UInt64?
-    private var acknowledgedSinceCommit = 0
-    private var acknowledgedSinceOpen = 0
-    private var lastCommit = MonotonicInstant(nanoseconds: 0)
-    /// Fix time (UTC ns) before which no fix is published (`fix_interval`).
-    private var nextFixNs: Int64 = 0
+    private var outbox: UplinkOutbox
+    private var rendering: UplinkRendering
     /// What goes out first on a new connection: the status, Home Assistant's subscription and
     /// configs, and (when the broker kept nothing of us) every record's state.
     private var announcement = Announcement()
-    /// The agent's version, for Home Assistant's device.
-    private let version: UnsafeMutableRawBufferPointer
-    /// `[geocoding] annotate`: events, visits and fixes carry the place nearest them.
-    private let places: PlaceLabels?
-
-    /// Each recently published beacon and when its next sighting may go (UTC ns).
-    private let sightings: UnsafeMutableBufferPointer<(identity: BeaconIdentity, nextNs: Int64)>
-    private var sightingCount = 0
-    private(set) var sightingsPublished = 0
-
-    // Counters for status and the log.
-    private(set) var published = 0
-    private(set) var acknowledged = 0
-    private(set) var connections = 0
-    private(set) var failures = 0
+    private var sightings = SightingLimits(capacity: Uplink.sightingSlots)
+    private(set) var counters = UplinkCounters()
     private var lastError: String? = nil
-    private var unknownAcknowledgements = 0
-    private var reportedDeleted: UInt64 = 0
-    /// The oldest undelivered record's time when the connection was lost (the window knows it
-    /// while connected).
-    private var oldestAtLossNs: Int64? = nil
+
+    var gateway: String { String(decoding: rendering.topics.gateway, as: UTF8.self) }
 
     struct Announcement {
         var status = false
@@ -91,31 +60,15 @@ final class Uplink: LoopComponent {
     /// the gateway id cannot be known.
     init(_ settings: SiteConfig.Uplink, cursor: UplinkCursor?, places: PlaceLabels? = nil, machineID: () -> String?) throws(UplinkSetupError) {
         self.settings = settings
-        self.places = places
         guard let gateway = settings.gateway ?? machineID() else {
             throw UplinkSetupError("no gateway id: /etc/machine-id cannot be read; set uplink.gateway")
         }
-        self.gateway = gateway
-        prefix = settings.topicPrefix ?? UplinkTopics.defaultPrefix(gateway: gateway)
-        topics = UplinkTopics(prefix: prefix, gateway: gateway)
-        window = PublishWindow(capacity: settings.maxInflight)
-        committed = cursor?.delivered ?? 0
-        lastRead = committed
-        // No cursor: nothing was ever delivered, and the chain starts with the log.
-        if let cursor { chained = cursor.chained } else { chained = 0 }
-        sightings = .allocate(capacity: Uplink.sightingSlots)
-        let versionBytes = Array(LocusVersion.string.utf8.prefix(UplinkJSON.maximumVersionBytes))
-        version = .allocate(byteCount: versionBytes.count, alignment: 1)
-        version.copyBytes(from: versionBytes)
-        tail = LogTail(after: committed)
+        let prefix = settings.topicPrefix ?? UplinkTopics.defaultPrefix(gateway: gateway)
+        rendering = UplinkRendering(topics: UplinkTopics(prefix: prefix, gateway: gateway), places: places)
+        outbox = UplinkOutbox(cursor: cursor)
         let options = Uplink.connectOptions(settings, clientID: settings.clientID ?? gateway, statusTopic: prefix + "/status", will: true)
         connection = BrokerConnection(settings: BrokerConnection.Settings(broker: settings.broker, tls: nil, connect: options),
-                                      outputBytes: Uplink.outputBytes)
-    }
-
-    deinit {
-        version.deallocate()
-        sightings.deallocate()
+                                      outputBytes: Uplink.outputBytes, windowCapacity: settings.maxInflight)
     }
 
     /// The machine id (/etc/machine-id), the default gateway id: stable across restarts.
@@ -136,8 +89,8 @@ final class Uplink: LoopComponent {
 
     func deadlines(_ next: inout NextDeadline) {
         if let due = connection.deadlineNs() { next.consider(MonotonicInstant(nanoseconds: due)) }
-        if connection.phase == .idle { next.consider(retryAt ?? MonotonicInstant(nanoseconds: 0)) }
-        if acknowledgedSinceCommit > 0 { next.consider(lastCommit + Uplink.commitIntervalNs) }
+        if connection.phase == .idle { next.consider(connection.session.retryAt ?? MonotonicInstant(nanoseconds: 0)) }
+        if let due = outbox.commitDeadline { next.consider(due) }
     }
 
     func status(into line: inout JSONWriter) {
@@ -145,38 +98,28 @@ final class Uplink: LoopComponent {
         line.string("broker", settings.broker.description)
         line.string("gateway", gateway)
         line.string("state", stateName)
-        line.integer("cursor", committed)
-        line.integer("in_flight", window.count)
-        line.integer("published", published)
-        line.integer("acknowledged", acknowledged)
-        if settings.content.contains(.sightings) { line.integer("sightings_published", sightingsPublished) }
+        line.integer("cursor", outbox.committed)
+        line.integer("in_flight", connection.session.window.count)
+        line.integer("published", counters.published)
+        line.integer("acknowledged", counters.acknowledged)
+        if settings.content.contains(.sightings) { line.integer("sightings_published", sightings.published) }
         if let peer = connection.peer { line.string("peer", peer.description) } else { line.null("peer") }
-        line.integer("connections", connections)
-        line.integer("failures", failures)
+        line.integer("connections", counters.connections)
+        line.integer("failures", counters.failures)
         // PUBACKs for no message in flight: a broker's mistake, counted, never acted on.
-        line.integer("unknown_acknowledgements", unknownAcknowledgements)
+        line.integer("unknown_acknowledgements", counters.unknownAcknowledgements)
         if let lastError { line.string("last_error", lastError) } else { line.null("last_error") }
         line.endObject()
     }
 
     /// The backlog's part of the status, which needs the log.
     func backlogStatus(_ log: EventLog, now: AgentTime, into line: inout JSONWriter) {
-        line.beginObject("uplink_backlog")
-        let delivered = window.delivered(readThrough: tail.position)
-        line.integer("records", log.newest - min(delivered, log.newest))
-        line.integer("bytes", log.backlogBytes(after: delivered))
-        if let oldestNs = window.oldest?.timeNs ?? oldestAtLossNs, delivered < log.newest {
-            line.integer("oldest_age_s", max(0, (now.utc.totalNanoseconds - oldestNs) / 1_000_000_000))
-        } else {
-            line.null("oldest_age_s")
-        }
-        line.integer("deleted_undelivered", log.undeliveredDeleted)
-        line.endObject()
+        outbox.backlogStatus(log, window: connection.session.window, now: now, into: &line)
     }
 
     private var stateName: StaticString {
         switch connection.phase {
-        case .idle: return retryAt == nil ? "starting" : "waiting to reconnect"
+        case .idle: return connection.session.retryAt == nil ? "starting" : "waiting to reconnect"
         case .resolving: return "looking up the broker"
         case .connecting: return "connecting"
         case .handshaking: return "TLS handshake"
@@ -196,15 +139,16 @@ final class Uplink: LoopComponent {
     func shutdown(now: AgentTime) {
         guard connection.isOpen else { return connection.close() }
         let offline: StaticString = "offline"
-        _ = connection.output.publish(topic: topics.status(), payload: UnsafeRawBufferPointer(start: offline.utf8Start, count: offline.utf8CodeUnitCount),
-                                      qos: .atLeastOnce, retain: true, packetID: window.unrecordedPacketID())
+        let packetID = connection.session.window.unrecordedPacketID()
+        _ = connection.output.publish(topic: rendering.topics.status(), payload: UnsafeRawBufferPointer(start: offline.utf8Start, count: offline.utf8CodeUnitCount),
+                                      qos: .atLeastOnce, retain: true, packetID: packetID)
         _ = connection.output.disconnect()
         _ = connection.flush(now.monotonic.nanoseconds)
         connection.close()
     }
 
     /// The delivered position, committed to the log before the agent stops.
-    func commitAtShutdown(_ log: EventLog, now: AgentTime) { commit(log, now, force: true) }
+    func commitAtShutdown(_ log: EventLog, now: AgentTime) { outbox.commit(log, now, window: connection.session.window, force: true) }
 
     // MARK: the turn
 
@@ -212,7 +156,7 @@ final class Uplink: LoopComponent {
     /// that the window and the output have room for, send, and commit the delivered position.
     func service(_ poll: borrowing PollSet, _ now: AgentTime, log: EventLog, engine: MonitorEngine, outputs: [FixedName]) {
         let nowNs = now.monotonic.nanoseconds
-        if connection.phase == .idle, retryAt.map({ now.monotonic >= $0 }) ?? true {
+        if connection.phase == .idle && connection.session.mayConnect(at: now.monotonic) {
             startConnecting(now)
         }
         if let problem = connection.service(poll, nowNs: nowNs) { lost(problem, now) }
@@ -222,13 +166,12 @@ final class Uplink: LoopComponent {
         announce(engine: engine, outputs: outputs)
         publishFromLog(log)
         if let problem = connection.flush(nowNs) { lost(problem, now) }
-        commit(log, now, force: false)
-        reportDeleted(log)
+        outbox.commit(log, now, window: connection.session.window, force: false)
+        outbox.reportDeleted(log)
     }
 
     private func startConnecting(_ now: AgentTime) {
-        retryAt = nil
-        connections += 1
+        counters.connections += 1
         if let problem = Uplink.loadCredentials(settings, into: connection) { return lost(problem, now) }
         if let problem = connection.start(nowNs: now.monotonic.nanoseconds) { lost(problem, now) }
     }
@@ -261,19 +204,11 @@ final class Uplink: LoopComponent {
 
     /// The connection ended (or could not be made): reported, and tried again after the backoff.
     private func lost(_ problem: String, _ now: AgentTime) {
-        failures += 1
-        let wasOpen = openedAt != nil
-        openedAt = nil
-        if let oldest = window.oldest { oldestAtLossNs = oldest.timeNs }
+        counters.failures += 1
         // What was in flight was not acknowledged: the tail goes back to the delivered position,
         // so the next connection sends it again.
-        let delivered = window.delivered(readThrough: tail.position)
-        chained = window.chained(current: chained)
-        lastRead = delivered
-        tail.reposition(after: delivered)
-        window.removeAll()
-        let delayNs = backoff.next(random: UInt64.random(in: 0...UInt64.max))
-        retryAt = now.monotonic + delayNs
+        outbox.rewind(connection.session.window)
+        let (delayNs, wasOpen) = connection.session.lost(now: now.monotonic, random: UInt64.random(in: 0...UInt64.max))
         if lastError != problem || wasOpen {
             AgentLog.warning("locus: uplink: \(problem); trying again in \(Quantity.describe(nanoseconds: delayNs))")
         }
@@ -295,9 +230,7 @@ final class Uplink: LoopComponent {
 
     /// CONNACK accepted: sending goes on from the delivered position (`lost` put the tail there).
     private func opened(sessionPresent: Bool, _ now: AgentTime) {
-        openedAt = now.monotonic
-        acknowledgedSinceOpen = 0
-        let delivered = tail.position
+        let delivered = outbox.position
         announcement = Announcement(status: true, subscribe: settings.homeAssistant, discovery: settings.homeAssistant ? 0 : nil,
                                     states: sessionPresent ? nil : 0)
         lastError = nil
@@ -306,26 +239,20 @@ final class Uplink: LoopComponent {
 
     private func received(_ packet: BrokerConnection.Incoming) {
         switch packet {
-        case .acknowledged(let packetID):
-            if window.acknowledge(packetID) {
-                // The broker works: a later failure starts the backoff from the beginning.
-                if acknowledgedSinceOpen == 0 { backoff.reset() }
-                acknowledged += 1
-                acknowledgedSinceOpen += 1
-                acknowledgedSinceCommit += 1
-            } else {
-                unknownAcknowledgements += 1
-            }
-        case .subscribed(let packetID, let refused):
-            // The subscription's id came from the window too.
-            _ = window.acknowledge(packetID)
+        case .acknowledged:
+            // The session took the message out of its window (and reset the backoff on the first).
+            counters.acknowledged += 1
+            outbox.acknowledged()
+        case .unknownAcknowledgement:
+            counters.unknownAcknowledgements += 1
+        case .subscribed(_, let refused):
             if refused { AgentLog.warning("locus: uplink: the broker refused the subscription to homeassistant/status; Home Assistant's restarts are not followed") }
         case .homeAssistantOnline:
             // Home Assistant came back: announce again (its configs are retained, but a broker
             // without persistence lost them).
             announcement.discovery = 0
             announcement.states = 0
-        case .connack, .pingresp, .message, .none:
+        case .packet, .none:
             break // the connection's own: never handed over
         }
     }
@@ -334,7 +261,8 @@ final class Uplink: LoopComponent {
 
     private var hasRoom: Bool { connection.output.count + Uplink.eventRoom <= connection.output.capacity }
 
-    /// One QoS 1 message of log record `sequence` (0: not a log record) into the output.
+    /// One QoS 1 message of log record `sequence` (0: not a log record) into the output: the
+    /// payload `rendering` holds, or `text`.
     /// The steady-state path (this, `publish`, `observe`) allocates nothing: the window, the
     /// writer, the topics and the payloads it calls carry `@_noAllocation`, and the agent's
     /// benchmark counts 0 allocations a published event. These glue methods cannot carry it
@@ -342,23 +270,24 @@ final class Uplink: LoopComponent {
     /// stays alive.
     private func send(_ topic: UnsafeRawBufferPointer, retain: Bool, sequence: UInt64, timeNs: Int64 = 0, chained: UInt64? = nil,
                       text: StaticString? = nil) {
-        let packetID = window.add(sequence: sequence, timeNs: timeNs, chained: chained)
-        let body = text.map { UnsafeRawBufferPointer(start: $0.utf8Start, count: $0.utf8CodeUnitCount) } ?? payload.bytes
+        let packetID = connection.session.window.add(sequence: sequence, timeNs: timeNs, chained: chained)
+        let body = text.map { UnsafeRawBufferPointer(start: $0.utf8Start, count: $0.utf8CodeUnitCount) } ?? rendering.payload.bytes
         let sent = connection.output.publish(topic: topic, payload: body, qos: .atLeastOnce, retain: retain, packetID: packetID)
         precondition(sent, "a message larger than the room kept for it")
-        published += 1
+        counters.published += 1
     }
 
     /// The status, Home Assistant's configs and the records' states, while there is room.
     private func announce(engine: MonitorEngine, outputs: [FixedName]) {
-        if announcement.status && window.free >= 1 && hasRoom {
+        if announcement.status && connection.session.window.free >= 1 && hasRoom {
             announcement.status = false
-            send(topics.status(), retain: true, sequence: 0, text: "online")
+            send(rendering.topics.status(), retain: true, sequence: 0, text: "online")
         }
-        if announcement.subscribe && window.free >= 1 && hasRoom {
+        if announcement.subscribe && connection.session.window.free >= 1 && hasRoom {
             announcement.subscribe = false
-            _ = connection.output.subscribe(packetID: window.add(sequence: 0), filter: BrokerPackets.homeAssistantStatusBytes,
-                                            qos: .atMostOnce)
+            // The subscription's id comes from the window too: its SUBACK takes it out.
+            let packetID = connection.session.window.add(sequence: 0)
+            _ = connection.output.subscribe(packetID: packetID, filter: BrokerPackets.homeAssistantStatusBytes, qos: .atMostOnce)
         }
         if let start = announcement.discovery { announcement.discovery = announceDiscovery(from: start, engine: engine, outputs: outputs) }
         if let start = announcement.states { announcement.states = announceStates(from: start, engine: engine) }
@@ -372,19 +301,15 @@ final class Uplink: LoopComponent {
         engine.forEachRecord { monitor, identifier, record in
             defer { index += 1 }
             guard index >= start, next == nil else { return }
-            guard window.free >= 1 && hasRoom else { next = index; return }
-            payload.reset()
-            UplinkJSON.discoveryCondition(monitor: monitor, identifier: identifier, kind: UplinkJSON.ConditionKind(record.condition),
-                                          gateway: topics.gateway, prefix: topics.prefix, version: UnsafeRawBufferPointer(version), into: &payload)
-            send(topics.discoveryCondition(monitor: monitor, identifier: identifier), retain: true, sequence: 0)
+            guard connection.session.window.free >= 1 && hasRoom else { next = index; return }
+            rendering.discoveryCondition(monitor: monitor, identifier: identifier, kind: UplinkJSON.ConditionKind(record.condition))
+            send(rendering.topics.discoveryCondition(monitor: monitor, identifier: identifier), retain: true, sequence: 0)
         }
         if let next { return next }
         for (offset, output) in outputs.enumerated() where index + offset >= start {
-            guard window.free >= 1 && hasRoom else { return index + offset }
-            payload.reset()
-            UplinkJSON.discoveryOutput(output: output, gateway: topics.gateway, prefix: topics.prefix, version: UnsafeRawBufferPointer(version),
-                                       into: &payload)
-            send(topics.discoveryOutput(output: output), retain: true, sequence: 0)
+            guard connection.session.window.free >= 1 && hasRoom else { return index + offset }
+            rendering.discoveryOutput(output: output)
+            send(rendering.topics.discoveryOutput(output: output), retain: true, sequence: 0)
         }
         return nil
     }
@@ -396,64 +321,51 @@ final class Uplink: LoopComponent {
         engine.forEachRecord { monitor, identifier, record in
             defer { index += 1 }
             guard index >= start, next == nil, record.lastEvent.state != .unknown else { return }
-            guard window.free >= 1 && hasRoom else { next = index; return }
-            payload.reset()
-            UplinkJSON.state(record.lastEvent, sequence: 0, gateway: topics.gateway, into: &payload)
-            send(topics.state(monitor: monitor, identifier: identifier), retain: true, sequence: 0)
+            guard connection.session.window.free >= 1 && hasRoom else { next = index; return }
+            rendering.state(record.lastEvent, sequence: 0)
+            send(rendering.topics.state(monitor: monitor, identifier: identifier), retain: true, sequence: 0)
         }
         return next
     }
 
     /// The log's records after the tail, as far as the window and the output have room.
     private func publishFromLog(_ log: EventLog) {
-        guard window.free >= 2 && hasRoom else { return }
-        guard let read = log.readTail(tail, { header, bytes in publish(header, bytes) }) else { return }
-        if read.missing > 0 {
-            AgentLog.error("locus: uplink: \(read.missing) log records were deleted by retention before they were sent; going on from record \(tail.position + 1)")
-        }
-        if read.corrupt > 0 {
-            AgentLog.error("locus: uplink: \(read.corrupt) damaged log regions skipped (locus log verify shows them)")
-        }
+        guard connection.session.window.free >= 2 && hasRoom else { return }
+        guard let read = log.readTail(outbox.tail, { header, bytes in publish(header, bytes) }) else { return }
+        outbox.report(read)
     }
 
     /// One log record: false when there is no room for it now (it comes again next turn).
     private func publish(_ header: LogRecordHeader, _ bytes: UnsafeRawBufferPointer) -> Bool {
-        guard window.free >= 2 && hasRoom else { return false }
-        // Records missing before this one (deleted by retention, or damaged): the next "prev"
-        // names the last of them, which no store holds, so the loss shows there as a gap.
-        if header.sequence != lastRead &+ 1 { chained = header.sequence &- 1 }
-        lastRead = header.sequence
-        let before = chained
+        guard connection.session.window.free >= 2 && hasRoom else { return false }
+        let before = outbox.read(header)
         var reader = ByteReader(bytes)
         let sequence = header.sequence, timeNs = header.time
         switch LogRecordType(rawValue: header.typeCode) {
         case .event? where settings.content.contains(.events):
             guard let event = LogPayload.readEvent(&reader) else { return true }
-            payload.reset()
-            UplinkJSON.event(event, sequence: sequence, previous: before, gateway: topics.gateway, places: places, into: &payload)
-            send(topics.event(monitor: event.monitor, identifier: event.identifier), retain: false, sequence: sequence, timeNs: timeNs, chained: before)
-            payload.reset()
-            UplinkJSON.state(event, sequence: sequence, gateway: topics.gateway, into: &payload)
-            send(topics.state(monitor: event.monitor, identifier: event.identifier), retain: true, sequence: sequence, timeNs: timeNs, chained: before)
-            chained = sequence
+            rendering.event(event, sequence: sequence, previous: before)
+            send(rendering.topics.event(monitor: event.monitor, identifier: event.identifier), retain: false, sequence: sequence, timeNs: timeNs,
+                 chained: before)
+            rendering.state(event, sequence: sequence)
+            send(rendering.topics.state(monitor: event.monitor, identifier: event.identifier), retain: true, sequence: sequence, timeNs: timeNs,
+                 chained: before)
+            outbox.chain(sequence)
         case .gpio? where settings.content.contains(.gpio):
             guard let change = LogPayload.readGPIO(&reader) else { return true }
-            payload.reset()
-            UplinkJSON.gpio(change, time: UTCTime(nanoseconds: timeNs), sequence: sequence, previous: before, gateway: topics.gateway, into: &payload)
-            send(topics.gpio(output: change.output), retain: true, sequence: sequence, timeNs: timeNs, chained: before)
-            chained = sequence
+            rendering.gpio(change, timeNs: timeNs, sequence: sequence, previous: before)
+            send(rendering.topics.gpio(output: change.output), retain: true, sequence: sequence, timeNs: timeNs, chained: before)
+            outbox.chain(sequence)
         case .visit? where settings.content.contains(.visits):
             guard let visit = LogPayload.readVisit(&reader) else { return true }
-            payload.reset()
-            UplinkJSON.visit(visit, sequence: sequence, previous: before, gateway: topics.gateway, places: places, into: &payload)
-            send(topics.visit(), retain: false, sequence: sequence, timeNs: timeNs, chained: before)
-            chained = sequence
-        case .fix? where settings.content.contains(.fixes) && timeNs >= nextFixNs:
+            rendering.visit(visit, sequence: sequence, previous: before)
+            send(rendering.topics.visit(), retain: false, sequence: sequence, timeNs: timeNs, chained: before)
+            outbox.chain(sequence)
+        case .fix? where settings.content.contains(.fixes) && outbox.wantsFix(timeNs: timeNs):
             guard let fix = LogPayload.readFix(&reader) else { return true }
-            nextFixNs = timeNs + settings.fixIntervalMs * 1_000_000
-            payload.reset()
-            UplinkJSON.fix(fix, sequence: sequence, gateway: topics.gateway, places: places, into: &payload)
-            send(topics.fix(), retain: false, sequence: sequence, timeNs: timeNs, chained: before)
+            outbox.publishedFix(timeNs: timeNs, intervalMs: settings.fixIntervalMs)
+            rendering.fix(fix, sequence: sequence)
+            send(rendering.topics.fix(), retain: false, sequence: sequence, timeNs: timeNs, chained: before)
         default:
             break
         }
@@ -471,55 +383,60 @@ final class Uplink: LoopComponent {
     /// broker is away they are not kept (the backlog is for events, GPIO changes, visits, fixes).
     func observe(_ sighting: Sighting) {
         guard settings.content.contains(.sightings), connection.isOpen, hasRoom else { return }
-        let timeNs = sighting.time.totalNanoseconds
+        guard sightings.admit(sighting.identity, timeNs: sighting.time.totalNanoseconds, intervalMs: settings.sightingIntervalMs) else { return }
+        rendering.sighting(sighting)
+        if connection.output.publish(topic: rendering.topics.sighting(sighting.identity), payload: rendering.payload.bytes, qos: .atMostOnce,
+                                     retain: false, packetID: 0) {
+            sightings.published += 1
+        }
+    }
+}
+
+/// The uplink's counters, for status and the log.
+struct UplinkCounters {
+    var published = 0
+    var acknowledged = 0
+    var connections = 0
+    var failures = 0
+    /// PUBACKs for no message in flight: a broker's mistake, counted, never acted on.
+    var unknownAcknowledgements = 0
+}
+
+/// The live sightings' rate limits: each recently published beacon and when its next sighting
+/// may go (UTC ns), in `capacity` slots allocated at start; past them the beacon whose next
+/// sighting was due earliest gives its slot up.
+struct SightingLimits: ~Copyable {
+    private let slots: UnsafeMutableBufferPointer<(identity: BeaconIdentity, nextNs: Int64)>
+    private var count = 0
+    /// Sightings published (counted by the caller, which knows whether the output took it).
+    var published = 0
+
+    init(capacity: Int) {
+        precondition(capacity > 0)
+        slots = .allocate(capacity: capacity)
+    }
+
+    deinit { slots.deallocate() }
+
+    /// Whether a sighting of `identity` at `timeNs` may go now; when it may, the beacon's next
+    /// one waits `intervalMs`.
+    mutating func admit(_ identity: BeaconIdentity, timeNs: Int64, intervalMs: Int64) -> Bool {
         var slot = -1
         var oldest = 0
-        for index in 0..<sightingCount {
-            if sightings[index].identity == sighting.identity { slot = index; break }
-            if sightings[index].nextNs < sightings[oldest].nextNs { oldest = index }
+        for index in 0..<count {
+            if slots[index].identity == identity { slot = index; break }
+            if slots[index].nextNs < slots[oldest].nextNs { oldest = index }
         }
         if slot >= 0 {
-            guard timeNs >= sightings[slot].nextNs else { return }
-        } else if sightingCount < sightings.count {
-            slot = sightingCount
-            sightingCount += 1
+            guard timeNs >= slots[slot].nextNs else { return false }
+        } else if count < slots.count {
+            slot = count
+            count += 1
         } else {
             slot = oldest
         }
-        sightings[slot] = (sighting.identity, timeNs + settings.sightingIntervalMs * 1_000_000)
-        payload.reset()
-        UplinkJSON.sighting(sighting, gateway: topics.gateway, into: &payload)
-        if connection.output.publish(topic: topics.sighting(sighting.identity), payload: payload.bytes, qos: .atMostOnce, retain: false, packetID: 0) {
-            sightingsPublished += 1
-        }
-    }
-
-    // MARK: the cursor
-
-    /// Writes the delivered position to the log once a second while messages are acknowledged
-    /// (or every `commitMessages`), and at the end.
-    private func commit(_ log: EventLog, _ now: AgentTime, force: Bool) {
-        guard acknowledgedSinceCommit > 0 || force else { return }
-        guard force || acknowledgedSinceCommit >= Uplink.commitMessages || now.monotonic >= lastCommit + Uplink.commitIntervalNs else { return }
-        let delivered = window.delivered(readThrough: tail.position)
-        guard delivered > committed else { return }
-        do {
-            try log.commitUplink(UplinkCursor(delivered: delivered, chained: window.chained(current: chained)), now)
-        } catch {
-            // The log's own failure path reports it; the next commit tries again.
-            return
-        }
-        committed = delivered
-        acknowledgedSinceCommit = 0
-        lastCommit = now.monotonic
-    }
-
-    /// Records retention deleted before they were delivered: said once per occurrence.
-    private func reportDeleted(_ log: EventLog) {
-        let deleted = log.undeliveredDeleted
-        guard deleted > reportedDeleted else { return }
-        AgentLog.error("locus: uplink: the log reached [log] retain with the broker away: \(deleted - reportedDeleted) records were deleted before they were delivered (\(deleted) in all)")
-        reportedDeleted = deleted
+        slots[slot] = (identity, timeNs + intervalMs * 1_000_000)
+        return true
     }
 }
 

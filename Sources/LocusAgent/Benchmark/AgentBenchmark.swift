@@ -69,8 +69,8 @@ public final class AgentBenchmark {
     /// The uplink has its CONNACK (false without `[uplink]`).
     public var uplinkConnected: Bool { agent.uplink?.isConnected ?? false }
     /// QoS 1 messages published and acknowledged (PUBACK) since start.
-    public var uplinkPublished: Int { agent.uplink?.published ?? 0 }
-    public var uplinkAcknowledged: Int { agent.uplink?.acknowledged ?? 0 }
+    public var uplinkPublished: Int { agent.uplink?.counters.published ?? 0 }
+    public var uplinkAcknowledged: Int { agent.uplink?.counters.acknowledged ?? 0 }
 
     // MARK: single location request
 

@@ -57,7 +57,7 @@ enum UplinkCommand {
         // second connection with its id would throw it off the broker).
         let options = Uplink.connectOptions(settings, clientID: "\(clientID)-test", statusTopic: "\(prefix)/status", will: false)
         let connection = BrokerConnection(settings: BrokerConnection.Settings(broker: settings.broker, tls: nil, connect: options),
-                                          outputBytes: 4096)
+                                          outputBytes: 4096, windowCapacity: 2)
         Console.out("uplink test: \(settings.broker) as gateway \(gateway), topics under \(prefix)/\n")
         if let problem = Uplink.loadCredentials(settings, into: connection) { return failed(problem) }
         let start = MonotonicClock.instant.nanoseconds
@@ -87,7 +87,7 @@ enum UplinkCommand {
                 var payload = JSONWriter(capacity: UplinkJSON.maximumTestBytes)
                 var topics = UplinkTopics(prefix: prefix, gateway: gateway)
                 UplinkJSON.test(gateway: topics.gateway, time: UTCTime(nanoseconds: Clock.realtimeNs()), into: &payload)
-                packetID = 1
+                packetID = connection.session.window.add(sequence: 0)
                 guard connection.output.publish(topic: topics.test(), payload: payload.bytes, qos: .atLeastOnce, retain: false, packetID: packetID) else {
                     return failed("the test message does not fit")
                 }

@@ -1,14 +1,16 @@
 import LocusCore
 import LocusDevices
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The ingest's connection to the broker: MQTT 3.1.1 over TCP or TLS, with LocusCore's codec
-/// (`MQTTWriter` out, `MQTTPacket` in) and LocusDevices' sockets and mbedTLS session, the same
-/// the gateway's uplink uses. A host program waits on one socket only, so each call blocks (with
-/// poll(2) and a deadline) instead of stepping through a loop as the agent's `BrokerConnection`
-/// does. Closed when the object goes.
+/// (`MQTTWriter` out, `MQTTPacket` in) and session (`MQTTSession`: CONNECT and CONNACK,
+/// keep-alive, packet ids) and LocusDevices' sockets and mbedTLS session, the same the gateway's
+/// uplink uses. A host program waits on one socket only, so each call blocks (LocusDevices'
+/// `Descriptor.wait`, with a deadline) instead of stepping through a loop as the agent's
+/// `BrokerConnection` does. Closed when the object goes.
+///
+/// Differences from the uplink, each the ingest's own policy: PINGREQ after half the keep-alive
+/// (a batch's commit may hold the reading for a while), PUBACK only once a batch has committed,
+/// and reconnecting on the ingest's own schedule (`Ingest.Settings.reconnectDelaysMs`).
 final class FleetBroker {
     struct Settings {
         var broker: BrokerAddress
@@ -51,10 +53,8 @@ final class FleetBroker {
     private let tcp: TCPConnection
     private var framer = IngestFramer(maximumPacketBytes: FleetBroker.maximumPacketBytes, keptBytes: FleetBroker.keptPayloadBytes)
     private var input = [UInt8](repeating: 0, count: 64 * 1024)
-    private var nextPacketID: UInt16 = 1
-    private(set) var lastSentMs = FleetClock.monotonicMs()
-    /// When a PINGREQ went out unanswered.
-    private var pingSentMs: Int64? = nil
+    /// CONNECT and CONNACK, keep-alive, the subscriptions' packet ids, the output queue.
+    private var session: MQTTSession
     /// The broker kept this client's session (its subscriptions and the messages queued while away).
     private(set) var sessionPresent = false
     let peer: String
@@ -63,6 +63,11 @@ final class FleetBroker {
     /// waits for an accepting CONNACK; each failure says which step and why.
     init(_ settings: Settings) throws(FleetError) {
         self.settings = settings
+        let connect = settings.connect
+        session = MQTTSession(outputBytes: max(FleetBroker.outputBytes, 512 + connect.clientID.count + (connect.username?.count ?? 0)
+                                               + (connect.password?.count ?? 0) + (connect.will.map { $0.topic.count + $0.payload.count } ?? 0)),
+                              windowCapacity: 2, pingIntervalNs: Int64(connect.keepAliveS) * 500_000_000,
+                              answerTimeoutNs: Int64(settings.timeoutMs) * 1_000_000)
         let deadline = FleetClock.monotonicMs() + Int64(settings.timeoutMs)
         let addresses = try Self.resolve(settings.broker)
         var failures: [String] = []
@@ -90,23 +95,27 @@ final class FleetBroker {
         } else {
             stream = .plain(made)
         }
-        var writer = MQTTWriter(capacity: 512 + settings.connect.clientID.count + (settings.connect.username?.count ?? 0)
-                                + (settings.connect.password?.count ?? 0))
-        guard writer.connect(settings.connect) else { throw FleetError("the client id, user name or password is too long for MQTT") }
-        try send(writer.bytes, deadline: deadline)
+        guard session.connect(settings.connect) else { throw FleetError("the client id, user name or password is too long for MQTT") }
+        try sendOutput(deadline: deadline)
         while true {
             let packets = try receive(until: deadline, what: "CONNACK")
             guard let first = packets.first else { continue }
             guard case .connack(let sessionPresent, let code) = first else {
                 throw FleetError("\(settings.broker): the broker answered CONNECT with another packet than CONNACK")
             }
-            guard code == 0 else {
+            switch session.receive(.connack(sessionPresent: sessionPresent, code: code), nowNs: MonotonicClock.now()) {
+            case .accepted(let sessionPresent):
+                self.sessionPresent = sessionPresent
+                return
+            default:
                 throw FleetError("\(settings.broker): CONNECT refused (code \(code)): \(MQTT.explain(connectReturnCode: code))")
             }
-            self.sessionPresent = sessionPresent
-            return
         }
     }
+
+    /// The output queue: CONNECT, a SUBSCRIBE, a batch's PUBACKs (written in several sends when
+    /// a batch has more than fit), PINGREQ, DISCONNECT.
+    static let outputBytes = 64 * 1024
 
     deinit { stream.close() }
 
@@ -114,16 +123,19 @@ final class FleetBroker {
     func subscribe(_ filters: [String]) throws(FleetError) {
         let deadline = FleetClock.monotonicMs() + Int64(settings.timeoutMs)
         for filter in filters {
-            let id = takePacketID()
-            var writer = MQTTWriter(capacity: filter.utf8.count + 16)
-            let written = Array(filter.utf8).withUnsafeBytes { writer.subscribe(packetID: id, filter: $0, qos: .atLeastOnce) }
+            // One subscription in flight at a time: the window holds its id until the SUBACK.
+            let id = session.window.add(sequence: 0)
+            session.output.reset()
+            let written = Array(filter.utf8).withUnsafeBytes { session.output.subscribe(packetID: id, filter: $0, qos: .atLeastOnce) }
             guard written else { throw FleetError("the topic filter '\(filter)' is too long for MQTT") }
-            try send(writer.bytes, deadline: deadline)
+            try sendOutput(deadline: deadline)
             var granted: UInt8? = nil
             while granted == nil {
                 // Messages may come before the SUBACK (a session's queue); they are kept for the caller.
                 for packet in try receive(until: deadline, what: "SUBACK for \(filter)") {
-                    if case .suback(id, let grant, _) = packet { granted = grant }
+                    guard case .suback(id, let grant, let refused) = packet else { continue }
+                    _ = session.receive(.suback(packetID: id, refused: refused), nowNs: MonotonicClock.now())
+                    granted = grant
                 }
             }
             guard granted != 0x80 else {
@@ -144,17 +156,20 @@ final class FleetBroker {
     /// A closed or broken connection, or a protocol violation, throws.
     func read(timeoutMs: Int32) throws(FleetError) -> [Incoming] {
         if stream.pending == 0 {
-            var descriptor = pollfd(fd: stream.descriptor.rawValue, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&descriptor, 1, timeoutMs)
-            if ready < 0 && errno != EINTR { throw FleetError("poll: \(String(cString: strerror(errno)))") }
-            if ready <= 0 { return [] }
+            switch stream.descriptor.wait(until: .readable, timeoutMs: timeoutMs) {
+            case .success(true): break
+            case .success(false), .failure(.interrupted): return []
+            case .failure(let error): throw FleetError("poll: \(error)")
+            }
         }
         var incoming: [Incoming] = []
         for packet in try readOnce() {
             switch packet {
-            case .publish(let message): incoming.append(.publish(message))
+            case .publish(let message):
+                _ = session.receive(.publish(qos: message.qos, packetID: message.packetID), nowNs: MonotonicClock.now())
+                incoming.append(.publish(message))
             case .pingresp:
-                pingSentMs = nil
+                _ = session.receive(.pingresp, nowNs: MonotonicClock.now())
                 incoming.append(.pingresp)
             default:
                 throw FleetError("\(settings.broker): an unexpected packet from the broker (the ingest publishes nothing)")
@@ -166,67 +181,61 @@ final class FleetBroker {
     /// True when bytes are waiting (a read would not block).
     var hasInput: Bool {
         if stream.pending > 0 { return true }
-        var descriptor = pollfd(fd: stream.descriptor.rawValue, events: Int16(POLLIN), revents: 0)
-        return poll(&descriptor, 1, 0) > 0
+        return (try? stream.descriptor.wait(until: .readable, timeoutMs: 0).get()) == true
     }
 
     /// PUBACK for each id, in the order given (the order the messages came: §4.6), in one write.
     func acknowledge(_ packetIDs: [UInt16]) throws(FleetError) {
         guard !packetIDs.isEmpty else { return }
-        var writer = MQTTWriter(capacity: max(5, 4 * packetIDs.count))
-        for id in packetIDs { _ = writer.puback(packetID: id) }
-        try send(writer.bytes, deadline: FleetClock.monotonicMs() + Int64(settings.timeoutMs))
+        let deadline = FleetClock.monotonicMs() + Int64(settings.timeoutMs)
+        session.output.reset()
+        for id in packetIDs where !session.output.puback(packetID: id) {
+            // The output is full: what it holds goes first.
+            try sendOutput(deadline: deadline)
+            _ = session.output.puback(packetID: id)
+        }
+        try sendOutput(deadline: deadline)
     }
 
     /// PINGREQ when nothing was sent for half the keep-alive; throws when the last one went
     /// unanswered for the timeout (the broker or the path is gone).
     func keepAlive() throws(FleetError) {
-        let now = FleetClock.monotonicMs()
-        if let sent = pingSentMs {
-            if now - sent > Int64(settings.timeoutMs) {
-                throw FleetError("\(settings.broker): no PINGRESP in \(settings.timeoutMs / 1000) s: the connection is lost")
-            }
-            return
+        session.output.reset()
+        switch session.keepAlive(nowNs: MonotonicClock.now()) {
+        case .idle: return
+        case .ping: try sendOutput(deadline: FleetClock.monotonicMs() + Int64(settings.timeoutMs))
+        case .failed: throw FleetError("\(settings.broker): no PINGRESP in \(settings.timeoutMs / 1000) s: the connection is lost")
         }
-        guard now - lastSentMs >= Int64(settings.connect.keepAliveS) * 500 else { return }
-        var writer = MQTTWriter(capacity: 5)
-        _ = writer.pingreq()
-        try send(writer.bytes, deadline: now + Int64(settings.timeoutMs))
-        pingSentMs = now
     }
 
     /// DISCONNECT, best effort: the broker then keeps the session and forgets no message.
     func disconnect() {
-        var writer = MQTTWriter(capacity: 5)
-        _ = writer.disconnect()
-        try? send(writer.bytes, deadline: FleetClock.monotonicMs() + 1_000)
+        session.output.reset()
+        _ = session.output.disconnect()
+        try? sendOutput(deadline: FleetClock.monotonicMs() + 1_000)
+        session.disconnected()
     }
 
     // MARK: bytes
 
-    private func takePacketID() -> UInt16 {
-        defer { nextPacketID = nextPacketID == UInt16.max ? 1 : nextPacketID + 1 }
-        return nextPacketID
-    }
-
-    private func send(_ bytes: UnsafeRawBufferPointer, deadline: Int64) throws(FleetError) {
-        var offset = 0
-        while offset < bytes.count {
-            switch stream.send(UnsafeRawBufferPointer(rebasing: bytes[offset...])) {
-            case .bytes(let count): offset += count
+    /// Sends the whole output, waiting (until `deadline`) while the socket takes no more.
+    private func sendOutput(deadline: Int64) throws(FleetError) {
+        while session.output.count > 0 {
+            switch stream.send(session.output.bytes) {
+            case .bytes(let count): session.output.drop(count)
             case .wouldBlock(let wantsWrite):
-                try wait(wantsWrite ? POLLOUT : POLLIN, until: deadline, what: "sending to the broker")
+                try wait(wantsWrite ? .writable : .readable, until: deadline, what: "sending to the broker")
             case .closed: throw FleetError("\(settings.broker): the broker closed the connection")
             case .failed(let reason): throw FleetError("\(settings.broker): sending: \(reason)")
             }
         }
-        lastSentMs = FleetClock.monotonicMs()
+        session.sent(nowNs: MonotonicClock.now())
     }
 
     /// Reads until at least one packet is complete or the deadline passes (for the handshake).
     private func receive(until deadline: Int64, what: String) throws(FleetError) -> [MQTTPacketCopy] {
         while true {
-            if stream.pending == 0 { try wait(POLLIN, until: deadline, what: "waiting for \(what)") }
+            if stream.pending == 0 { try wait(.readable, until: deadline, what: "waiting for \(what)") }
             let packets = try readOnce()
             var answers: [MQTTPacketCopy] = []
             for packet in packets {
@@ -261,63 +270,45 @@ final class FleetBroker {
         }
     }
 
-    private func wait(_ events: Int32, until deadline: Int64, what: String) throws(FleetError) {
+    private func wait(_ readiness: Descriptor.Readiness, until deadline: Int64, what: String) throws(FleetError) {
         while true {
             let left = deadline - FleetClock.monotonicMs()
             guard left > 0 else { throw FleetError("\(settings.broker): no answer in \(settings.timeoutMs / 1000) s \(what)") }
-            var descriptor = pollfd(fd: stream.descriptor.rawValue, events: Int16(events), revents: 0)
-            let ready = poll(&descriptor, 1, Int32(min(left, 1_000)))
-            if ready > 0 { return }
-            if ready < 0 && errno != EINTR { throw FleetError("poll: \(String(cString: strerror(errno)))") }
+            switch stream.descriptor.wait(until: readiness, timeoutMs: Int32(min(left, 1_000))) {
+            case .success(true): return
+            case .success(false), .failure(.interrupted): continue
+            case .failure(let error): throw FleetError("poll: \(error)")
+            }
         }
     }
 
     // MARK: connecting
 
-    /// The broker's addresses: the one written, or getaddrinfo(3)'s (the host's resolver:
+    /// The broker's addresses: the one written, or the host's resolver's (getaddrinfo(3):
     /// /etc/hosts, DNS, nsswitch).
     static func resolve(_ broker: BrokerAddress) throws(FleetError) -> [IPAddress] {
         if let address = broker.address { return [address] }
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var list: UnsafeMutablePointer<addrinfo>? = nil
-        let status = getaddrinfo(broker.host, nil, &hints, &list)
-        guard status == 0 else { throw FleetError("\(broker): cannot resolve \(broker.host): \(String(cString: gai_strerror(status)))") }
-        defer { freeaddrinfo(list) }
-        var addresses: [IPAddress] = []
-        var entry = list
-        while let info = entry?.pointee {
-            entry = info.ai_next
-            guard let socketAddress = info.ai_addr else { continue }
-            let address: IPAddress?
-            switch info.ai_family {
-            case AF_INET:
-                address = socketAddress.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { pointer in
-                    withUnsafeBytes(of: pointer.pointee.sin_addr) { IPAddress(bytes: $0) }
-                }
-            case AF_INET6:
-                address = socketAddress.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { pointer in
-                    withUnsafeBytes(of: pointer.pointee.sin6_addr) { IPAddress(bytes: $0) }
-                }
-            default: address = nil
-            }
-            if let address, !addresses.contains(address) { addresses.append(address) }
+        switch HostResolver.addresses(of: broker.host) {
+        case .failure(let error): throw FleetError("\(broker): cannot resolve \(broker.host): \(error)")
+        case .success(let addresses):
+            guard !addresses.isEmpty else { throw FleetError("\(broker): \(broker.host) has no address") }
+            return addresses
         }
-        guard !addresses.isEmpty else { throw FleetError("\(broker): \(broker.host) has no address") }
-        return addresses
     }
 
     private static func connect(_ address: IPAddress, _ port: UInt16, deadline: Int64) throws(FleetError) -> TCPConnection {
         let connection: TCPConnection
         do { connection = try TCPConnection(to: address, port: port) } catch { throw FleetError("\(error)") }
         if connection.isConnected { return connection }
-        var descriptor = pollfd(fd: connection.descriptor.rawValue, events: Int16(POLLOUT), revents: 0)
         while true {
             let left = deadline - FleetClock.monotonicMs()
             guard left > 0 else { throw FleetError("no answer (timed out)") }
-            let ready = poll(&descriptor, 1, Int32(left))
-            if ready > 0 { break }
-            if ready < 0 && errno != EINTR { throw FleetError("poll: \(String(cString: strerror(errno)))") }
+            switch connection.descriptor.wait(until: .writable, timeoutMs: Int32(left)) {
+            case .success(true): break
+            case .success(false), .failure(.interrupted): continue
+            case .failure(let error): throw FleetError("poll: \(error)")
+            }
+            break
         }
         if let failure = connection.finishConnecting() { throw FleetError("\(failure)") }
         return connection
@@ -325,16 +316,15 @@ final class FleetBroker {
 
     private static func handshake(_ session: TLSSession, deadline: Int64, broker: BrokerAddress) throws(FleetError) {
         while true {
-            let events: Int32
+            let readiness: Descriptor.Readiness
             switch session.handshake() {
             case .done: return
             case .failed(let error): throw FleetError("\(broker): TLS: \(error.message)")
-            case .wouldBlock(let wantsWrite): events = wantsWrite ? POLLOUT : POLLIN
+            case .wouldBlock(let wantsWrite): readiness = wantsWrite ? .writable : .readable
             }
             let left = deadline - FleetClock.monotonicMs()
             guard left > 0 else { throw FleetError("\(broker): TLS: no answer to the handshake (timed out)") }
-            var descriptor = pollfd(fd: session.connection.descriptor.rawValue, events: Int16(events), revents: 0)
-            _ = poll(&descriptor, 1, Int32(left))
+            _ = session.connection.descriptor.wait(until: readiness, timeoutMs: Int32(left))
         }
     }
 }

@@ -1,11 +1,5 @@
 import LocusCore
 import LocusDevices
-#if canImport(Glibc)
-import Glibc
-#endif
-
-/// Set by SIGTERM and SIGINT: the ingest writes what it holds, acknowledges it and exits.
-nonisolated(unsafe) private var ingestStopRequested: sig_atomic_t = 0
 
 extension FleetCommandLine {
     static let ingestHelp = """
@@ -79,7 +73,7 @@ extension FleetCommandLine {
 
     /// The broker's settings from the options: the address, TLS, CONNECT (clean session 0).
     static func ingestSettings(_ options: IngestOptions) throws(UsageError) -> Ingest.Settings {
-        let environment = getenv("LOCUS_FLEET_BROKER").map { String(cString: $0) }
+        let environment = Process.environment("LOCUS_FLEET_BROKER")
         guard let text = options.broker ?? environment, !text.isEmpty else {
             throw UsageError(message: "no broker: give --broker mqtt[s]://HOST[:PORT] or set LOCUS_FLEET_BROKER")
         }
@@ -123,7 +117,8 @@ extension FleetCommandLine {
         } catch {
             return usageError("ingest: \(error.message)")
         }
-        handleStopSignals()
+        // SIGTERM and SIGINT: the ingest writes what it holds, acknowledges it and exits.
+        StopSignals.install()
         // A server not up yet (the host's boot, a restart) is waited for; a refusal is not.
         var database: FleetDatabase? = nil
         while database == nil {
@@ -131,31 +126,18 @@ extension FleetCommandLine {
                 database = try FleetDatabase(connectionString, notice: notice)
             } catch where error.isUnreachable {
                 notice("ingest: \(error.message); connecting again in 2 s")
-                for _ in 0..<20 where ingestStopRequested == 0 { usleep(100_000) }
-                if ingestStopRequested != 0 { return 0 }
+                for _ in 0..<20 where !StopSignals.requested { MonotonicClock.sleep(milliseconds: 100) }
+                if StopSignals.requested { return 0 }
             } catch {
                 return failure("ingest: \(error.message)")
             }
         }
         let worker = Ingest(settings, database: database!) { notice("ingest: \($0)") }
         do {
-            try worker.run(until: { ingestStopRequested != 0 })
+            try worker.run(until: { StopSignals.requested })
             return 0
         } catch {
             return failure("ingest: \(error.message). Is the database at this version's schema? (locus-fleet migrate)")
         }
-    }
-
-    private static func handleStopSignals() {
-        signal(SIGPIPE, SIG_IGN)
-        signal(SIGTERM) { _ in ingestStopRequested = 1 }
-        signal(SIGINT) { _ in ingestStopRequested = 1 }
-        // A mask inherited from the parent (a test runner's threads, some supervisors) must not
-        // keep the stop from arriving.
-        var stopSignals = sigset_t()
-        sigemptyset(&stopSignals)
-        sigaddset(&stopSignals, SIGTERM)
-        sigaddset(&stopSignals, SIGINT)
-        sigprocmask(SIG_UNBLOCK, &stopSignals, nil)
     }
 }

@@ -1,7 +1,5 @@
 import LocusCore
-#if canImport(Glibc)
-import Glibc
-#endif
+import LocusDevices
 
 /// `locus-fleet ingest`: the gateways' MQTT messages into the fleet database, each record once.
 ///
@@ -186,7 +184,7 @@ public final class Ingest {
     private func pause(_ milliseconds: Int, unless stop: () -> Bool) {
         var left = milliseconds
         while left > 0 && !stop() {
-            usleep(useconds_t(min(left, 100) * 1000))
+            MonotonicClock.sleep(milliseconds: min(left, 100))
             left -= 100
         }
     }

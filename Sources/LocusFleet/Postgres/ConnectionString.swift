@@ -1,7 +1,4 @@
 import CLibPQ
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// A libpq connection string, checked before any connection: keyword/value pairs
 /// (`host=127.0.0.1 port=5432 user=fleet dbname=fleet`), a URI

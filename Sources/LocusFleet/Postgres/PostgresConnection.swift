@@ -1,7 +1,4 @@
 import CLibPQ
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// One connection to PostgreSQL through libpq (`PGconn`), used from one thread. Every call is
 /// synchronous; results are copied into Swift values and freed before the call returns.
@@ -214,16 +211,25 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable {
 
 /// `body` with a NULL-terminated array of C strings (libpq's keyword/value arrays).
 private func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
-    let copies = strings.map { strdup($0) }
-    defer { copies.forEach { free($0) } }
+    let copies = strings.map { cString($0) }
+    defer { copies.forEach { $0.deallocate() } }
     let pointers = copies.map { UnsafePointer($0) } + [nil]
     return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
 }
 
 /// `body` with an array of C strings where nil stays NULL (SQL NULL parameters).
 private func withOptionalCStrings<R>(_ strings: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
-    let copies = strings.map { $0.map { strdup($0) } ?? nil }
-    defer { copies.forEach { free($0) } }
+    let copies = strings.map { $0.map { cString($0) } }
+    defer { copies.forEach { $0?.deallocate() } }
     let pointers = copies.map { $0.map { UnsafePointer($0) } }
     return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+}
+
+/// A NUL-terminated copy of `string` that outlives the call (strdup without the C library); the
+/// caller deallocates it.
+private func cString(_ string: String) -> UnsafeMutablePointer<CChar> {
+    let bytes = string.utf8CString
+    let copy = UnsafeMutablePointer<CChar>.allocate(capacity: bytes.count)
+    bytes.withUnsafeBufferPointer { copy.initialize(from: $0.baseAddress!, count: $0.count) }
+    return copy
 }
