@@ -6,8 +6,9 @@ import LocusDevices
 ///
 /// The loop composes components that own their state (see docs/architecture.md); each offers
 /// the same surface (`LoopComponent`: descriptors, deadlines, status, reload, shutdown) and its
-/// own service entry. They never reach into each other: the loop passes values between them
-/// (fixes, sightings, events, the turn's `now`), in this order each turn:
+/// own service entry. The passes over that surface go through one list, `forEachComponent`. The
+/// components never reach into each other: the loop passes values between them (fixes,
+/// sightings, events, the turn's `now`), in this order each turn:
 ///
 ///     open what is due -> register -> wait -> signals -> GNSS fixes -> sightings -> motion
 ///     -> control requests -> engine tick -> update ticks -> events (log, then act: outputs,
@@ -59,9 +60,11 @@ final class Agent {
         self.uplink = uplink
         // Limits tied together: the poll set holds what every component can register (a turn
         // that finds it full counts and logs it), and a stream's lines fit a connection's buffer.
-        poll = PollSet(capacity: loop.maximumDescriptors + gnss.maximumDescriptors + bluetooth.maximumDescriptors
-                       + log.maximumDescriptors + outputs.maximumDescriptors + updates.maximumDescriptors + control.maximumDescriptors
-                       + ranging.maximumDescriptors + starter.maximumDescriptors + (uplink?.maximumDescriptors ?? 0))
+        // (The set is sized once the components are in place: the list that sums them is self's.)
+        poll = PollSet(capacity: 1)
+        var descriptors = 0
+        forEachComponent { descriptors += $0.maximumDescriptors }
+        poll = PollSet(capacity: descriptors)
         precondition(poll.capacity >= loop.maximumDescriptors + control.capacity, "the poll set holds the loop's own descriptors and every connection")
         precondition(LiveUpdates.streamBytes <= ControlConnections.outputBytes, "a stream's lines must fit a connection's output buffer")
         precondition(Ranging.lineBytes <= ControlConnections.outputBytes, "a ranging line must fit a connection's output buffer")
@@ -176,12 +179,7 @@ final class Agent {
         bluetooth.openIfDue(start)
         gnss.writeReceiverQueue(start)
         poll.removeAll()
-        register(loop)
-        register(gnss)
-        register(bluetooth)
-        register(updates)
-        register(control)
-        if let uplink { register(uplink) }
+        forEachComponent { $0.register(in: &poll) }
         loop.check(poll)
         guard loop.wait(poll, until: nextDeadline(start), now: start) else { return }
         var now = self.now()
@@ -215,7 +213,25 @@ final class Agent {
         log.housekeeping(now)
     }
 
-    private func register<Component: LoopComponent>(_ component: Component) { component.register(in: &poll) }
+    /// The loop's components, each once, in one order: every pass over their common surface
+    /// (descriptors, register, deadlines, status, reload, shutdown) goes through this list, so a
+    /// component added here takes part in all of them. The order is the order of registration, of
+    /// `locus status` and of the end: the loop's own descriptors first (and systemd told it
+    /// stops), the log last, so that what the others do as they stop can still be logged. Inlined
+    /// with its closure, each call is a direct one (the idle turn's budget holds it so).
+    @inline(__always)
+    private func forEachComponent(_ body: (any LoopComponent) -> Void) {
+        body(loop)
+        body(gnss)
+        body(bluetooth)
+        body(outputs)
+        body(updates)
+        body(control)
+        body(ranging)
+        body(starter)
+        if let uplink { body(uplink) }
+        body(log)
+    }
 
     /// The turn's `now` on both clocks.
     private func now() -> AgentTime {
@@ -227,16 +243,7 @@ final class Agent {
     private func nextDeadline(_ now: AgentTime) -> MonotonicInstant? {
         var next = NextDeadline(now: now)
         next.consider(engine.nextDeadline())
-        loop.deadlines(&next)
-        gnss.deadlines(&next)
-        bluetooth.deadlines(&next)
-        log.deadlines(&next)
-        outputs.deadlines(&next)
-        updates.deadlines(&next)
-        control.deadlines(&next)
-        ranging.deadlines(&next)
-        starter.deadlines(&next)
-        uplink?.deadlines(&next)
+        forEachComponent { $0.deadlines(&next) }
         return next.earliest
     }
 
@@ -360,14 +367,13 @@ final class Agent {
         takeUpdates(now)
     }
 
-    /// `locus status`: the loop's own members, then each component's.
+    /// `locus status`: the loop's own members (the engine's among them), then each component's
+    /// in the order of `forEachComponent`, then the uplink's backlog (it reads the log).
     private func status(_ now: AgentTime, into line: inout JSONWriter) {
         line.string("version", LocusVersion.string)
         line.string("board", loaded.board.name)
         line.string("time", now.utc.iso8601)
         line.boolean("clock_follows_gnss", clock.followsGNSS)
-        gnss.status(into: &line)
-        bluetooth.status(into: &line)
         line.beginObject("engine")
         line.integer("conditions", engine.conditionCount)
         line.integer("capacity", loaded.site.capacity.conditions)
@@ -375,17 +381,8 @@ final class Agent {
         line.integer("deferred_detections", engine.deferredDetections)
         line.integer("events", log.events)
         line.endObject()
-        log.status(into: &line)
-        outputs.status(into: &line)
-        updates.status(into: &line)
-        control.status(into: &line)
-        ranging.status(into: &line)
-        starter.status(into: &line)
-        if let uplink {
-            uplink.status(into: &line)
-            uplink.backlogStatus(log, now: now, into: &line)
-        }
-        loop.status(into: &line)
+        forEachComponent { $0.status(into: &line) }
+        uplink?.backlogStatus(log, now: now, into: &line)
     }
 
     /// Beacon ranging: each connection's line when its second has come; one that cannot take
@@ -412,31 +409,20 @@ final class Agent {
         let now = self.now()
         guard log.reconcile(fresh.site, engine: engine, now: now) else { return }
         for problem in loaded.changesAtRestart(fresh) { AgentLog.warning("locus: reload: \(problem)") }
-        log.reload(fresh, now: now)
-        gnss.reload(fresh, now: now)
-        bluetooth.reload(fresh, now: now)
-        outputs.reload(fresh, now: now)
-        updates.reload(fresh, now: now)
-        control.reload(fresh, now: now)
-        starter.reload(fresh, now: now)
+        forEachComponent { $0.reload(fresh, now: now) }
         outputs.refresh(engine, now, cause: .level) { log.appendGPIO($0, now) }
         AgentLog.notice("locus: reloaded: \(engine.conditionCount) conditions, \(outputs.plan.actions.count) actions")
     }
 
+    /// The end: what the loop logs as it stops first (the lines' safe levels, logged before the
+    /// lines move to them; the uplink's delivered position, final since its goodbye reads nothing
+    /// from the broker), then each component in the list's order, the log last with its stop
+    /// record.
     func shutdown() {
         let now = self.now()
-        loop.shutdown(now: now)
-        bluetooth.shutdown(now: now)
-        gnss.shutdown(now: now)
         outputs.recordLevels(.safe) { log.appendGPIO($0, now) }
-        outputs.shutdown(now: now)
-        updates.shutdown(now: now)
-        control.shutdown(now: now)
-        ranging.shutdown(now: now)
-        starter.shutdown(now: now)
-        uplink?.shutdown(now: now)
         uplink?.commitAtShutdown(log, now: now)
-        log.shutdown(now: now)
+        forEachComponent { $0.shutdown(now: now) }
         AgentLog.notice("locus: stopped: \(gnss.fixesDecoded) fixes, \(bluetooth.sightingsGathered) sightings, \(log.events) events")
     }
 }

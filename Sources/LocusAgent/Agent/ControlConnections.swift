@@ -135,8 +135,6 @@ final class ControlConnections: LoopComponent {
         registeredCount = count
     }
 
-    func deadlines(_ next: inout NextDeadline) {}
-
     func status(into line: inout JSONWriter) {
         line.beginObject("control")
         var connections = 0, subscribers = 0
@@ -159,8 +157,6 @@ final class ControlConnections: LoopComponent {
         // Grants follow the new file at once, for connections already open too.
         for slot in slots.indices where server?.isConnected(slot) == true { decideGrants(slot) }
     }
-
-    func shutdown(now: AgentTime) {}
 
     // MARK: connections and requests
 

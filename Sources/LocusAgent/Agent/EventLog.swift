@@ -167,10 +167,6 @@ final class EventLog: LoopComponent {
 
     // MARK: the loop's surface
 
-    var maximumDescriptors: Int { 0 }
-
-    func register(in poll: inout PollSet) {}
-
     func deadlines(_ next: inout NextDeadline) {
         if let due = session?.persistence.syncDueNs { next.consider(MonotonicInstant(nanoseconds: due)) }
         next.consider(retryAt)
