@@ -351,13 +351,13 @@ enum ComponentHarness {
     }
 }
 
-/// The control sessions over the socket a client connects to: replies, the read-only socket,
+/// The control connections over the socket a client connects to: replies, the read-only socket,
 /// a request over the limit, a subscriber that falls behind and catches up from the log.
-@Suite(.serialized) struct ControlSessionsTests {
+@Suite(.serialized) struct ControlConnectionsTests {
     typealias H = ComponentHarness
 
     /// One turn of the loop's control part; `answer` gets each request.
-    static func turn(_ sessions: ControlSessions, _ answer: (ControlSessions.Request) -> Void = { _ in }) {
+    static func turn(_ sessions: ControlConnections, _ answer: (ControlConnections.Request) -> Void = { _ in }) {
         var poll = PollSet(capacity: sessions.maximumDescriptors)
         sessions.register(in: &poll)
         _ = poll.wait(timeoutMs: 200)
@@ -377,7 +377,7 @@ enum ComponentHarness {
     /// unprivileged user may do on each socket is `AccessTests`'s, with a user of its own.
     @Test func requestsAreAnsweredAndTheAgentsOwnUserMayChangeThroughEitherSocket() throws {
         let directory = try H.directory("control")
-        let sessions = ControlSessions(directory: directory, capacity: 2, privacy: .full, access: AccessPolicy(agentUser: Accounts.currentUser, privacy: .full))
+        let sessions = ControlConnections(directory: directory, capacity: 2, privacy: .full, access: AccessPolicy(agentUser: Accounts.currentUser, privacy: .full))
         guard var client = ControlConnection(path: directory + "/control.sock"), var reader = ControlConnection(path: directory + "/read.sock") else {
             Issue.record("cannot connect")
             return
@@ -395,7 +395,7 @@ enum ComponentHarness {
         for _ in 0..<3 {
             Self.turn(sessions) { request in
                 answered.append(request.id)
-                if case .hello = request.operation { sessions.hello(request, monitors: [FixedName("road")!], persistence: false) }
+                if case .hello = request.operation { ControlOperations.hello(request, sessions, monitors: [FixedName("road")!], persistence: false) }
             }
         }
         #expect(answered == [1, 2, 4], "the unknown op is refused by the sessions; the remove reaches its operation")
@@ -428,7 +428,7 @@ enum ComponentHarness {
             Issue.record("the state directory did not open")
             return
         }
-        let sessions = ControlSessions(directory: directory, capacity: 1, privacy: .full, access: AccessPolicy(agentUser: Accounts.currentUser, privacy: .full))
+        let sessions = ControlConnections(directory: directory, capacity: 1, privacy: .full, access: AccessPolicy(agentUser: Accounts.currentUser, privacy: .full))
         guard var client = ControlConnection(path: directory + "/control.sock") else {
             Issue.record("cannot connect")
             return
@@ -439,7 +439,7 @@ enum ComponentHarness {
         for _ in 0..<2 {
             Self.turn(sessions) { request in
                 if case .subscribe(let monitor, let after, let consumer) = request.operation {
-                    sessions.subscribe(request, monitor, after, consumer: consumer, log)
+                    ControlOperations.subscribe(request, sessions, monitor, after, consumer: consumer, log)
                 }
             }
         }

@@ -6,8 +6,9 @@ import LocusDevices
 ///
 /// The loop composes components that own their state (see docs/architecture.md); each offers
 /// the same surface (`LoopComponent`: descriptors, deadlines, status, reload, shutdown) and its
-/// own service entry. They never reach into each other: the loop passes values between them
-/// (fixes, sightings, events, the turn's `now`), in this order each turn:
+/// own service entry. The passes over that surface go through one list, `forEachComponent`. The
+/// components never reach into each other: the loop passes values between them (fixes,
+/// sightings, events, the turn's `now`), in this order each turn:
 ///
 ///     open what is due -> register -> wait -> signals -> GNSS fixes -> sightings -> motion
 ///     -> control requests -> engine tick -> update ticks -> events (log, then act: outputs,
@@ -16,6 +17,9 @@ import LocusDevices
 ///
 /// "Log, then act": an event is appended (and synced per policy) before the GPIO lines move and
 /// subscribers get it, and only then does it become its record's lastEvent.
+///
+/// Its stored properties are the loop's own state (the configuration, the engine, the clock,
+/// the poll set) and its components: fifteen, the limit a type here keeps to.
 final class Agent {
     let loaded: LoadedConfig
     let engine: MonitorEngine
@@ -29,16 +33,17 @@ final class Agent {
     let log: EventLog
     let outputs: Outputs
     let updates: LiveUpdates
-    let sessions: ControlSessions
+    /// The control socket's connections; the requests they carry go to `ControlOperations`.
+    let control: ControlConnections
+    /// The geocoding requests' index, search and buffer.
+    let places: PlaceQueries
     let ranging: Ranging
     let starter: ClientStarter
     /// Present for a site with `[uplink]`.
     let uplink: Uplink?
-    /// The board's outputs, for the uplink's Home Assistant configs.
-    private let outputNames: [FixedName]
 
     init(loaded: LoadedConfig, engine: MonitorEngine, loop: LoopHousekeeping, gnss: GNSSSource, bluetooth: BluetoothSource,
-         log: EventLog, outputs: Outputs, updates: LiveUpdates, sessions: ControlSessions, ranging: Ranging, starter: ClientStarter,
+         log: EventLog, outputs: Outputs, updates: LiveUpdates, control: ControlConnections, ranging: Ranging, starter: ClientStarter,
          uplink: Uplink?) {
         self.loaded = loaded
         self.engine = engine
@@ -48,19 +53,21 @@ final class Agent {
         self.log = log
         self.outputs = outputs
         self.updates = updates
-        self.sessions = sessions
+        self.control = control
+        places = PlaceQueries(loaded)
         self.ranging = ranging
         self.starter = starter
         self.uplink = uplink
-        outputNames = (loaded.board.gpio?.outputs ?? []).compactMap { FixedName($0.name) }
         // Limits tied together: the poll set holds what every component can register (a turn
         // that finds it full counts and logs it), and a stream's lines fit a connection's buffer.
-        poll = PollSet(capacity: loop.maximumDescriptors + gnss.maximumDescriptors + bluetooth.maximumDescriptors
-                       + log.maximumDescriptors + outputs.maximumDescriptors + updates.maximumDescriptors + sessions.maximumDescriptors
-                       + ranging.maximumDescriptors + starter.maximumDescriptors + (uplink?.maximumDescriptors ?? 0))
-        precondition(poll.capacity >= loop.maximumDescriptors + sessions.capacity, "the poll set holds the loop's own descriptors and every connection")
-        precondition(LiveUpdates.streamBytes <= ControlSessions.outputBytes, "a stream's lines must fit a connection's output buffer")
-        precondition(Ranging.lineBytes <= ControlSessions.outputBytes, "a ranging line must fit a connection's output buffer")
+        // (The set is sized once the components are in place: the list that sums them is self's.)
+        poll = PollSet(capacity: 1)
+        var descriptors = 0
+        forEachComponent { descriptors += $0.maximumDescriptors }
+        poll = PollSet(capacity: descriptors)
+        precondition(poll.capacity >= loop.maximumDescriptors + control.capacity, "the poll set holds the loop's own descriptors and every connection")
+        precondition(LiveUpdates.streamBytes <= ControlConnections.outputBytes, "a stream's lines must fit a connection's output buffer")
+        precondition(Ranging.lineBytes <= ControlConnections.outputBytes, "a ranging line must fit a connection's output buffer")
         precondition(Ranging.beaconsPerLine * RangingJSON.maximumBeaconBytes + RangingJSON.maximumFrameBytes <= Ranging.lineBytes,
                      "a ranging line's beacons fit its buffer")
     }
@@ -121,9 +128,9 @@ final class Agent {
                               health: loaded.site.health, now: start.monotonic)
         let bluetooth = BluetoothSource(board: loaded.board, stateDirectory: directory, tier: loaded.site.updates.accuracy,
                                         health: loaded.site.health, now: start.monotonic)
-        let sessions = ControlSessions(directory: directory, capacity: loaded.site.capacity.subscribers, privacy: loaded.site.fixPrivacy,
-                                       access: loaded.accessPolicy, config: loaded)
-        let ranging = Ranging(slots: sessions.capacity)
+        let control = ControlConnections(directory: directory, capacity: loaded.site.capacity.subscribers, privacy: loaded.site.fixPrivacy,
+                                         access: loaded.accessPolicy, labels: loaded.placeLabels)
+        let ranging = Ranging(slots: control.capacity)
         var uplink: Uplink? = nil
         if let settings = loaded.site.uplink {
             // The log is the uplink's outbox: without one there is nothing durable to send from.
@@ -141,7 +148,7 @@ final class Agent {
             }
         }
         return .success(Agent(loaded: loaded, engine: engine, loop: loop, gnss: gnss, bluetooth: bluetooth, log: log, outputs: outputs,
-                              updates: updates, sessions: sessions, ranging: ranging, starter: starter, uplink: uplink))
+                              updates: updates, control: control, ranging: ranging, starter: starter, uplink: uplink))
     }
 
     // MARK: the loop
@@ -172,12 +179,7 @@ final class Agent {
         bluetooth.openIfDue(start)
         gnss.writeReceiverQueue(start)
         poll.removeAll()
-        register(loop)
-        register(gnss)
-        register(bluetooth)
-        register(updates)
-        register(sessions)
-        if let uplink { register(uplink) }
+        forEachComponent { $0.register(in: &poll) }
         loop.check(poll)
         guard loop.wait(poll, until: nextDeadline(start), now: start) else { return }
         var now = self.now()
@@ -202,16 +204,34 @@ final class Agent {
         sendRanging(now)
         bluetooth.scanForRanging(ranging.isActive)
         handleEvents(now)
-        starter.service(now) { monitor in (sessions.isOpen(monitor), log.consumerPosition(monitor)) }
+        starter.service(now) { monitor in (control.isOpen(monitor), log.consumerPosition(monitor)) }
         outputs.update(now) { log.appendGPIO($0, now) }
-        uplink?.service(poll, now, log: log, engine: engine, outputs: outputNames)
-        sessions.catchUp(log)
+        uplink?.service(poll, now, log: log, engine: engine, outputs: outputs.plan.names)
+        control.catchUp(log)
         gnss.writeReceiverQueue(now)
         loop.housekeeping(now)
         log.housekeeping(now)
     }
 
-    private func register<Component: LoopComponent>(_ component: Component) { component.register(in: &poll) }
+    /// The loop's components, each once, in one order: every pass over their common surface
+    /// (descriptors, register, deadlines, status, reload, shutdown) goes through this list, so a
+    /// component added here takes part in all of them. The order is the order of registration, of
+    /// `locus status` and of the end: the loop's own descriptors first (and systemd told it
+    /// stops), the log last, so that what the others do as they stop can still be logged. Inlined
+    /// with its closure, each call is a direct one (the idle turn's budget holds it so).
+    @inline(__always)
+    private func forEachComponent(_ body: (any LoopComponent) -> Void) {
+        body(loop)
+        body(gnss)
+        body(bluetooth)
+        body(outputs)
+        body(updates)
+        body(control)
+        body(ranging)
+        body(starter)
+        if let uplink { body(uplink) }
+        body(log)
+    }
 
     /// The turn's `now` on both clocks.
     private func now() -> AgentTime {
@@ -223,16 +243,7 @@ final class Agent {
     private func nextDeadline(_ now: AgentTime) -> MonotonicInstant? {
         var next = NextDeadline(now: now)
         next.consider(engine.nextDeadline())
-        loop.deadlines(&next)
-        gnss.deadlines(&next)
-        bluetooth.deadlines(&next)
-        log.deadlines(&next)
-        outputs.deadlines(&next)
-        updates.deadlines(&next)
-        sessions.deadlines(&next)
-        ranging.deadlines(&next)
-        starter.deadlines(&next)
-        uplink?.deadlines(&next)
+        forEachComponent { $0.deadlines(&next) }
         return next.earliest
     }
 
@@ -269,8 +280,8 @@ final class Agent {
             switch item {
             case .fix(let fix): log.appendFix(fix)
             case .visit(let visit): log.appendVisit(visit, now)
-            case .stream(let slot, let line): if !sessions.sendStream(slot, line) { updates.endStream(slot) }
-            case .reply(let slot, let line): sessions.sendReply(slot, line)
+            case .stream(let slot, let line): if !control.sendStream(slot, line) { updates.endStream(slot) }
+            case .reply(let slot, let line): control.sendReply(slot, line)
             }
         }
         while let order = updates.nextReceiverOrder() { gnss.apply(order, now) }
@@ -288,7 +299,7 @@ final class Agent {
             guard let logged = log.appendEvent(pending, latching: outputs.latches(for: pending), waiting: engine.pendingEventCount, now) else { return }
             if outputs.apply(pending, now) { log.setLatched(outputs.latchedNames) }
             outputs.refresh(engine, now, pending: pending, cause: .level) { log.appendGPIO($0, now) }
-            sessions.publish(logged.event, sequence: logged.sequence, log)
+            control.publish(logged.event, sequence: logged.sequence, log)
             starter.eventLogged(logged.event.monitor, sequence: logged.sequence)
             engine.acknowledgeOldest(adding: logged.added)
         }
@@ -296,70 +307,73 @@ final class Agent {
 
     /// The control socket: new connections, output with room to go, each request answered.
     private func serveControl(_ now: AgentTime) {
-        sessions.accept(poll)
-        for connection in 0..<sessions.registeredCount {
-            guard let slot = sessions.readySlot(connection, poll) else { continue }
-            while let request = sessions.nextRequest(slot) { answer(request, now) }
-            sessions.flush(slot)
+        control.accept(poll)
+        for connection in 0..<control.registeredCount {
+            guard let slot = control.readySlot(connection, poll) else { continue }
+            while let request = control.nextRequest(slot) { answer(request, now) }
+            control.flush(slot)
         }
-        while let slot = sessions.nextEndedStream() {
+        while let slot = control.nextEndedStream() {
             updates.connectionEnded(slot, now)
             ranging.end(slot)
             takeUpdates(now)
         }
     }
 
-    /// One request, to its operation with the components it needs.
-    private func answer(_ request: ControlSessions.Request, _ now: AgentTime) {
+    /// One request, to its operation with the components it uses (and the connections, to
+    /// answer on).
+    private func answer(_ request: ControlConnections.Request, _ now: AgentTime) {
+        typealias Operations = ControlOperations
         var changed = false
         var cause = LogPayload.GPIOCause.level
         switch request.operation {
-        case .hello: sessions.hello(request, monitors: engine.monitorNames, persistence: log.isAvailable)
-        case .status: sessions.status(request) { line in status(now, into: &line) }
-        case .identifiers(let monitor): sessions.identifiers(request, engine.identifiers(monitor: monitor))
-        case .record(let monitor, let identifier): sessions.record(request, monitor, identifier, engine, log)
-        case .records(let monitor): sessions.records(request, monitor, engine, log)
+        case .hello: Operations.hello(request, control, monitors: engine.monitorNames, persistence: log.isAvailable)
+        case .status: control.reply(request) { line in status(now, into: &line) }
+        case .identifiers(let monitor): Operations.identifiers(request, control, engine.identifiers(monitor: monitor))
+        case .record(let monitor, let identifier): Operations.record(request, control, monitor, identifier, engine, log)
+        case .records(let monitor): Operations.records(request, control, monitor, engine, log)
         case .add(let monitor, let identifier, let condition, let settings, let assuming):
-            changed = sessions.add(request, monitor, identifier, condition, settings, assuming, engine, log,
-                                   capacity: loaded.site.capacity.conditions, now)
-        case .remove(let monitor, let identifier): changed = sessions.remove(request, monitor, identifier, engine, log, now)
-        case .subscribe(let monitor, let after, let consumer): sessions.subscribe(request, monitor, after, consumer: consumer, log)
-        case .open(let monitor): sessions.open(request, monitor, engine, log)
-        case .ack(let monitor, let sequence): sessions.acknowledge(request, monitor, sequence, log, now)
+            let entry = LogPayload.ConditionEntry(monitor: monitor, identifier: identifier, condition: condition, settings: settings,
+                                                  assuming: assuming, fromSiteFile: false)
+            changed = Operations.add(request, control, entry, engine, log, capacity: loaded.site.capacity.conditions, now)
+        case .remove(let monitor, let identifier): changed = Operations.remove(request, control, monitor, identifier, engine, log, now)
+        case .subscribe(let monitor, let after, let consumer): Operations.subscribe(request, control, monitor, after, consumer: consumer, log)
+        case .open(let monitor): Operations.open(request, control, monitor, engine, log)
+        case .ack(let monitor, let sequence): Operations.acknowledge(request, control, monitor, sequence, log, now)
         case .updates(let preset, let accuracy, let significantChangeM):
-            sessions.updates(request, preset, accuracy, significantChangeM: significantChangeM, updates)
-        case .updatesStop: sessions.updatesStop(request, updates)
+            Operations.updates(request, control, preset, accuracy, significantChangeM: significantChangeM, updates)
+        case .updatesStop: Operations.updatesStop(request, control, updates)
         case .gpioClear(let name):
-            changed = sessions.gpioClear(request, name, outputs, log, now)
+            changed = Operations.gpioClear(request, control, name, outputs, log, now)
             cause = .latchCleared
         // MARK: beacon ranging
-        case .range(let constraint): sessions.range(request, constraint, ranging, now)
-        case .rangeStop: sessions.rangeStop(request, ranging)
+        case .range(let constraint): Operations.range(request, control, constraint, ranging, now)
+        case .rangeStop: Operations.rangeStop(request, control, ranging)
         // MARK: single location request and visits
         case .locate(let accuracy, let maxAgeMs, let timeoutMs):
-            sessions.locate(request, accuracy, maxAgeMs: maxAgeMs, timeoutMs: timeoutMs, updates, now, receiver: gnss.receiverState)
-        case .visits(let sinceNs, let limit): sessions.visits(request, sinceNs: sinceNs, limit: limit, log)
+            Operations.locate(request, control, accuracy, maxAgeMs: maxAgeMs, timeoutMs: timeoutMs, updates, now, receiver: gnss.receiverState)
+        case .visits(let sinceNs, let limit): Operations.visits(request, control, sinceNs: sinceNs, limit: limit, log)
         // MARK: geocoding
         case .reverseGeocode(let latitude, let longitude, let withinM, let scope):
-            sessions.reverseGeocode(request, latitude: latitude, longitude: longitude, withinM: withinM, scope: scope)
-        case .geocode(let name, let limit): sessions.geocode(request, name, limit: limit, near: updates.lastPosition)
+            places.reverseGeocode(request, control, latitude: latitude, longitude: longitude, withinM: withinM, scope: scope)
+        case .geocode(let name, let limit): places.geocode(request, control, name, limit: limit, near: updates.lastPosition)
         case .addAtPlace(let monitor, let identifier, let place, let radiusM, let settings, let assuming):
-            guard let condition = sessions.placeCircle(request, place, radiusM: radiusM) else { break }
-            changed = sessions.add(request, monitor, identifier, condition, settings, assuming, engine, log,
-                                   capacity: loaded.site.capacity.conditions, now)
+            guard let condition = places.circle(request, control, place, radiusM: radiusM) else { break }
+            let entry = LogPayload.ConditionEntry(monitor: monitor, identifier: identifier, condition: condition, settings: settings,
+                                                  assuming: assuming, fromSiteFile: false)
+            changed = Operations.add(request, control, entry, engine, log, capacity: loaded.site.capacity.conditions, now)
         }
         if changed { outputs.refresh(engine, now, cause: cause) { log.appendGPIO($0, now) } }
         takeUpdates(now)
     }
 
-    /// `locus status`: the loop's own members, then each component's.
+    /// `locus status`: the loop's own members (the engine's among them), then each component's
+    /// in the order of `forEachComponent`, then the uplink's backlog (it reads the log).
     private func status(_ now: AgentTime, into line: inout JSONWriter) {
         line.string("version", LocusVersion.string)
         line.string("board", loaded.board.name)
         line.string("time", now.utc.iso8601)
         line.boolean("clock_follows_gnss", clock.followsGNSS)
-        gnss.status(into: &line)
-        bluetooth.status(into: &line)
         line.beginObject("engine")
         line.integer("conditions", engine.conditionCount)
         line.integer("capacity", loaded.site.capacity.conditions)
@@ -367,24 +381,15 @@ final class Agent {
         line.integer("deferred_detections", engine.deferredDetections)
         line.integer("events", log.events)
         line.endObject()
-        log.status(into: &line)
-        outputs.status(into: &line)
-        updates.status(into: &line)
-        sessions.status(into: &line)
-        ranging.status(into: &line)
-        starter.status(into: &line)
-        if let uplink {
-            uplink.status(into: &line)
-            uplink.backlogStatus(log, now: now, into: &line)
-        }
-        loop.status(into: &line)
+        forEachComponent { $0.status(into: &line) }
+        uplink?.backlogStatus(log, now: now, into: &line)
     }
 
     /// Beacon ranging: each connection's line when its second has come; one that cannot take
     /// it is hung up and its ranging ends.
     private func sendRanging(_ now: AgentTime) {
         while let (slot, line) = ranging.nextLine(now) {
-            if !sessions.sendRanging(slot, line) { ranging.end(slot) }
+            if !control.sendRanging(slot, line) { ranging.end(slot) }
         }
     }
 
@@ -404,31 +409,20 @@ final class Agent {
         let now = self.now()
         guard log.reconcile(fresh.site, engine: engine, now: now) else { return }
         for problem in loaded.changesAtRestart(fresh) { AgentLog.warning("locus: reload: \(problem)") }
-        log.reload(fresh, now: now)
-        gnss.reload(fresh, now: now)
-        bluetooth.reload(fresh, now: now)
-        outputs.reload(fresh, now: now)
-        updates.reload(fresh, now: now)
-        sessions.reload(fresh, now: now)
-        starter.reload(fresh, now: now)
+        forEachComponent { $0.reload(fresh, now: now) }
         outputs.refresh(engine, now, cause: .level) { log.appendGPIO($0, now) }
         AgentLog.notice("locus: reloaded: \(engine.conditionCount) conditions, \(outputs.plan.actions.count) actions")
     }
 
+    /// The end: what the loop logs as it stops first (the lines' safe levels, logged before the
+    /// lines move to them; the uplink's delivered position, final since its goodbye reads nothing
+    /// from the broker), then each component in the list's order, the log last with its stop
+    /// record.
     func shutdown() {
         let now = self.now()
-        loop.shutdown(now: now)
-        bluetooth.shutdown(now: now)
-        gnss.shutdown(now: now)
         outputs.recordLevels(.safe) { log.appendGPIO($0, now) }
-        outputs.shutdown(now: now)
-        updates.shutdown(now: now)
-        sessions.shutdown(now: now)
-        ranging.shutdown(now: now)
-        starter.shutdown(now: now)
-        uplink?.shutdown(now: now)
         uplink?.commitAtShutdown(log, now: now)
-        log.shutdown(now: now)
+        forEachComponent { $0.shutdown(now: now) }
         AgentLog.notice("locus: stopped: \(gnss.fixesDecoded) fixes, \(bluetooth.sightingsGathered) sightings, \(log.events) events")
     }
 }

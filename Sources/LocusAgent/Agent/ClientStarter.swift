@@ -70,10 +70,6 @@ final class ClientStarter: LoopComponent {
 
     // MARK: the loop's surface
 
-    var maximumDescriptors: Int { 0 }
-
-    func register(in poll: inout PollSet) {}
-
     /// The next attempt of each monitor whose events wait with nobody to take them.
     func deadlines(_ next: inout NextDeadline) {
         guard pendingCount > 0 else { return }
@@ -105,8 +101,6 @@ final class ClientStarter: LoopComponent {
         targets = fresh
         pendingCount = targets.reduce(0) { $0 + ($1.pendingSequence > 0 ? 1 : 0) }
     }
-
-    func shutdown(now: AgentTime) {}
 
     // MARK: events and starts
 

@@ -167,10 +167,6 @@ final class EventLog: LoopComponent {
 
     // MARK: the loop's surface
 
-    var maximumDescriptors: Int { 0 }
-
-    func register(in poll: inout PollSet) {}
-
     func deadlines(_ next: inout NextDeadline) {
         if let due = session?.persistence.syncDueNs { next.consider(MonotonicInstant(nanoseconds: due)) }
         next.consider(retryAt)
@@ -401,14 +397,36 @@ final class EventLog: LoopComponent {
     func setLatched(_ names: [FixedName]) { session?.persistence.latched = names }
 
     // Changes made over the control socket, logged before they are answered (the caller
-    // answers with the error). Nothing to log without a log.
+    // answers with the error). Nothing to log without a log. A condition changes in the engine
+    // and the log together, here, as the site file's do in `reconcile`.
 
-    func appendConditionAdded(_ entry: LogPayload.ConditionEntry, _ now: AgentTime) throws(LogStoreError) {
-        try session?.persistence.conditionAdded(entry, time: now.utc)
+    /// A condition added at run time: into the engine, then into the log. A full engine changes
+    /// nothing (its result says which limit). When the log cannot take it the engine is put back
+    /// as it was, the record it replaced with its last event: not logged, not done. This is the
+    /// one place a change is undone.
+    func addCondition(_ entry: LogPayload.ConditionEntry, to engine: MonitorEngine, _ now: AgentTime)
+        -> Result<MonitorEngine.AddResult, LogStoreError> {
+        let previous = engine.record(monitor: entry.monitor, identifier: entry.identifier)
+        let result = engine.add(monitor: entry.monitor, identifier: entry.identifier, condition: entry.condition, settings: entry.settings,
+                                assuming: entry.assuming == .unknown ? nil : entry.assuming, fromSiteFile: entry.fromSiteFile, now: now.utc)
+        guard result == .added || result == .replaced else { return .success(result) }
+        do { try session?.persistence.conditionAdded(entry, time: now.utc) } catch {
+            engine.remove(monitor: entry.monitor, identifier: entry.identifier)
+            if let previous {
+                engine.add(monitor: entry.monitor, identifier: entry.identifier, condition: previous.condition, settings: previous.settings,
+                           assuming: previous.assumed == .unknown ? nil : previous.assumed, fromSiteFile: previous.fromSiteFile, now: now.utc)
+                engine.restore(previous.lastEvent)
+            }
+            return .failure(error)
+        }
+        return .success(result)
     }
 
-    func appendConditionRemoved(_ monitor: FixedName, _ identifier: FixedName, _ now: AgentTime) throws(LogStoreError) {
+    /// A condition removed at run time: logged, then out of the engine (one that cannot be
+    /// logged stays).
+    func removeCondition(_ monitor: FixedName, _ identifier: FixedName, from engine: MonitorEngine, _ now: AgentTime) throws(LogStoreError) {
         try session?.persistence.conditionRemoved(monitor: monitor, identifier: identifier, time: now.utc)
+        engine.remove(monitor: monitor, identifier: identifier)
     }
 
     func appendLatchCleared(_ output: FixedName, _ now: AgentTime) throws(LogStoreError) {

@@ -162,8 +162,6 @@ final class LiveUpdates: LoopComponent {
     /// `[updates]` changes take effect at the next start (the agent says so); privacy at once.
     func reload(_ config: LoadedConfig, now: AgentTime) { privacy = config.site.fixPrivacy }
 
-    func shutdown(now: AgentTime) {}
-
     // MARK: fixes and time
 
     /// A fix goes to every updater after the engine has seen it. The updaters run on the fix's

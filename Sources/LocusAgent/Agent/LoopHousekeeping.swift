@@ -52,8 +52,6 @@ final class LoopHousekeeping: LoopComponent {
         line.endObject()
     }
 
-    func reload(_ config: LoadedConfig, now: AgentTime) {}
-
     func shutdown(now: AgentTime) { notifier.notify("STOPPING=1") }
 
     // MARK: the turn

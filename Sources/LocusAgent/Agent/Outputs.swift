@@ -47,10 +47,6 @@ final class Outputs: LoopComponent {
 
     // MARK: the loop's surface
 
-    var maximumDescriptors: Int { 0 }
-
-    func register(in poll: inout PollSet) {}
-
     /// The end of the earliest pulse.
     func deadlines(_ next: inout NextDeadline) {
         if let end = plan.nextPulseEnd(after: next.now.monotonic.nanoseconds) { next.consider(MonotonicInstant(nanoseconds: end)) }

@@ -40,10 +40,6 @@ final class Ranging: LoopComponent {
 
     // MARK: the loop's surface
 
-    var maximumDescriptors: Int { 0 }
-
-    func register(in poll: inout PollSet) {}
-
     /// Each ranging connection's next line, on the UTC clock.
     func deadlines(_ next: inout NextDeadline) {
         guard isActive else { return }
@@ -59,10 +55,6 @@ final class Ranging: LoopComponent {
         line.integer("lines", lines)
         line.endObject()
     }
-
-    func reload(_ config: LoadedConfig, now: AgentTime) {}
-
-    func shutdown(now: AgentTime) {}
 
     // MARK: streams
 

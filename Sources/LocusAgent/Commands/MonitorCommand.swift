@@ -99,10 +99,10 @@ enum MonitorCommand {
         guard rest.count == 1, let identifier = FixedName(rest[0]) else {
             return CommandLineInterface.usageError("monitor remove needs one condition ID", hint: "usage: locus monitor NAME remove ID")
         }
-        guard engine.remove(monitor: monitor, identifier: identifier) else {
+        guard engine.record(monitor: monitor, identifier: identifier) != nil else {
             return CommandLineInterface.failure("monitor \(monitor) remove", "no condition '\(rest[0])' in monitor '\(monitor)'")
         }
-        do { try log.appendConditionRemoved(monitor, identifier, now); try log.sync() } catch {
+        do { try log.removeCondition(monitor, identifier, from: engine, now); try log.sync() } catch {
             return CommandLineInterface.failure("monitor \(monitor) remove", "cannot append to the log: \(error)")
         }
         Console.out("removed \(monitor)/\(rest[0])\n")
@@ -192,16 +192,15 @@ enum MonitorCommand {
         case .success(let parsed): (identifier, condition, assuming) = parsed
         case .failure(let status): return status.code
         }
-        let result = engine.add(monitor: monitor, identifier: identifier, condition: condition, settings: ConditionSettings(),
-                                assuming: assuming == .unknown ? nil : assuming, fromSiteFile: false, now: now.utc)
-        guard result == .added || result == .replaced else {
-            return CommandLineInterface.failure("monitor \(monitor) add", "conditionLimitExceeded: the capacity is full")
+        let entry = LogPayload.ConditionEntry(monitor: monitor, identifier: identifier, condition: condition, settings: ConditionSettings(),
+                                              assuming: assuming, fromSiteFile: false)
+        let result: MonitorEngine.AddResult
+        switch log.addCondition(entry, to: engine, now) {
+        case .success(let added) where added == .added || added == .replaced: result = added
+        case .success: return CommandLineInterface.failure("monitor \(monitor) add", "conditionLimitExceeded: the capacity is full")
+        case .failure(let error): return CommandLineInterface.failure("monitor \(monitor) add", "cannot append to the log: \(error)")
         }
-        do {
-            try log.appendConditionAdded(LogPayload.ConditionEntry(monitor: monitor, identifier: identifier, condition: condition,
-                                                                   settings: ConditionSettings(), assuming: assuming, fromSiteFile: false), now)
-            try log.sync()
-        } catch {
+        do { try log.sync() } catch {
             return CommandLineInterface.failure("monitor \(monitor) add", "cannot append to the log: \(error)")
         }
         Console.out("\(result == .added ? "added" : "replaced") \(monitor)/\(identifier)\n")
