@@ -206,6 +206,7 @@ final class Agent {
         handleEvents(now)
         starter.service(now) { monitor in (control.isOpen(monitor), log.consumerPosition(monitor)) }
         outputs.update(now) { log.appendGPIO($0, now) }
+        if log.takeLevelsToState(now) { outputs.recordLevels(.restored) { log.appendGPIO($0, now) } }
         uplink?.service(poll, now, log: log, engine: engine, outputs: outputs.plan.names)
         control.catchUp(log)
         gnss.writeReceiverQueue(now)

@@ -45,6 +45,8 @@ final class EventLog: LoopComponent {
     /// the start record are written first when the log takes records again, and no event is
     /// appended before them. The records rebuilt from the log stay meanwhile (none starts over).
     private var pendingStart: PendingStart? = nil
+    /// A GPIO change the log could not take (`takeLevelsToState`).
+    private(set) var levelsUnlogged = false
     private var retryAt: MonotonicInstant? = nil
     private var retryDelayNs = EventLog.initialRetryNs
     private(set) var failing = false
@@ -337,7 +339,19 @@ final class EventLog: LoopComponent {
     /// A GPIO line moved (the latch an event sets is logged with the event, not here).
     func appendGPIO(_ change: LogPayload.GPIOChange, _ now: AgentTime) {
         guard let session else { return }
-        do { try session.persistence.gpio(change, time: now.utc) } catch { failed(error, now, waiting: nil) }
+        do { try session.persistence.gpio(change, time: now.utc) } catch {
+            levelsUnlogged = true
+            failed(error, now, waiting: nil)
+        }
+    }
+
+    /// True once the log takes records again after it could not take a line's change: the
+    /// caller then states every line's level (`restored`), so the log's GPIO records give the
+    /// lines' levels again.
+    func takeLevelsToState(_ now: AgentTime) -> Bool {
+        guard levelsUnlogged, acceptsEvents(now) else { return false }
+        levelsUnlogged = false
+        return true
     }
 
     /// A fix the site updater delivered: a fix record, at most one per `[log] fix_interval`, as

@@ -77,7 +77,8 @@ final class Outputs: LoopComponent {
     }
 
     /// Every line's level into the log (`restored` at start: what the log's records gave them,
-    /// whatever the last GPIO records said before a power cut), or, with `.safe` before the lines
+    /// whatever the last GPIO records said before a power cut; and again when the log takes
+    /// records after it could not take a line's change), or, with `.safe` before the lines
     /// are released at shutdown, the lines that leave their level for their safe value. The log's
     /// GPIO records then always give the lines' levels: a subscriber or the fleet's store that
     /// follows them is right after a restart too.

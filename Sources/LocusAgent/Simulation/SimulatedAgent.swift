@@ -71,6 +71,9 @@ public final class SimulatedAgent {
     public var logOnDisk: Bool { agent?.log.isAvailable ?? false }
     /// Writes to the log fail now (it retries; nothing is acknowledged meanwhile).
     public var logFailing: Bool { agent?.log.failing ?? false }
+    /// A line's change the log could not take waits for the log: the levels are stated again
+    /// when it takes records.
+    public var levelsAwaitLog: Bool { agent?.log.levelsUnlogged ?? false }
     /// The newest sequence number in the log.
     public var newestSequence: UInt64 { agent?.log.newest ?? 0 }
 
