@@ -19,6 +19,9 @@ final class GNSSSource: LoopComponent {
 
     /// nil on a board without a receiver (no `[gnss]`).
     private var port: GNSSPort?
+    /// The port's path ("" without one): a constant here, so the calls that log with it (every
+    /// turn's health check and read) take it without copying it out of the port.
+    private let path: String
     private var decoder: NMEADecoder
     /// The receiver's configuration for the radios' preset and tier.
     private(set) var receiver: ReceiverControl
@@ -37,9 +40,11 @@ final class GNSSSource: LoopComponent {
     init(board: BoardConfig, stateDirectory: String, settings: LiveUpdateSettings, health: SiteConfig.Health = SiteConfig.Health(),
          now: MonotonicInstant = MonotonicClock.instant) {
         if let gnss = board.gnss {
-            port = GNSSPort(path: Paths.resolve(gnss.device, relativeTo: stateDirectory), baud: gnss.baud)
+            path = Paths.resolve(gnss.device, relativeTo: stateDirectory)
+            port = GNSSPort(path: path, baud: gnss.baud)
             decoder = NMEADecoder(allowMissingChecksum: gnss.allowMissingChecksum)
         } else {
+            path = ""
             port = nil
             decoder = NMEADecoder()
         }
@@ -79,7 +84,7 @@ final class GNSSSource: LoopComponent {
     /// Every turn, after the read: a silent receiver's next healing step when it is due.
     func checkHealth(_ now: AgentTime) {
         guard isConfigured else { return }
-        if let request = healing.check(now.monotonic, expected: receiverShouldTalk, receiver: &receiver, path: port?.path ?? "",
+        if let request = healing.check(now.monotonic, expected: receiverShouldTalk, receiver: &receiver, path: path,
                                        baud: port?.reader.baud ?? 0) {
             lineRequest = request
         }
@@ -119,7 +124,7 @@ final class GNSSSource: LoopComponent {
             receiver.consume(bytes)
             decoder.consume(bytes) { fix in store(fix) }
         }
-        healing.observe(intactSentences: decoder.statistics.intact, now: now.monotonic, path: port?.path ?? "")
+        healing.observe(intactSentences: decoder.statistics.intact, now: now.monotonic, path: path)
         if case .lost(let error)? = event { port?.lost(error) }
     }
 
@@ -138,7 +143,7 @@ final class GNSSSource: LoopComponent {
         }
         if case .some(let error) = port?.takeLoss() {
             receiver.portLost()
-            AgentLog.warning("locus: gnss: \(port?.path ?? "") went away (\(error.map { "\($0)" } ?? "end of file")); reopening")
+            AgentLog.warning("locus: gnss: \(path) went away (\(error.map { "\($0)" } ?? "end of file")); reopening")
         }
         return restarted
     }
@@ -156,7 +161,7 @@ final class GNSSSource: LoopComponent {
         line.beginObject("gnss")
         line.boolean("configured", isConfigured)
         if isConfigured {
-            line.string("device", port?.path ?? "")
+            line.string("device", path)
             line.boolean("open", port?.isOpen ?? false)
             line.integer("bytes", port?.reader.bytesRead ?? 0)
             line.integer("losses", port?.reader.losses ?? 0)

@@ -96,7 +96,7 @@ final class LiveUpdates: LoopComponent {
         next.consider(pause.nextDeadlineNs.map { UTCTime(nanoseconds: $0) })
         next.consider(sampleWakeAt)
         next.consider(requests.pending.earliestDeadlineNs.map { MonotonicInstant(nanoseconds: $0) })
-        streams.deadlines(&next)
+        if streams.count > 0 { streams.deadlines(&next) }
     }
 
     func status(into line: inout JSONWriter) {
@@ -335,7 +335,7 @@ final class LiveUpdates: LoopComponent {
             renderLocated(answered.request)
             return .reply(slot: answered.slot, line: line.bytes)
         }
-        if let slot = streams.next(privacy: privacy, places: places, into: &line) {
+        if streams.count > 0, let slot = streams.next(privacy: privacy, places: places, into: &line) {
             return .stream(slot: slot, line: line.overflowed ? nil : line.bytes)
         }
         return nil

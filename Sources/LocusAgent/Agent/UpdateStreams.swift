@@ -48,6 +48,9 @@ struct UpdateStreams: ~Copyable {
         guard slot < streams.count, streams[slot] != nil else { return false }
         streams[slot] = nil
         count -= 1
+        // With none open `next` is not called (`LiveUpdates.nextItem` checks `count` first, so an
+        // idle turn passes nothing): it starts again at slot 0, as a call with none open would.
+        if count == 0 { nextSlot = 0 }
         return true
     }
 
