@@ -122,9 +122,12 @@ import TestSupport
         let health = try Self.health(site)
         #expect(health["steps"] as? [String: Int] == ["power": 1] && health["healed_by"] as? [String: Int] == ["power": 1], "\(health)")
 
-        // The event log has both moves of the line, cause "heal".
+        // The event log has the line's level at start (on, cause "restored") and both moves of
+        // the line, cause "heal".
         let export = try locus(["log", "export", "--state", site.state, "--format", "jsonl"])
-        let moves = export.output.split(separator: "\n").filter { $0.contains("\"gnss_power\"") }
+        let records = export.output.split(separator: "\n").filter { $0.contains("\"gnss_power\"") }
+        let moves = records.filter { !$0.contains("\"cause\":\"restored\"") }
+        #expect(records.count - moves.count == 1 && records.first.map { $0.contains("\"value\":true") } == true, "\(export.output)")
         #expect(moves.count == 2 && moves.allSatisfy { $0.contains("\"cause\":\"heal\"") }, "\(export.output)")
     }
 }

@@ -1,67 +1,30 @@
 import LocusCore
 import LocusDevices
 
-/// How an adapter is scanned once decided: HCI commands on a raw socket, or the kernel's
-/// advertisement monitor (mgmt). An enum, not a protocol value: the device build has no
-/// existentials. The scanners are move-only (each owns its socket and buffers), so each sits in
-/// a box the loop mutates in place: moving them in and out of the enum on every call cost the
-/// device binary several kilobytes.
-enum AdapterScan {
-    final class Box<Scanner: ~Copyable> {
-        var scanner: Scanner
-        init(_ scanner: consuming Scanner) { self.scanner = scanner }
-    }
-
-    case undecided
-    case raw(Box<HCIScanner<LibBluetoothHCI>>)
-    case kernel(Box<KernelScanner<MgmtSocket>>)
-}
-
 /// The Bluetooth side: a BlueZ adapter scanned through a raw HCI socket or through the kernel's
 /// management interface (beside bluetoothd), or an HCI feed (H4 framed events from a file, a
 /// pseudo-terminal, a UART), all read into one sighting buffer the loop takes sightings from
 /// (`sightingCount`, `sighting(_:)`).
 ///
-/// The scan mode is decided at the first start (`decide`). A raw adapter is checked every
-/// `adapterCheckIntervalNs` (a raw socket goes quiet rather than failing when its adapter goes
-/// down) and restarted with backoff; the kernel mode hears of its adapter through mgmt events; a
-/// feed is reopened with backoff. Sightings beyond the buffer are counted and logged, never
-/// dropped silently.
+/// Its parts, each in a type of its own: the adapter's scan (`BluetoothAdapter`: the mode decided
+/// at the first start, the adapter checked every `BluetoothAdapter.checkIntervalNs`, since a raw
+/// socket goes quiet rather than failing when its adapter goes down, and restarted with backoff;
+/// the kernel mode hears of its adapter through mgmt events), the feed (`HCIFeed`, reopened with
+/// backoff), the sightings (`SightingBuffer`: those beyond it are counted and logged, never
+/// dropped silently). What stays here is the loop's surface and the adapter's self-healing.
 final class BluetoothSource: LoopComponent {
     enum Kind { case none, adapter(Int), feed(String) }
 
     /// Sightings one turn can hand the loop; more are counted in `droppedSightings`.
     static let sightingCapacity = 64
-    static let adapterCheckIntervalNs: Int64 = 10_000_000_000
 
     let kind: Kind
-    /// The adapter's scanner (`.adapter`), decided at its first start.
-    private var scan = AdapterScan.undecided
-    private let scanMode: BoardConfig.ScanMode
-    private let powerOn: Bool
-    private let monitorStatePath: String
-    /// Other programs with a Bluetooth socket open when the mode was decided ("'bluetoothd' (mgmt)").
-    private var coUsers: [String] = []
-    /// The feed's reader (`.feed`), or nil.
-    private var feed: SerialReader?
-    private var h4 = H4Framer()
-    private let sightings: UnsafeMutableBufferPointer<Sighting>
-    /// Sightings the last `read` gathered, in `sighting(_:)`.
-    private(set) var sightingCount = 0
-    private var nextAdapterCheck = MonotonicInstant(nanoseconds: 0)
-    private var feedOpenFailures = 0
+    /// The adapter's scan (`.adapter`; its timing is also kept for the others, which ignore it).
+    private var adapter: BluetoothAdapter
+    /// The feed (`.feed`), or nil.
+    private var feed: HCIFeed?
+    private var sightings = SightingBuffer(capacity: BluetoothSource.sightingCapacity)
     private var readIndex: PollSet.Index? = nil
-    /// Since start: sightings handed on, events that were not well-formed HCI, and sightings
-    /// that did not fit the buffer (the last count reported in the log, so a flood is one line
-    /// per doubling, not one per turn).
-    private(set) var sightingsGathered = 0
-    private(set) var rejectedEvents = 0
-    private(set) var droppedSightings = 0
-    private var droppedReported = 0
-    /// The scan the radios' tier asks for (`reconfigure`); while a client ranges beacons the
-    /// scan runs at the finest tier's instead (`scanForRanging`).
-    private var tierSettings: ScanSettings
-    private var rangingScan = false
     /// Advertising reports of any advertiser since start: the adapter's sign of life.
     private(set) var reportsHeard = 0
     /// An adapter that falls silent while beacons are expected is healed step by step.
@@ -73,8 +36,6 @@ final class BluetoothSource: LoopComponent {
 
     init(board: BoardConfig, stateDirectory: String, tier: AccuracyTier, health: SiteConfig.Health = SiteConfig.Health(),
          now: MonotonicInstant = MonotonicClock.instant) {
-        let settings = TierPolicy(tier: tier).scanSettings
-        tierSettings = settings
         switch board.bluetooth {
         case .hci(let index)?:
             kind = .adapter(index)
@@ -82,19 +43,22 @@ final class BluetoothSource: LoopComponent {
         case .feed(let path)?:
             let resolved = Paths.resolve(path, relativeTo: stateDirectory)
             kind = .feed(resolved)
-            feed = SerialReader(path: resolved, baud: 115200)
+            feed = HCIFeed(path: resolved)
         case nil:
             kind = .none
             feed = nil
         }
-        scanMode = board.scanMode
-        powerOn = board.powerOn
-        monitorStatePath = Paths.resolve("bluetooth-monitor", relativeTo: stateDirectory)
+        adapter = BluetoothAdapter(board: board, stateDirectory: stateDirectory, settings: TierPolicy(tier: tier).scanSettings)
         healing = AdapterHealing(lines: board.bluetoothLines, health: health, now: now)
-        sightings = .allocate(capacity: BluetoothSource.sightingCapacity)
     }
 
-    deinit { sightings.deallocate() }
+    /// Sightings the last `read` gathered, in `sighting(_:)`.
+    var sightingCount: Int { sightings.count }
+    /// Since start: sightings handed on, events that were not well-formed HCI, and sightings
+    /// that did not fit the buffer.
+    var sightingsGathered: Int { sightings.gathered }
+    var rejectedEvents: Int { sightings.rejectedEvents }
+    var droppedSightings: Int { sightings.dropped }
 
     // MARK: the loop's surface
 
@@ -102,7 +66,7 @@ final class BluetoothSource: LoopComponent {
 
     func register(in poll: inout PollSet) {
         switch kind {
-        case .adapter: readIndex = poll.add(scan.descriptor)
+        case .adapter: readIndex = poll.add(adapter.scan.descriptor)
         case .feed: readIndex = poll.add(feed?.descriptor)
         case .none: readIndex = nil
         }
@@ -112,8 +76,7 @@ final class BluetoothSource: LoopComponent {
         switch kind {
         case .adapter:
             if healthExpected { next.consider(healing.ladder.nextDeadline) }
-            if scan.isOpen && !scan.isKernel { next.consider(nextAdapterCheck) }
-            if let attempt = scan.nextAttemptAtNs { next.consider(MonotonicInstant(nanoseconds: attempt)) }
+            adapter.deadlines(&next)
         case .feed:
             if let attempt = feed?.nextAttemptAtNs { next.consider(MonotonicInstant(nanoseconds: attempt)) }
         case .none:
@@ -125,28 +88,9 @@ final class BluetoothSource: LoopComponent {
     func openIfDue(_ now: AgentTime) {
         switch kind {
         case .adapter(let index):
-            if scan.isUndecided { decide(index) }
-            guard let (text, started, unanswered) = scan.startIfDue(now: now.monotonic.nanoseconds) else { return }
-            if started { AgentLog.info("locus: bluetooth: " + text) } else { AgentLog.warning("locus: bluetooth: " + text) }
-            if unanswered { healing.commandTimedOut(now.monotonic) }
-            if !started, scanMode == .auto, scan.kernelUnsupported {
-                AgentLog.info("locus: bluetooth: scan = auto: the kernel cannot scan for others; using raw HCI commands")
-                scan = .raw(.init(HCIScanner(adapterIndex: index, settings: wantedSettings)))
-            }
-            nextAdapterCheck = now.monotonic + BluetoothSource.adapterCheckIntervalNs
-        case .feed(let path):
-            switch feed?.openIfDue(now: now.monotonic.nanoseconds) {
-            case .opened?:
-                AgentLog.info("locus: bluetooth: reading the HCI feed \(path)\(OpenFailureReport.afterFailures(feedOpenFailures))")
-                feedOpenFailures = 0
-            case .openFailed(let error, let retry)?:
-                feedOpenFailures += 1
-                if let text = OpenFailureReport.text(feedOpenFailures, error, retryMs: retry) {
-                    AgentLog.warning("locus: bluetooth: cannot open the HCI feed \(path): \(text)")
-                }
-            case .lost?, nil:
-                break
-            }
+            if adapter.startIfDue(index, now: now) { healing.commandTimedOut(now.monotonic) }
+        case .feed:
+            feed?.openIfDue(now)
         case .none:
             break
         }
@@ -156,98 +100,53 @@ final class BluetoothSource: LoopComponent {
     /// first) from the adapter's socket, or from the feed through the H4 framer, go through one
     /// gather into the sighting buffer, stamped with the turn's UTC time.
     func read(_ poll: borrowing PollSet, _ now: AgentTime) {
-        sightingCount = 0
+        sightings.clear()
         guard poll.readable(readIndex) else { return }
         // Locals, not `self`, in the gather: the framer's allocation-free path may not retain.
-        let time = now.utc, buffer = sightings
+        let time = now.utc, buffer = sightings.storage
         var count = 0, rejected = 0, dropped = 0, reports = 0
         switch kind {
         case .adapter(let index):
-            if let text = scan.read(now.monotonic.nanoseconds, time, buffer, &count, &rejected, &dropped, &reports) {
+            if let text = adapter.scan.read(now.monotonic.nanoseconds, time, buffer, &count, &rejected, &dropped, &reports) {
                 AgentLog.warning("locus: bluetooth: \(text)")
             }
             reportsHeard += reports
             healing.observe(reports: reportsHeard, now: now.monotonic, adapter: "hci" + String(index))
-        case .feed(let path):
-            let event = feed?.read(now: now.monotonic.nanoseconds) { bytes in
-                h4.consume(bytes) { packet in SightingGather.gather(packet, time, buffer, &count, &rejected, &dropped, &reports) }
-            }
-            if case .lost? = event { AgentLog.warning("locus: bluetooth: the HCI feed \(path) closed; reopening") }
+        case .feed:
+            feed?.read(now, time, buffer, &count, &rejected, &dropped, &reports)
         case .none:
             break
         }
-        sightingCount = count
-        sightingsGathered += count
-        rejectedEvents += rejected
-        droppedSightings += dropped
-        if dropped > 0 && droppedSightings >= 2 * droppedReported {
-            droppedReported = droppedSightings
-            AgentLog.warning("locus: bluetooth: \(droppedSightings) sightings dropped since start: more than \(BluetoothSource.sightingCapacity) in one read")
+        if sightings.record(stored: count, rejected: rejected, dropped: dropped) {
+            AgentLog.warning("locus: bluetooth: \(sightings.dropped) sightings dropped since start: more than \(BluetoothSource.sightingCapacity) in one read")
         }
     }
 
-    func sighting(_ index: Int) -> Sighting {
-        precondition(index >= 0 && index < sightingCount)
-        return sightings[index]
-    }
+    func sighting(_ index: Int) -> Sighting { sightings[index] }
 
-    /// Asks the kernel whether the adapter is still up, every `adapterCheckIntervalNs`.
+    /// Asks the kernel whether the adapter is still up, every `BluetoothAdapter.checkIntervalNs`.
     func checkAdapter(_ now: AgentTime) {
-        guard case .adapter = kind, scan.isOpen, now.monotonic >= nextAdapterCheck else { return }
-        nextAdapterCheck = now.monotonic + BluetoothSource.adapterCheckIntervalNs
-        if let text = scan.checkAdapter(now: now.monotonic.nanoseconds) { AgentLog.warning("locus: bluetooth: \(text)") }
+        guard case .adapter = kind else { return }
+        adapter.checkIfDue(now: now)
     }
 
     /// The radios' tier changed: the scan's duty cycle follows (a feed has none), unless beacon
     /// ranging holds it at the finest.
     func reconfigure(_ settings: ScanSettings) {
-        tierSettings = settings
+        adapter.followTier(settings)
         applyScan()
     }
 
     /// The scan timing a raw scan runs with (nil for a feed, no Bluetooth, or the kernel mode,
     /// where the kernel times the scan).
     var scanSettings: ScanSettings? {
-        guard case .adapter = kind, !scan.isKernel else { return nil }
-        return wantedSettings
+        guard case .adapter = kind, !adapter.scan.isKernel else { return nil }
+        return adapter.wantedSettings
     }
-
-    private var wantedSettings: ScanSettings { rangingScan ? TierPolicy(tier: .best).scanSettings : tierSettings }
 
     private func applyScan() {
-        guard case .adapter = kind, let problem = scan.reconfigure(wantedSettings) else { return }
-        AgentLog.warning("locus: bluetooth: restarting the scan at the new duty cycle: \(problem)")
-    }
-
-    /// `scan = "auto"`: the kernel mode when another program has a mgmt socket open (bluetoothd,
-    /// btmgmt: they drive this adapter through the kernel, which must then be the one that scans)
-    /// or when the monitor replay cannot be read (the kernel mode is safe beside anyone); raw HCI
-    /// commands when nobody else uses Bluetooth. An HCI user-channel holder owns the adapter
-    /// outright: said in one line, since neither mode can share it.
-    private func decide(_ index: Int) {
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 8)
-        defer { buffer.deallocate() }
-        let name = "hci" + String(index)
-        var reason = "no other program uses Bluetooth"
-        switch HCIUsers.read(MgmtSocket(), buffer: buffer) {
-        case .success(let users):
-            for user in users where user.name != "locus" {
-                coUsers.append(user.description)
-                if user.channel == .control && coUsers.count == 1 { reason = "beside " + user.name }
-                if user.channel == .user && Int(user.index) == index {
-                    AgentLog.error("locus: bluetooth: " + name + " is held exclusively through the HCI user channel by '" + user.name + "'; it cannot be shared: stop it or give Locus another adapter")
-                }
-            }
-        case .failure:
-            reason = "the monitor channel is not readable"
-        }
-        let kernel = scanMode == .kernel || (scanMode == .auto && reason != "no other program uses Bluetooth")
-        if kernel {
-            scan = .kernel(.init(KernelScanner(adapterIndex: index, powerOn: powerOn, statePath: monitorStatePath, driver: MgmtSocket())))
-        } else {
-            scan = .raw(.init(HCIScanner(adapterIndex: index, settings: wantedSettings)))
-        }
-        if scanMode == .auto { AgentLog.info("locus: bluetooth: " + name + ": scan = auto: " + (kernel ? "kernel" : "raw") + " mode (" + reason + ")") }
+        guard case .adapter = kind else { return }
+        adapter.applyScan()
     }
 
     // MARK: beacon ranging
@@ -257,8 +156,8 @@ final class BluetoothSource: LoopComponent {
     /// hundredMeters' 30/120 ms about one advertisement in four). Called every turn; the scan
     /// restarts only when it changes.
     func scanForRanging(_ active: Bool) {
-        guard active != rangingScan else { return }
-        rangingScan = active
+        guard active != adapter.rangingScan else { return }
+        adapter.holdForRanging(active)
         if case .adapter = kind { AgentLog.info("locus: bluetooth: \(active ? "continuous scan while beacons are ranged" : "ranging ended; the scan follows the radios' tier")") }
         applyScan()
     }
@@ -270,23 +169,23 @@ final class BluetoothSource: LoopComponent {
             line.string("source", "none")
         case .adapter(let index):
             line.string("source", "hci\(index)")
-            line.string("mode", scan.modeName)
-            line.boolean("scanning", scan.isOpen)
-            line.integer("losses", scan.losses)
+            line.string("mode", adapter.scan.modeName)
+            line.boolean("scanning", adapter.scan.isOpen)
+            line.integer("losses", adapter.scan.losses)
             line.beginArray("co_users")
-            for user in coUsers { line.string(user) }
+            for user in adapter.coUsers { line.string(user) }
             line.endArray()
-            line.integer("monitor_readds", scan.monitorReadds)
+            line.integer("monitor_readds", adapter.scan.monitorReadds)
             line.integer("reports", reportsHeard)
             healing.status(into: &line, now: MonotonicClock.instant)
         case .feed(let path):
             line.string("source", path)
             line.boolean("open", feed?.isOpen ?? false)
         }
-        line.integer("sightings", sightingsGathered)
-        line.integer("rejected_events", rejectedEvents)
-        line.integer("dropped_sightings", droppedSightings)
-        line.boolean("ranging_scan", rangingScan)
+        line.integer("sightings", sightings.gathered)
+        line.integer("rejected_events", sightings.rejectedEvents)
+        line.integer("dropped_sightings", sightings.dropped)
+        line.boolean("ranging_scan", adapter.rangingScan)
         line.endObject()
     }
 
@@ -301,11 +200,11 @@ final class BluetoothSource: LoopComponent {
     /// `openIfDue` starts it again on the next turn.
     func checkHealth(_ now: AgentTime, beaconsExpected: Bool) {
         guard case .adapter(let index) = kind else { return }
-        let adapter = "hci" + String(index)
-        healthExpected = beaconsExpected && !scan.isUndecided
-        guard let step = healing.check(now.monotonic, expected: healthExpected, adapter: adapter) else { return }
-        if let problem = scan.stop() { AgentLog.warning("locus: bluetooth: stopping the scan: " + problem) }
-        scan.restartSoon()
+        let name = "hci" + String(index)
+        healthExpected = beaconsExpected && !adapter.scan.isUndecided
+        guard let step = healing.check(now.monotonic, expected: healthExpected, adapter: name) else { return }
+        if let problem = adapter.scan.stop() { AgentLog.warning("locus: bluetooth: stopping the scan: " + problem) }
+        adapter.scan.restartSoon()
         var problem: String? = nil
         switch step {
         case .rescan: break
@@ -316,7 +215,7 @@ final class BluetoothSource: LoopComponent {
             // The settle starts when the supply is back.
             healing.postpone(now.monotonic + healing.lines.powerOffMs * 1_000_000)
         }
-        if let problem { AgentLog.warning("locus: bluetooth: " + adapter + ": " + step.description + ": " + problem) }
+        if let problem { AgentLog.warning("locus: bluetooth: " + name + ": " + step.description + ": " + problem) }
     }
 
     /// A power cut the healing asked for, once.
@@ -326,118 +225,8 @@ final class BluetoothSource: LoopComponent {
     }
 
     func shutdown(now: AgentTime) {
-        if let problem = scan.stop() { AgentLog.warning("locus: bluetooth: stopping the scan: \(problem)") }
+        if let problem = adapter.scan.stop() { AgentLog.warning("locus: bluetooth: stopping the scan: \(problem)") }
         feed?.close()
-    }
-}
-
-/// The loop's calls on whichever scanner was chosen.
-extension AdapterScan {
-    var isKernel: Bool { if case .kernel = self { return true } else { return false } }
-    var isUndecided: Bool { if case .undecided = self { return true } else { return false } }
-
-    var descriptor: Descriptor? {
-        switch self {
-        case .raw(let box): return box.scanner.descriptor
-        case .kernel(let box): return box.scanner.descriptor
-        case .undecided: return nil
-        }
-    }
-
-    var isOpen: Bool { descriptor != nil }
-
-    var nextAttemptAtNs: Int64? {
-        switch self {
-        case .raw(let box): return box.scanner.nextAttemptAtNs
-        case .kernel(let box): return box.scanner.nextAttemptAtNs
-        case .undecided: return nil
-        }
-    }
-
-    var modeName: String {
-        switch self {
-        case .raw: return "raw"
-        case .kernel: return "kernel"
-        case .undecided: return "undecided"
-        }
-    }
-
-    var losses: Int {
-        switch self {
-        case .raw(let box): return box.scanner.losses
-        case .kernel(let box): return box.scanner.losses
-        case .undecided: return 0
-        }
-    }
-
-    var monitorReadds: Int { if case .kernel(let box) = self { return box.scanner.monitorReadds } else { return 0 } }
-    var kernelUnsupported: Bool { if case .kernel(let box) = self { return box.scanner.unsupported } else { return false } }
-
-    /// The start's log text, whether scanning started (or the monitor is being added again), and
-    /// whether a command went unanswered (the self-healing's cue).
-    func startIfDue(now: Int64) -> (String, Bool, Bool)? {
-        switch self {
-        case .raw(let box):
-            guard let event = box.scanner.startIfDue(now: now) else { return nil }
-            if case .started = event { return ("hci" + String(box.scanner.adapterIndex) + ": " + event.description, true, false) }
-            if case .startFailed(let error, _) = event { return (event.description, false, error.isUnanswered) }
-            return (event.description, false, false)
-        case .kernel(let box):
-            guard let event = box.scanner.startIfDue(now: now) else { return nil }
-            switch event {
-            case .started: return ("hci" + String(box.scanner.adapterIndex) + ": " + event.description, true, false)
-            case .readding: return (event.description, true, false)
-            case .startFailed(let error, _): return (event.description, false, error.isUnanswered)
-            default: return (event.description, false, false)
-            }
-        case .undecided:
-            return nil
-        }
-    }
-
-    /// Reads what the scanner has into the sighting buffer; the text of anything to log.
-    func read(_ now: Int64, _ time: UTCTime, _ buffer: UnsafeMutableBufferPointer<Sighting>,
-              _ count: inout Int, _ rejected: inout Int, _ dropped: inout Int, _ reports: inout Int) -> String? {
-        switch self {
-        case .raw(let box):
-            return box.scanner.read(now: now) { packet in SightingGather.gather(packet, time, buffer, &count, &rejected, &dropped, &reports) }?.description
-        case .kernel(let box):
-            let before = box.scanner.rejectedEvents
-            let event = box.scanner.read(now: now) { report in SightingGather.store(report, time, buffer, &count, &dropped, &reports) }
-            rejected += box.scanner.rejectedEvents - before
-            return event?.description
-        case .undecided:
-            return nil
-        }
-    }
-
-    /// A raw socket goes quiet when its adapter goes down; the kernel mode hears it as mgmt events.
-    func checkAdapter(now: Int64) -> String? {
-        guard case .raw(let box) = self else { return nil }
-        return box.scanner.checkAdapter(now: now)?.description
-    }
-
-    /// New raw scan timing; the kernel times its own scan.
-    func reconfigure(_ settings: ScanSettings) -> String? {
-        guard case .raw(let box) = self else { return nil }
-        return box.scanner.reconfigure(settings)?.description
-    }
-
-    /// After a self-healing step: start again as soon as possible.
-    func restartSoon() {
-        switch self {
-        case .raw(let box): box.scanner.restartSoon()
-        case .kernel(let box): box.scanner.restartSoon()
-        case .undecided: break
-        }
-    }
-
-    func stop() -> String? {
-        switch self {
-        case .raw(let box): return box.scanner.stop()?.description
-        case .kernel(let box): return box.scanner.stop()?.description
-        case .undecided: return nil
-        }
     }
 }
 

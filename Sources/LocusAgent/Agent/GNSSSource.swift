@@ -7,7 +7,8 @@ import LocusDevices
 /// only queues: `writeReceiverQueue` writes what it queued).
 ///
 /// Fixes go to a buffer the loop takes them from (`fixCount`, `fix(_:)`): they are decided, logged
-/// and streamed by other components, in the loop, never from inside a read.
+/// and streamed by other components, in the loop, never from inside a read. The port itself, its
+/// path, its failed opens and its losses are a type of their own (`GNSSPort`).
 final class GNSSSource: LoopComponent {
     /// The shortest sentence that can complete an epoch: "$GPGGA" and a line end (the framer
     /// passes no less, even with `allow_missing_checksum`).
@@ -17,7 +18,9 @@ final class GNSSSource: LoopComponent {
     static let fixCapacity = SerialReader.defaultBufferSize / shortestSentenceBytes + 1
 
     /// nil on a board without a receiver (no `[gnss]`).
-    private var reader: SerialReader?
+    private var port: GNSSPort?
+    /// The port's path ("" without one): a constant here, so the calls that log with it (every
+    /// turn's health check and read) take it without copying it out of the port.
     private let path: String
     private var decoder: NMEADecoder
     /// The receiver's configuration for the radios' preset and tier.
@@ -25,10 +28,7 @@ final class GNSSSource: LoopComponent {
     private let fixes: UnsafeMutableBufferPointer<Fix>
     /// Timed fixes the last `read` decoded, in `fix(_:)`.
     private(set) var fixCount = 0
-    private var openFailures = 0
     private var readIndex: PollSet.Index? = nil
-    /// A port lost in the last `read`, reported by `endRead` once the fixes are taken.
-    private var loss: SystemError?? = nil
     /// Timed fixes since start, and the newest.
     private(set) var fixesDecoded = 0
     private(set) var lastFix: Fix? = nil
@@ -41,26 +41,26 @@ final class GNSSSource: LoopComponent {
          now: MonotonicInstant = MonotonicClock.instant) {
         if let gnss = board.gnss {
             path = Paths.resolve(gnss.device, relativeTo: stateDirectory)
-            reader = SerialReader(path: path, baud: gnss.baud)
+            port = GNSSPort(path: path, baud: gnss.baud)
             decoder = NMEADecoder(allowMissingChecksum: gnss.allowMissingChecksum)
         } else {
             path = ""
-            reader = nil
+            port = nil
             decoder = NMEADecoder()
         }
         // The same preset and tier the site updater uses (`LiveUpdates` changes them by order).
         receiver = ReceiverControl(receiver: board.gnss?.receiver ?? .genericNMEA, preset: settings.configuration, tier: settings.tier)
         healing = ReceiverHealing(receiver: receiver.receiver, lines: board.gnss?.lines ?? BoardConfig.RadioLines(), health: health, now: now)
-        precondition((reader?.bufferSize ?? 0) <= SerialReader.defaultBufferSize, "the fix buffer is sized for one default read buffer")
+        precondition((port?.reader.bufferSize ?? 0) <= SerialReader.defaultBufferSize, "the fix buffer is sized for one default read buffer")
         fixes = .allocate(capacity: GNSSSource.fixCapacity)
     }
 
     deinit { fixes.deallocate() }
 
-    var isConfigured: Bool { reader != nil }
+    var isConfigured: Bool { port != nil }
 
     /// The port while it is open.
-    var descriptor: Descriptor? { reader?.descriptor }
+    var descriptor: Descriptor? { port?.descriptor }
 
     /// What `LiveUpdates` needs to know to ask the receiver to sleep.
     var receiverState: ReceiverState { ReceiverState(receiver: receiver.receiver, portOpen: receiver.portOpen) }
@@ -69,22 +69,23 @@ final class GNSSSource: LoopComponent {
 
     var maximumDescriptors: Int { 1 }
 
-    func register(in poll: inout PollSet) { readIndex = poll.add(reader?.descriptor) }
+    func register(in poll: inout PollSet) { readIndex = poll.add(port?.descriptor) }
 
     func deadlines(_ next: inout NextDeadline) {
         guard isConfigured else { return }
-        if let attempt = reader?.nextAttemptAtNs { next.consider(MonotonicInstant(nanoseconds: attempt)) }
+        if let attempt = port?.reader.nextAttemptAtNs { next.consider(MonotonicInstant(nanoseconds: attempt)) }
         next.consider(receiver.nextDeadline)
         if receiverShouldTalk { next.consider(healing.ladder.nextDeadline) }
     }
 
     /// The port is open and the receiver awake: it should be sending sentences.
-    private var receiverShouldTalk: Bool { (reader?.isOpen ?? false) && !receiver.asleep }
+    private var receiverShouldTalk: Bool { (port?.isOpen ?? false) && !receiver.asleep }
 
     /// Every turn, after the read: a silent receiver's next healing step when it is due.
     func checkHealth(_ now: AgentTime) {
         guard isConfigured else { return }
-        if let request = healing.check(now.monotonic, expected: receiverShouldTalk, receiver: &receiver, path: path, baud: reader?.baud ?? 0) {
+        if let request = healing.check(now.monotonic, expected: receiverShouldTalk, receiver: &receiver, path: path,
+                                       baud: port?.reader.baud ?? 0) {
             lineRequest = request
         }
     }
@@ -97,25 +98,15 @@ final class GNSSSource: LoopComponent {
 
     /// Opens the port when its retry time has come; a port just opened gets the plan from the start.
     func openIfDue(_ now: AgentTime) {
-        switch reader?.openIfDue(now: now.monotonic.nanoseconds) {
-        case .opened?:
-            AgentLog.info("locus: gnss: reading \(path) at \(reader?.baud ?? 0) baud\(OpenFailureReport.afterFailures(openFailures))")
-            openFailures = 0
-            receiver.portOpened(now: now.monotonic)
-        case .openFailed(let error, let retry)?:
-            openFailures += 1
-            if let text = OpenFailureReport.text(openFailures, error, retryMs: retry) { AgentLog.warning("locus: gnss: cannot open \(path): \(text)") }
-        case .lost?, nil:
-            break
-        }
+        if port?.openIfDue(now) == true { receiver.portOpened(now: now.monotonic) }
     }
 
     /// Writes what the receiver control has queued, and logs a plan once it has settled.
     func writeReceiverQueue(_ now: AgentTime) {
         // Nothing is due before the receiver control's deadline (most turns, and always for a
         // generic-nmea receiver).
-        guard let due = receiver.nextDeadline, now.monotonic >= due, let port = reader?.descriptor else { return }
-        guard receiver.service(now: now.monotonic, write: { SerialReader.write($0, to: port) }) else { return }
+        guard let due = receiver.nextDeadline, now.monotonic >= due, let portDescriptor = port?.descriptor else { return }
+        guard receiver.service(now: now.monotonic, write: { SerialReader.write($0, to: portDescriptor) }) else { return }
         let report = receiver.settledReport()
         if report.allConfirmed {
             AgentLog.info("locus: gnss: \(report.text)")
@@ -129,12 +120,12 @@ final class GNSSSource: LoopComponent {
     func read(_ poll: borrowing PollSet, _ now: AgentTime) {
         fixCount = 0
         guard poll.readable(readIndex) else { return }
-        let event = reader?.read(now: now.monotonic.nanoseconds, maximumReads: 1) { bytes in
+        let event = port?.reader.read(now: now.monotonic.nanoseconds, maximumReads: 1) { bytes in
             receiver.consume(bytes)
             decoder.consume(bytes) { fix in store(fix) }
         }
         healing.observe(intactSentences: decoder.statistics.intact, now: now.monotonic, path: path)
-        if case .lost(let error)? = event { loss = .some(error) }
+        if case .lost(let error)? = event { port?.lost(error) }
     }
 
     func fix(_ index: Int) -> Fix {
@@ -150,8 +141,7 @@ final class GNSSSource: LoopComponent {
             AgentLog.warning("locus: gnss: the receiver restarted (its start-up message); configuring it again")
             receiver.restarted(now: now.monotonic)
         }
-        if case .some(let error) = loss {
-            loss = nil
+        if case .some(let error) = port?.takeLoss() {
             receiver.portLost()
             AgentLog.warning("locus: gnss: \(path) went away (\(error.map { "\($0)" } ?? "end of file")); reopening")
         }
@@ -172,9 +162,9 @@ final class GNSSSource: LoopComponent {
         line.boolean("configured", isConfigured)
         if isConfigured {
             line.string("device", path)
-            line.boolean("open", reader?.isOpen ?? false)
-            line.integer("bytes", reader?.bytesRead ?? 0)
-            line.integer("losses", reader?.losses ?? 0)
+            line.boolean("open", port?.isOpen ?? false)
+            line.integer("bytes", port?.reader.bytesRead ?? 0)
+            line.integer("losses", port?.reader.losses ?? 0)
             line.integer("fixes", fixesDecoded)
             if let time = lastFix?.time { line.string("last_fix", time.iso8601) }
             let counts = decoder.statistics
@@ -190,7 +180,7 @@ final class GNSSSource: LoopComponent {
     /// SIGHUP: a healing that gave up starts afresh ([health] itself is read at start).
     func reload(_ config: LoadedConfig, now: AgentTime) { healing.reset(now.monotonic) }
 
-    func shutdown(now: AgentTime) { reader?.close() }
+    func shutdown(now: AgentTime) { port?.reader.close() }
 
     // MARK: the fix buffer
 

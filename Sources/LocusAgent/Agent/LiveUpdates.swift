@@ -11,6 +11,11 @@ import LocusDevices
 /// `nextReceiverOrder`: sleep, wake and plan orders for the GNSS source; `takeScanSettings`:
 /// the BLE scan's duty cycle).
 ///
+/// Its parts, each in a type of its own: the streams (`UpdateStreams`), the orders the loop takes
+/// (`RadioOrders`), the motion input (`MotionInput`), the location requests
+/// (`LocationRequests`). What stays here is what ties them together: the site updater, the pause,
+/// the radios' tier, and the rendering of what the loop takes.
+///
 /// The radios run at the finest tier anyone asks for: the site's `[updates] accuracy`, or a
 /// client's finer one while its stream is open (as a finer CLLocationManager desiredAccuracy
 /// raises the system's). The receiver's platform model is the site's preset: one receiver, one
@@ -23,8 +28,6 @@ final class LiveUpdates: LoopComponent {
     /// A stream's lines from one call: at most what a control connection's output buffer holds
     /// (asserted against it at start); more is a client that cannot keep up.
     static let streamBytes = 64 << 10
-    /// Receiver orders one call can queue (a pause's wake and a sample's sleep, a plan).
-    static let orderCapacity = 8
 
     /// What the loop takes after every call, in order.
     enum Item {
@@ -47,55 +50,29 @@ final class LiveUpdates: LoopComponent {
         case busy
     }
 
-    /// One control connection's stream.
-    struct Stream {
-        let updater: LiveUpdater
-        let preset: LivePreset
-        let tier: AccuracyTier
-        var batch = 0
-    }
-
     private let site: SiteConfig.Updates
     let siteUpdater: LiveUpdater
     /// Sees every output of the site updater as the loop takes it (`locus replay --updates`
     /// prints them); nil in `locus run`.
     var siteOutputTap: ((LiveOutput) -> Void)? = nil
     /// Each control slot's stream, if it asked for one.
-    private var streams: [Stream?]
-    /// Streams open (an agent without any looks at no slot).
-    private var streamCount = 0
+    private var streams: UpdateStreams
     private var pause: PauseController
     /// The tier the receiver and the BLE scan run at.
     private(set) var radioTier: AccuracyTier
     /// `[updates] motion_input`.
-    private let motion: GPIOInput?
-    private var motionIndex: PollSet.Index? = nil
+    private var motion: MotionInput
     /// Boundary-aware sampling: when the receiver, off between fixes, is to be woken.
     private var sampleWakeAt: UTCTime? = nil
     private var privacy: SiteConfig.FixPrivacy
     /// `[geocoding] annotate`: updates, visits and located replies carry the place nearest them.
     private let places: PlaceLabels?
-    private var orders: [ReceiverOrder] = []
-    private var ordersTaken = 0
-    private var scanSettings: ScanSettings? = nil
-    /// `nextItem`'s place: the stream it renders next.
-    private var nextSlot = 0
-    /// One batch's updates, waiting for its end to be numbered.
-    private let batch: UnsafeMutableBufferPointer<LocationUpdate>
+    /// Receiver orders and the scan's timing, until the loop takes them.
+    private var radios = RadioOrders()
+    /// What `nextItem` hands the loop: a stream's lines, a located reply.
     private var line = JSONWriter(capacity: LiveUpdates.streamBytes)
-    private var scratch = JSONWriter(capacity: 2048)
-    // MARK: single location request (state)
-    /// Location requests waiting for a fix, one per control slot.
-    private let locates: LocateRequests
-    /// The last fix with a position (any filter's verdict aside), for requests answered at once.
-    private var lastFix: Fix? = nil
-    /// Since when requests have been waiting (the receiver kept awake for them), and the total.
-    private var locateWaitingSinceNs: Int64? = nil
-    private var locateWaitingNs: Int64 = 0
-    private var locatesAtOnce = 0
-    private var locatesLocated = 0
-    private var locatesLimited = 0
-    private var locatesUnavailable = 0
+    /// Location requests waiting, the last fix that answers one at once, what they came to.
+    private var requests: LocationRequests
 
     /// Opens the motion input, if the site names one (the board's input of that name).
     init(loaded: LoadedConfig, slots: Int, stateDirectory: String) throws(GPIOError) {
@@ -105,35 +82,24 @@ final class LiveUpdates: LoopComponent {
         radioTier = site.accuracy
         privacy = loaded.site.fixPrivacy
         places = loaded.placeLabels
-        streams = Array(repeating: nil, count: slots)
-        locates = LocateRequests(capacity: slots)
-        orders.reserveCapacity(LiveUpdates.orderCapacity)
-        batch = .allocate(capacity: max(1, site.batchCount))
-        if let name = site.motionInput, let gpio = loaded.board.gpio, let input = gpio.inputs.first(where: { $0.name == name }) {
-            if case .simulated = gpio.chip { _ = Files.makeDirectory(Paths.join(stateDirectory, "sim"), mode: 0o750) }
-            motion = try GPIOInput(chip: gpio.chip, input: input, simulationPath: Paths.join(stateDirectory, "sim/input-\(name)"))
-            AgentLog.info("locus: gpio: input \(name) (line \(input.line)) wakes the paused receiver")
-        } else {
-            motion = nil
-        }
+        streams = UpdateStreams(slots: slots, batchCount: site.batchCount)
+        requests = LocationRequests(slots: slots)
+        motion = try MotionInput(loaded: loaded, stateDirectory: stateDirectory)
     }
-
-    deinit { batch.deallocate() }
 
     // MARK: the loop's surface
 
     var maximumDescriptors: Int { 1 }
 
-    func register(in poll: inout PollSet) { motionIndex = poll.add(motion?.descriptor) }
+    func register(in poll: inout PollSet) { motion.register(in: &poll) }
 
     /// Batch ages, silences, the pause's probes, the sample wake-up: all on the UTC clock.
     func deadlines(_ next: inout NextDeadline) {
         next.consider(siteUpdater.nextDeadlineNs.map { UTCTime(nanoseconds: $0) })
         next.consider(pause.nextDeadlineNs.map { UTCTime(nanoseconds: $0) })
         next.consider(sampleWakeAt)
-        next.consider(locates.earliestDeadlineNs.map { MonotonicInstant(nanoseconds: $0) })
-        guard streamCount > 0 else { return }
-        for slot in streams.indices { next.consider(streams[slot]?.updater.nextDeadlineNs.map { UTCTime(nanoseconds: $0) }) }
+        next.consider(requests.pending.earliestDeadlineNs.map { MonotonicInstant(nanoseconds: $0) })
+        if streams.count > 0 { streams.deadlines(&next) }
     }
 
     func status(into line: inout JSONWriter) {
@@ -146,15 +112,15 @@ final class LiveUpdates: LoopComponent {
         line.integer("probes", pause.probes)
         line.integer("motion_wakes", pause.motionWakes)
         line.integer("filtered", siteUpdater.filteredCount)
-        line.integer("streams", streamCount)
+        line.integer("streams", streams.count)
         line.beginObject("locate")
-        line.integer("waiting", locates.waitingCount)
-        line.integer("at_once", locatesAtOnce)
-        line.integer("located", locatesLocated)
-        line.integer("accuracy_limited", locatesLimited)
-        line.integer("unavailable", locatesUnavailable)
+        line.integer("waiting", requests.pending.waitingCount)
+        line.integer("at_once", requests.atOnce)
+        line.integer("located", requests.located)
+        line.integer("accuracy_limited", requests.accuracyLimited)
+        line.integer("unavailable", requests.unavailable)
         line.integer("wakes", pause.requestWakes)
-        line.number("waiting_s", Double(locateWaitingNs) / 1e9, decimals: 1)
+        line.number("waiting_s", Double(requests.waitingNs) / 1e9, decimals: 1)
         line.endObject()
         line.endObject()
     }
@@ -176,12 +142,12 @@ final class LiveUpdates: LoopComponent {
         let why: StaticString = isStationary == wasStationary ? "probe" : isStationary ? "stationary" : "moving again"
         carryOut(pause.observed(wasStationary: wasStationary, isStationary: isStationary, accepted: accepted,
                                 nowNs: time.totalNanoseconds), receiver, why: why)
-        if streamCount > 0 { for slot in streams.indices { streams[slot]?.updater.observe(fix, now: time) } }
+        streams.observe(fix, now: time)
         if fix.hasPosition {
-            lastFix = fix
-            if locates.waitingCount > 0 {
-                locates.observe(fix, nowNs: time.totalNanoseconds)
-                if locates.waitingCount == 0 { locatesReleased(time.totalNanoseconds) }
+            requests.lastFix = fix
+            if requests.pending.waitingCount > 0 {
+                requests.pending.observe(fix, nowNs: time.totalNanoseconds)
+                if requests.pending.waitingCount == 0 { locatesReleased(time.totalNanoseconds) }
             }
         }
         if accepted { scheduleNextFix(fix, time, receiver, engine) }
@@ -192,21 +158,21 @@ final class LiveUpdates: LoopComponent {
         siteUpdater.tick(now: now.utc)
         if let wakeAt = sampleWakeAt, now.utc >= wakeAt {
             sampleWakeAt = nil
-            if !pause.isPaused { queue(.wake) }
+            if !pause.isPaused { radios.queue(.wake) }
         }
-        if locates.waitingCount > 0 {
-            locates.tick(monotonicNs: now.monotonic.nanoseconds, nowNs: now.utc.totalNanoseconds)
-            if locates.waitingCount == 0 { locatesReleased(now.utc.totalNanoseconds) }
+        if requests.pending.waitingCount > 0 {
+            requests.pending.tick(monotonicNs: now.monotonic.nanoseconds, nowNs: now.utc.totalNanoseconds)
+            if requests.pending.waitingCount == 0 { locatesReleased(now.utc.totalNanoseconds) }
         }
         carryOut(pause.tick(isStationary: siteUpdater.isStationary, nowNs: now.utc.totalNanoseconds), receiver, why: "probe")
-        if streamCount > 0 { for slot in streams.indices { streams[slot]?.updater.tick(now: now.utc) } }
+        streams.tick(now: now.utc)
     }
 
     /// A monitor event is about to be handled: the batches go out first, so the log reads in the
     /// order things happened and subscribers get the fixes that led to the event.
     func flushForEvent(_ now: AgentTime) {
         siteUpdater.monitorEvent(now: now.utc)
-        if streamCount > 0 { for slot in streams.indices { streams[slot]?.updater.monitorEvent(now: now.utc) } }
+        streams.monitorEvent(now: now.utc)
     }
 
     /// The receiver announced a restart: it is awake, and the pause starts over.
@@ -218,7 +184,7 @@ final class LiveUpdates: LoopComponent {
     /// The motion input, when its line rose: the receiver wakes at once if it was paused. True
     /// when it rose (the loop takes what that queued).
     func readMotion(_ poll: borrowing PollSet, _ now: AgentTime, receiver: ReceiverState) -> Bool {
-        guard poll.readable(motionIndex), let motion, motion.readEdges() > 0 else { return false }
+        guard motion.rose(poll) else { return false }
         let action = pause.motion(nowNs: now.utc.totalNanoseconds)
         AgentLog.info("locus: updates: motion input\(pause.isPaused ? "; receiver awake for \(pause.motionHoldMs / 1000) s" : "")")
         carryOut(action, receiver, why: "motion input")
@@ -245,8 +211,7 @@ final class LiveUpdates: LoopComponent {
             settings.significantChange = true
             settings.significantChangeM = significantChangeM
         }
-        if streams[slot] == nil { streamCount += 1 }
-        streams[slot] = Stream(updater: LiveUpdater(settings: settings), preset: chosenPreset, tier: chosenTier)
+        streams.open(slot, UpdateStreams.Stream(updater: LiveUpdater(settings: settings), preset: chosenPreset, tier: chosenTier))
         AgentLog.info("locus: updates: stream \(slot) opened (\(chosenPreset), \(chosenTier))")
         applyRadioTier()
         return (chosenPreset, chosenTier, radioTier)
@@ -254,9 +219,7 @@ final class LiveUpdates: LoopComponent {
 
     /// A stream ends (`updates-stop`, its connection closed, or it could not keep up).
     func endStream(_ slot: Int) {
-        guard slot < streams.count, streams[slot] != nil else { return }
-        streams[slot] = nil
-        streamCount -= 1
+        guard streams.close(slot) else { return }
         AgentLog.info("locus: updates: stream \(slot) closed")
         applyRadioTier()
     }
@@ -264,10 +227,10 @@ final class LiveUpdates: LoopComponent {
     /// A control connection ended: its stream and its waiting location request end with it.
     func connectionEnded(_ slot: Int, _ now: AgentTime) {
         endStream(slot)
-        guard slot < locates.capacity, locates.isBusy(slot) else { return }
-        let waiting = locates.waitingCount
-        locates.cancel(slot: slot)
-        if waiting > 0 && locates.waitingCount == 0 { locatesReleased(now.utc.totalNanoseconds) }
+        guard slot < requests.pending.capacity, requests.pending.isBusy(slot) else { return }
+        let waiting = requests.pending.waitingCount
+        requests.pending.cancel(slot: slot)
+        if waiting > 0 && requests.pending.waitingCount == 0 { locatesReleased(now.utc.totalNanoseconds) }
     }
 
     // MARK: significant change
@@ -293,15 +256,15 @@ final class LiveUpdates: LoopComponent {
                 receiver: ReceiverState) -> LocateStart {
         let tier = accuracy ?? site.accuracy
         let nowNs = now.utc.totalNanoseconds
-        if LocateRequests.answersAtOnce(lastFix, tier: tier, maxAgeMs: maxAgeMs, nowNs: nowNs), let fix = lastFix, let time = fix.time {
-            locatesAtOnce += 1
+        if LocateRequests.answersAtOnce(requests.lastFix, tier: tier, maxAgeMs: maxAgeMs, nowNs: nowNs), let fix = requests.lastFix, let time = fix.time {
+            requests.answeredAtOnce()
             return .answered(fix, ageMs: (nowNs - time.totalNanoseconds) / 1_000_000)
         }
-        guard !locates.isBusy(slot) else { return .busy }
-        if locates.waitingCount == 0 { locateWaitingSinceNs = nowNs }
-        locates.start(slot: slot, id: id, tier: tier, timeoutMs: timeoutMs, monotonicNs: now.monotonic.nanoseconds)
+        guard !requests.pending.isBusy(slot) else { return .busy }
+        if requests.pending.waitingCount == 0 { requests.startedWaiting(nowNs: nowNs) }
+        requests.pending.start(slot: slot, id: id, tier: tier, timeoutMs: timeoutMs, monotonicNs: now.monotonic.nanoseconds)
         applyRadioTier()
-        if let deadlineNs = locates.latestDeadlineNs {
+        if let deadlineNs = requests.pending.latestDeadlineNs {
             // The pause keeps the UTC clock: the latest deadline as a UTC time from this turn's.
             let untilNs = nowNs + (deadlineNs - now.monotonic.nanoseconds)
             carryOut(pause.requested(untilNs: untilNs, nowNs: nowNs), receiver, why: "location request")
@@ -310,7 +273,7 @@ final class LiveUpdates: LoopComponent {
             // Off between boundary-aware samples: woken now rather than at the next sample.
             sampleWakeAt = nil
             AgentLog.info("locus: updates: waking the receiver (location request)")
-            queue(.wake)
+            radios.queue(.wake)
         }
         AgentLog.info("locus: updates: location request \(slot) waiting (\(tier), up to \(timeoutMs / 1000) s)")
         return .waiting
@@ -319,8 +282,7 @@ final class LiveUpdates: LoopComponent {
     /// The last waiting request was answered or went away: the receiver goes back to the plan it
     /// was on (the radios' tier without the requests; asleep again at the next tick if stationary).
     private func locatesReleased(_ nowNs: Int64) {
-        if let since = locateWaitingSinceNs { locateWaitingNs += max(0, nowNs - since) }
-        locateWaitingSinceNs = nil
+        requests.stoppedWaiting(nowNs: nowNs)
         pause.requestsAnswered(nowNs: nowNs)
         applyRadioTier()
     }
@@ -329,11 +291,11 @@ final class LiveUpdates: LoopComponent {
     private func renderLocated(_ request: LocateRequests.Request) {
         line.reset()
         guard let best = request.best, request.outcome != .unavailable else {
-            locatesUnavailable += 1
+            requests.answeredUnavailable()
             ControlReply.locationUnavailable(request.id, timeoutMs: request.timeoutMs, into: &line)
             return
         }
-        if request.outcome == .located { locatesLocated += 1 } else { locatesLimited += 1 }
+        requests.answered(located: request.outcome == .located)
         let fix = PrivacyFilter.shownFix(best, privacy)
         let ageMs = (request.answeredNs - (best.time?.totalNanoseconds ?? request.answeredNs)) / 1_000_000
         ControlReply.located(request.id, fix, ageMs: ageMs, accuracyLimited: request.outcome == .accuracyLimited, places: places, into: &line)
@@ -342,7 +304,7 @@ final class LiveUpdates: LoopComponent {
     /// The last fix's position as a client may see it (`[privacy]`), for ranking places by
     /// nearness (`geocode`); nil without a fix or with `fixes = "none"`.
     var lastPosition: GeoPoint? {
-        guard let lastFix, privacy != .none else { return nil }
+        guard let lastFix = requests.lastFix, privacy != .none else { return nil }
         let shown = PrivacyFilter.shownFix(lastFix, privacy)
         guard let latitude = shown.latitude, let longitude = shown.longitude else { return nil }
         return GeoPoint(latitude: latitude, longitude: longitude)
@@ -371,63 +333,23 @@ final class LiveUpdates: LoopComponent {
                 continue
             }
         }
-        if let answered = locates.nextAnswered() {
+        if let answered = requests.pending.nextAnswered() {
             renderLocated(answered.request)
             return .reply(slot: answered.slot, line: line.bytes)
         }
-        while streamCount > 0 && nextSlot < streams.count {
-            let slot = nextSlot
-            nextSlot += 1
-            guard render(slot) else { continue }
+        if streams.count > 0, let slot = streams.next(privacy: privacy, places: places, into: &line) {
             return .stream(slot: slot, line: line.overflowed ? nil : line.bytes)
         }
-        nextSlot = 0
         return nil
     }
 
-    func nextReceiverOrder() -> ReceiverOrder? {
-        guard ordersTaken < orders.count else {
-            orders.removeAll(keepingCapacity: true)
-            ordersTaken = 0
-            return nil
-        }
-        ordersTaken += 1
-        return orders[ordersTaken - 1]
-    }
+    /// What the pause, the samples and the radios' tier decided for the receiver, in order.
+    func nextReceiverOrder() -> ReceiverOrder? { radios.next() }
 
     /// The BLE scan's timing for a new radio tier, once.
-    func takeScanSettings() -> ScanSettings? {
-        defer { scanSettings = nil }
-        return scanSettings
-    }
+    func takeScanSettings() -> ScanSettings? { radios.takeScanSettings() }
 
     // MARK: internals
-
-    /// One stream's outputs as protocol lines into `line`; false when it has none.
-    private func render(_ slot: Int) -> Bool {
-        guard var stream = streams[slot] else { return false }
-        line.reset()
-        var waiting = 0
-        while let output = stream.updater.nextOutput() {
-            switch output {
-            case .update(let update):
-                precondition(waiting < batch.count, "a batch holds at most [updates] batch_count updates")
-                batch[waiting] = PrivacyFilter.update(update, privacy)
-                waiting += 1
-            case .batchEnd(let reason):
-                stream.batch += 1
-                for index in 0..<waiting {
-                    ControlReply.update(batch[index], batch: stream.batch, flush: reason, places: places, scratch: &scratch, into: &line)
-                }
-                waiting = 0
-            case .visit(let visit):
-                guard let shown = PrivacyFilter.visit(visit, privacy) else { continue }
-                ControlReply.visit(shown, places: places, into: &line)
-            }
-        }
-        streams[slot] = stream
-        return line.count > 0 || line.overflowed
-    }
 
     /// Boundary-aware sampling for the on/off tiers: after a fix, a receiver that can sleep
     /// (u-blox) goes into backup until the next fix is due (`SamplingPlanner`, from the nearest
@@ -444,7 +366,7 @@ final class LiveUpdates: LoopComponent {
         let due = SamplingPlanner(configuration, tier).nextFixTime(now: time, distanceToEdgeM: edgeM, accuracyM: accuracyM)
         let sleepMs = (due.totalNanoseconds - time.totalNanoseconds) / 1_000_000 - LiveUpdates.hotStartLeadMs
         guard sleepMs >= LiveUpdates.minimumSampleSleepMs, receiver.canSleep(durationMs: sleepMs) else { return }
-        queue(.sleep(durationMs: sleepMs))
+        radios.queue(.sleep(durationMs: sleepMs))
         sampleWakeAt = UTCTime(nanoseconds: time.totalNanoseconds + sleepMs * 1_000_000)
         AgentLog.debug("locus: updates: receiver off for \(sleepMs) ms (nearest fence edge \(edgeM.map { "\(Int($0)) m" } ?? "none"))")
     }
@@ -457,30 +379,24 @@ final class LiveUpdates: LoopComponent {
         case .sleep(let durationMs):
             sampleWakeAt = nil   // the pause owns the receiver now
             guard receiver.canSleep(durationMs: durationMs) else { return }
-            queue(.sleep(durationMs: durationMs))
+            radios.queue(.sleep(durationMs: durationMs))
             AgentLog.info("locus: updates: receiver asleep for \(durationMs / 1000) s (\(why))")
         case .wake:
             AgentLog.info("locus: updates: waking the receiver (\(why))")
-            queue(.wake)
+            radios.queue(.wake)
         }
     }
 
     /// The tier the radios run at: the finest of the site's and the open streams'. A change
     /// orders the receiver's plan and the scan's timing.
     private func applyRadioTier() {
-        var wanted = site.accuracy
-        for stream in streams { if let stream, stream.tier < wanted { wanted = stream.tier } }
-        if let requested = locates.finestTier, requested < wanted { wanted = requested }
+        var wanted = streams.finestTier(site.accuracy)
+        if let requested = requests.pending.finestTier, requested < wanted { wanted = requested }
         guard wanted != radioTier else { return }
         AgentLog.info("locus: updates: radios from \(radioTier) to \(wanted)")
         radioTier = wanted
         let policy = TierPolicy(tier: wanted)
-        scanSettings = policy.scanSettings
-        queue(.plan(siteUpdater.settings.configuration, policy))
-    }
-
-    private func queue(_ order: ReceiverOrder) {
-        precondition(orders.count < LiveUpdates.orderCapacity, "receiver orders not taken by the loop")
-        orders.append(order)
+        radios.scan(policy.scanSettings)
+        radios.queue(.plan(siteUpdater.settings.configuration, policy))
     }
 }

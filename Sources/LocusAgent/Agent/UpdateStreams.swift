@@ -1,0 +1,129 @@
+import LocusCore
+
+/// The control connections' live-update streams (`updates`), owned by `LiveUpdates`: one slot
+/// per control connection, each with its own updater, preset and tier; how many are open; the
+/// slot `next(privacy:places:into:)` renders next; and what a stream's lines are rendered with
+/// (one batch's updates waiting for its end to be numbered, the scratch an update's text goes
+/// through).
+///
+/// It decides nothing about the radios: `LiveUpdates` opens and closes streams and asks for the
+/// finest tier they want.
+struct UpdateStreams: ~Copyable {
+    /// One control connection's stream.
+    struct Stream {
+        let updater: LiveUpdater
+        let preset: LivePreset
+        let tier: AccuracyTier
+        var batch = 0
+    }
+
+    /// Each control slot's stream, if it asked for one.
+    private var streams: [Stream?]
+    /// Streams open (an agent without any looks at no slot).
+    private(set) var count = 0
+    /// `next`'s place: the slot it renders next.
+    private var nextSlot = 0
+    /// One batch's updates, waiting for its end to be numbered.
+    private let batch: UnsafeMutableBufferPointer<LocationUpdate>
+    private var scratch = JSONWriter(capacity: 2048)
+
+    /// `slots` control connections; a batch of at most `batchCount` updates (`[updates] batch_count`).
+    init(slots: Int, batchCount: Int) {
+        streams = Array(repeating: nil, count: slots)
+        batch = .allocate(capacity: max(1, batchCount))
+    }
+
+    deinit { batch.deallocate() }
+
+    // MARK: opening and closing
+
+    /// Opens (or replaces) control slot `slot`'s stream.
+    mutating func open(_ slot: Int, _ stream: Stream) {
+        if streams[slot] == nil { count += 1 }
+        streams[slot] = stream
+    }
+
+    /// Closes control slot `slot`'s stream; false when it had none.
+    mutating func close(_ slot: Int) -> Bool {
+        guard slot < streams.count, streams[slot] != nil else { return false }
+        streams[slot] = nil
+        count -= 1
+        // With none open `next` is not called (`LiveUpdates.nextItem` checks `count` first, so an
+        // idle turn passes nothing): it starts again at slot 0, as a call with none open would.
+        if count == 0 { nextSlot = 0 }
+        return true
+    }
+
+    /// The finest of `tier` and the open streams' tiers.
+    func finestTier(_ tier: AccuracyTier) -> AccuracyTier {
+        var wanted = tier
+        for stream in streams { if let stream, stream.tier < wanted { wanted = stream.tier } }
+        return wanted
+    }
+
+    // MARK: every stream's updater
+
+    /// Each stream's batch ages and silences.
+    func deadlines(_ next: inout NextDeadline) {
+        guard count > 0 else { return }
+        for slot in streams.indices { next.consider(streams[slot]?.updater.nextDeadlineNs.map { UTCTime(nanoseconds: $0) }) }
+    }
+
+    func observe(_ fix: Fix, now: UTCTime) {
+        guard count > 0 else { return }
+        for slot in streams.indices { streams[slot]?.updater.observe(fix, now: now) }
+    }
+
+    func tick(now: UTCTime) {
+        guard count > 0 else { return }
+        for slot in streams.indices { streams[slot]?.updater.tick(now: now) }
+    }
+
+    func monitorEvent(now: UTCTime) {
+        guard count > 0 else { return }
+        for slot in streams.indices { streams[slot]?.updater.monitorEvent(now: now) }
+    }
+
+    // MARK: rendering
+
+    /// The next stream with lines to send, from where the last call stopped: its slot, its lines
+    /// in `line`. nil when every slot has been looked at (the next call starts again at slot 0).
+    mutating func next(privacy: SiteConfig.FixPrivacy, places: PlaceLabels?, into line: inout JSONWriter) -> Int? {
+        while count > 0 && nextSlot < streams.count {
+            let slot = nextSlot
+            nextSlot += 1
+            guard render(slot, privacy, places, into: &line) else { continue }
+            return slot
+        }
+        nextSlot = 0
+        return nil
+    }
+
+    /// One stream's outputs as protocol lines into `line` (updates numbered by batch, with the
+    /// flush reason; visits), each as `[privacy]` shows it; false when it has none.
+    private mutating func render(_ slot: Int, _ privacy: SiteConfig.FixPrivacy, _ places: PlaceLabels?,
+                                 into line: inout JSONWriter) -> Bool {
+        guard var stream = streams[slot] else { return false }
+        line.reset()
+        var waiting = 0
+        while let output = stream.updater.nextOutput() {
+            switch output {
+            case .update(let update):
+                precondition(waiting < batch.count, "a batch holds at most [updates] batch_count updates")
+                batch[waiting] = PrivacyFilter.update(update, privacy)
+                waiting += 1
+            case .batchEnd(let reason):
+                stream.batch += 1
+                for index in 0..<waiting {
+                    ControlReply.update(batch[index], batch: stream.batch, flush: reason, places: places, scratch: &scratch, into: &line)
+                }
+                waiting = 0
+            case .visit(let visit):
+                guard let shown = PrivacyFilter.visit(visit, privacy) else { continue }
+                ControlReply.visit(shown, places: places, into: &line)
+            }
+        }
+        streams[slot] = stream
+        return line.count > 0 || line.overflowed
+    }
+}
