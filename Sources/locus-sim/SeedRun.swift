@@ -144,6 +144,7 @@ final class SeedRun {
         while true {
             guard agent.turn() else { throw fail("the loop stopped by itself") }
             tally.turns += 1
+            try checkTimeMoves()
             try readLog()
             try serveClients()
             try checkOutputs()
@@ -266,6 +267,24 @@ final class SeedRun {
             throw fail("output \(name) is \(value ? "on" : "off"), the log says \((loggedLevels[name] ?? false) ? "on" : "off")")
         }
         tally.checks["outputs equal the log", default: 0] += 1
+    }
+
+    /// Turns at one simulated moment: a loop that keeps waking with nothing to do would spin a
+    /// core on a gateway (and here never lets time move).
+    private var turnsAtThisMoment = 0
+    private var moment: Int64 = 0
+    static let mostTurnsAtOneMoment = 1_000
+
+    private func checkTimeMoves() throws(Failure) {
+        if kernel.monotonicNs != moment {
+            moment = kernel.monotonicNs
+            turnsAtThisMoment = 0
+        }
+        turnsAtThisMoment += 1
+        if turnsAtThisMoment > SeedRun.mostTurnsAtOneMoment {
+            throw fail("the loop spins: \(turnsAtThisMoment) turns without time moving")
+        }
+        tally.checks["the loop does not spin", default: 0] += 1
     }
 
     private func checkBounds() throws(Failure) {

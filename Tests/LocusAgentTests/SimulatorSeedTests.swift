@@ -13,6 +13,7 @@ import Testing
         (218, "a start the disk refused went to memory and the records started over from the site file"),
         (12, "the levels the outputs were restored to at start were not logged: the log's GPIO records said otherwise"),
         (5405, "a line's change the log could not take (a failing sync) was never logged: the log's GPIO records disagreed with the line"),
+        (8001, "with the event ring full and the disk refusing, a beacon's exit deadline already past woke the loop at once, again and again: it spun"),
         (1037, "a torn tail cut at start with the disk failing syncs stopped the log's opening: the records started over in memory"),
     ]
 

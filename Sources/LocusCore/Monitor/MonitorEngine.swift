@@ -787,6 +787,10 @@ public final class MonitorEngine {
     /// The earliest time `tick` has something to do (a beacon exit or a dwell completing), for
     /// the poll loop's timer.
     public func nextDeadline() -> UTCTime? {
+        // With the event ring full, no deadline can produce an event until the pending ones are
+        // handled (the log's retry wakes the loop for that): a deadline already past would only
+        // make the loop spin.
+        guard ringCount < capacity.events else { return nil }
         var earliest = Int64.max
         for position in 0..<attentionCount {
             let slot = slots[Int(attention[position])]
