@@ -33,11 +33,8 @@ final class EventLog: LoopComponent {
     private var fixIntervalNs: Int64
     /// Fix time (UTC ns) before which no fix record is written (one per `[log] fix_interval`).
     private var nextFixLogNs: Int64 = 0
-    private var memorySequence: UInt64 = 0
-    /// Consumers' cursors when there is no log.
-    private var memoryConsumers: [(FixedName, UInt64)] = []
-    /// The uplink's cursor when there is no log.
-    private var memoryUplinkCursor: UplinkCursor? = nil
+    /// What the log holds in memory when there is no log on disk.
+    private var memory = InMemory()
     /// A failing tail read (the uplink, a replay printing events) is reported once, until a read
     /// succeeds again.
     private var tailReadFailing = false
@@ -47,9 +44,10 @@ final class EventLog: LoopComponent {
     private var pendingStart: PendingStart? = nil
     /// A GPIO change the log could not take (`takeLevelsToState`).
     private(set) var levelsUnlogged = false
-    private var retryAt: MonotonicInstant? = nil
-    private var retryDelayNs = EventLog.initialRetryNs
-    private(set) var failing = false
+    /// A failing log's retry: when, and the backoff after it.
+    private var retry = Retry()
+    /// Appends fail now (said once a streak; nothing is acknowledged meanwhile).
+    var failing: Bool { retry.failing }
     /// Events appended since start.
     private(set) var events = 0
     /// The event lines of the diagnostic log, written without a String (room for a place).
@@ -96,7 +94,7 @@ final class EventLog: LoopComponent {
             log.pendingStart = PendingStart(site: loaded.site, engine: engine)
             if let error = log.writeStart(now) {
                 AgentLog.error("locus: log: cannot write the start in \(directory): \(error); monitoring goes on from the log's records, and no event is acknowledged until the log takes records again")
-                log.failing = true   // said just now
+                log.retry.failing = true   // said just now
                 log.failed(error, AgentTime(monotonic: MonotonicClock.instant, utc: now), waiting: nil)
             }
             return .success(log)
@@ -117,6 +115,21 @@ final class EventLog: LoopComponent {
     }
 
     var isAvailable: Bool { session != nil }
+
+    /// Appends that failed are retried with backoff.
+    struct Retry {
+        var at: MonotonicInstant? = nil
+        var delayNs = EventLog.initialRetryNs
+        var failing = false
+    }
+
+    /// A log in memory (the state directory cannot be written): events numbered here, the
+    /// consumers' and the uplink's cursors kept here.
+    struct InMemory {
+        var sequence: UInt64 = 0
+        var consumers: [(FixedName, UInt64)] = []
+        var uplinkCursor: UplinkCursor? = nil
+    }
 
     /// What a start that could not be logged still has to write.
     struct PendingStart {
@@ -162,7 +175,7 @@ final class EventLog: LoopComponent {
     }
 
     /// The sequence number of the newest record (events numbered in memory without a log).
-    var newest: UInt64 { session?.persistence.lastSequence ?? memorySequence }
+    var newest: UInt64 { session?.persistence.lastSequence ?? memory.sequence }
 
     /// Outputs latched when the log was last written (the outputs start from them).
     var restoredLatches: [FixedName] { session?.restoredLatches ?? [] }
@@ -171,7 +184,7 @@ final class EventLog: LoopComponent {
 
     func deadlines(_ next: inout NextDeadline) {
         if let due = session?.persistence.syncDueNs { next.consider(MonotonicInstant(nanoseconds: due)) }
-        next.consider(retryAt)
+        next.consider(retry.at)
     }
 
     /// An interval sync policy's sync, when due.
@@ -266,8 +279,8 @@ final class EventLog: LoopComponent {
 
     /// Whether events may be appended this turn: not while a failed append waits for its retry.
     func acceptsEvents(_ now: AgentTime) -> Bool {
-        if let retry = retryAt, now.monotonic < retry { return false }
-        retryAt = nil
+        if let due = retry.at, now.monotonic < due { return false }
+        retry.at = nil
         if pendingStart != nil, let error = writeStart(now.utc) {
             failed(error, now, waiting: nil)
             return false
@@ -294,14 +307,13 @@ final class EventLog: LoopComponent {
                 failed(error, now, waiting: waiting)
                 return nil
             }
-            if failing {
-                failing = false
-                retryDelayNs = EventLog.initialRetryNs
+            if retry.failing {
+                retry = Retry()
                 AgentLog.notice("locus: log: appending again")
             }
         } else {
-            memorySequence += 1
-            sequence = memorySequence
+            memory.sequence += 1
+            sequence = memory.sequence
             added.insert(.persistenceUnavailable)
         }
         var delivered = event
@@ -317,12 +329,12 @@ final class EventLog: LoopComponent {
     /// A failed append: reported once per failure streak; retried with backoff. A log that
     /// failed a sync (or says it is unusable) is reopened first.
     private func failed(_ error: LogStoreError, _ now: AgentTime, waiting: Int?) {
-        if !failing {
+        if !retry.failing {
             let what = waiting.map { "\($0) event(s) wait, nothing is acknowledged until they are logged" }
                 ?? "nothing is acknowledged until it is logged"
             AgentLog.error("locus: log: cannot append: \(error); \(what)")
         }
-        failing = true
+        retry.failing = true
         var mustReopen = error == .unusable
         if case .system(.sync, _) = error { mustReopen = true }
         if mustReopen {
@@ -330,8 +342,8 @@ final class EventLog: LoopComponent {
                 AgentLog.error("locus: log: reopening failed: \(error)")
             }
         }
-        retryAt = now.monotonic + retryDelayNs
-        retryDelayNs = min(retryDelayNs * 2, EventLog.maximumRetryNs)
+        retry.at = now.monotonic + retry.delayNs
+        retry.delayNs = min(retry.delayNs * 2, EventLog.maximumRetryNs)
     }
 
     // MARK: other records
@@ -463,7 +475,7 @@ final class EventLog: LoopComponent {
     /// not be read).
     func read(_ cursor: inout LogCursor, _ body: (UInt64, MonitorEvent) -> Bool) -> Bool {
         guard let session else {
-            cursor.caughtUp(to: memorySequence)
+            cursor.caughtUp(to: memory.sequence)
             return true
         }
         let newest = session.persistence.lastSequence
@@ -499,7 +511,7 @@ final class EventLog: LoopComponent {
 
     /// The position the log keeps for `monitor`'s consumer: the last event it took (0: none).
     func consumerPosition(_ monitor: FixedName) -> UInt64 {
-        let cursors = session?.persistence.consumers ?? memoryConsumers
+        let cursors = session?.persistence.consumers ?? memory.consumers
         return cursors.first { $0.0 == monitor }?.1 ?? 0
     }
 
@@ -507,14 +519,14 @@ final class EventLog: LoopComponent {
     /// first (so it survives a restart).
     func acknowledge(_ monitor: FixedName, _ sequence: UInt64, _ now: AgentTime) throws(LogStoreError) {
         if let session { try session.persistence.consumer(monitor: monitor, sequence: sequence, time: now.utc) }
-        Persistence.set(&memoryConsumers, monitor, sequence)
+        Persistence.set(&memory.consumers, monitor, sequence)
     }
 
     // MARK: the uplink
 
     /// The uplink's cursor, as the log last stated it (nil: nothing delivered yet).
     var uplinkCursor: UplinkCursor? {
-        guard let session else { return memoryUplinkCursor }
+        guard let session else { return memory.uplinkCursor }
         return session.persistence.uplinkCursor
     }
 
@@ -525,7 +537,7 @@ final class EventLog: LoopComponent {
     /// (so a restart resends only what was not acknowledged).
     func commitUplink(_ cursor: UplinkCursor, _ now: AgentTime) throws(LogStoreError) {
         if let session { try session.persistence.uplink(cursor, time: now.utc) }
-        memoryUplinkCursor = cursor
+        memory.uplinkCursor = cursor
     }
 
     /// A reader's place after `after`, following the log as it grows; nil without a log.
