@@ -66,6 +66,9 @@ final class Persistence {
     /// reopening rescans the segments and cuts what did not make it.
     func reopen() throws(LogStoreError) {
         store = try store.reopened()
+        // What the rescan kept since the last sync that succeeded is in the page cache only: a
+        // sync now, or a power cut before the next record would take acknowledged records with it.
+        try store.sync()
         protectUndelivered()
     }
 
