@@ -18,7 +18,8 @@ import Testing
     ]
 
     @Test(arguments: seeds.map(\.0)) func aSeedThatFoundABugPasses(seed: UInt64) throws {
-        let simulator = try locusBinary().replacingOccurrences(of: "/locus", with: "/locus-sim", options: .backwards)
+        // Built beside the locus the tests run (the debug build's folder).
+        let simulator = URL(fileURLWithPath: try locusBinary()).deletingLastPathComponent().appendingPathComponent("locus-sim").path
         let process = Process()
         process.executableURL = URL(fileURLWithPath: simulator)
         process.arguments = ["--first", "\(seed)", "--seeds", "1"]

@@ -12,7 +12,8 @@ import TestSupport
         let demo = try Fleet.demoLog.get()
         var lines: [[UInt8]] = demo.text.split(separator: "\n").map { Array($0.utf8) }
         let eventIndex = try #require(demo.lines.firstIndex { $0["type"]?.string == "event" })
-        let gpioIndex = try #require(demo.lines.firstIndex { $0["type"]?.string == "gpio" })
+        // A line's change after the first event (the lines' levels logged at start come before it).
+        let gpioIndex = try #require(demo.lines.indices.first { $0 > eventIndex && demo.lines[$0]["type"]?.string == "gpio" })
         let gpioSeq = demo.lines[gpioIndex]["seq"]!.integer(in: 1...Int64.max)!
         // One real record damaged (its value a string): it is lost to `records`, so it is a gap.
         lines[gpioIndex] = Array(String(decoding: lines[gpioIndex], as: UTF8.self)
