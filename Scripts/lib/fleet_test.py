@@ -343,7 +343,7 @@ def run_demo(root, locus, site, state, log):
 
 
 def make_variant(root, locus, variant, directory, events):
-    """A state directory whose log holds exactly `events` published records: the demo's (for
+    """A state directory whose log holds `events` published records (a few more: see the end): the demo's (for
     "harbour"), then events from replays of the variant's track, continued until the count is
     reached."""
     os.makedirs(directory)
@@ -372,8 +372,10 @@ def make_variant(root, locus, variant, directory, events):
         if done.returncode != 0:
             raise TestFailure("locus replay (%s): %s" % (variant["name"], done.stderr.strip()))
         have = len(published_seqs(locus, state))
-    if have != events:
-        raise TestFailure("variant %s: %d published records, not %d" % (variant["name"], have, events))
+    # Each replay's start and stop also log the lines' levels (gpio records, cause restored and
+    # safe), so a log may hold a few more than asked; fewer is a failure.
+    if have < events:
+        raise TestFailure("variant %s: %d published records, fewer than %d" % (variant["name"], have, events))
     return site, state
 
 
