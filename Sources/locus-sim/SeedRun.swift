@@ -53,6 +53,15 @@ final class SeedRun {
         var typeCode: UInt8
         var time: Int64
         var payload: [UInt8]
+
+        /// The event an event record holds (nil for other records, or one that does not read back).
+        var event: MonitorEvent? {
+            guard typeCode == LogRecordType.event.rawValue else { return nil }
+            return payload.withUnsafeBytes { raw in
+                var reader = ByteReader(raw)
+                return LogPayload.readEvent(&reader)
+            }
+        }
     }
 
     /// A record's last event, and when (simulated monotonic time) the simulator first saw it.
@@ -242,10 +251,7 @@ final class SeedRun {
             return "a client was told event \(delivered.sequence), which the log does not hold"
         }
         let record = log[Int(delivered.sequence - first)]
-        guard record.typeCode == LogRecordType.event.rawValue, let event = record.payload.withUnsafeBytes({ raw -> MonitorEvent? in
-            var reader = ByteReader(raw)
-            return LogPayload.readEvent(&reader)
-        }) else {
+        guard let event = record.event else {
             return "a client was told event \(delivered.sequence), which is a record of type \(record.typeCode) in the log"
         }
         let key = "\(event.monitor)/\(event.identifier)"
@@ -429,12 +435,8 @@ final class SeedRun {
         for client in clients where !client.gone && client.isConnected {
             guard case .prompt = client.plan.pace, let after = client.firstAfter else { continue }
             var expected: [UInt64] = []
-            for record in log where record.typeCode == LogRecordType.event.rawValue && record.sequence > after {
-                let event = record.payload.withUnsafeBytes { raw -> MonitorEvent? in
-                    var reader = ByteReader(raw)
-                    return LogPayload.readEvent(&reader)
-                }
-                if let event, client.plan.monitor == nil || client.plan.monitor == event.monitor.description { expected.append(record.sequence) }
+            for record in log where record.sequence > after {
+                if let event = record.event, client.plan.monitor == nil || client.plan.monitor == event.monitor.description { expected.append(record.sequence) }
             }
             let got = client.delivered.map(\.sequence).filter { $0 > after }
             if !expected.allSatisfy(Set(got).contains) {
