@@ -232,9 +232,13 @@ public struct LogStore: ~Copyable {
     /// The segments' first sequence numbers, oldest first.
     public var segmentFirstSequences: [UInt64] { (0..<segmentCount).map { segments[$0].firstSequence } }
 
-    /// The monotonic time at which `syncIfDue` will sync, or nil when nothing waits.
+    /// True after a failure that only a reopen clears (`LogStoreError.unusable`).
+    public var isFailed: Bool { failed }
+
+    /// The monotonic time at which `syncIfDue` will sync, or nil when nothing waits (or the store
+    /// failed: its owner's retry reopens it).
     public var nextSyncDueNs: Int64? {
-        guard let since = unsyncedSinceNs, case .interval(let milliseconds) = syncPolicy else { return nil }
+        guard !failed, let since = unsyncedSinceNs, case .interval(let milliseconds) = syncPolicy else { return nil }
         return since + milliseconds * 1_000_000
     }
 

@@ -475,13 +475,32 @@ import Testing
         #expect(try Self.records(site.state).last?["type"] as? String == "stop")
     }
 
+    /// A control socket refused the connection: the reason, and the end of each agent log in the
+    /// site's directory (the state directory's parent), since a refusal usually means the agent
+    /// is gone.
+    struct ConnectFailed: Error, CustomStringConvertible {
+        var path: String
+        var reason: String
+        var description: String {
+            let site = URL(fileURLWithPath: path).deletingLastPathComponent().deletingLastPathComponent().path
+            let logs = ((try? FileManager.default.contentsOfDirectory(atPath: site)) ?? []).filter { $0.hasPrefix("agent-") }.sorted()
+            let tails = logs.map { name in
+                let text = (try? String(contentsOfFile: site + "/" + name, encoding: .utf8)) ?? ""
+                return "\(name) ends: \(text.suffix(700).replacingOccurrences(of: "\n", with: " | "))"
+            }
+            return "cannot connect to \(path): \(reason); " + tails.joined(separator: "; ")
+        }
+    }
+
     /// A control-socket connection that reads JSON lines with a timeout.
     final class Connection {
         private(set) var descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         var pending: [UInt8] = []
 
         init(_ path: String) throws {
-            guard AgentEndToEndTests.withAddress(path, { connect(descriptor, $0, $1) }) == 0 else { throw WaitTimedOut(what: "connect \(path)") }
+            guard AgentEndToEndTests.withAddress(path, { connect(descriptor, $0, $1) }) == 0 else {
+                throw ConnectFailed(path: path, reason: String(cString: strerror(errno)))
+            }
             var timeout = timeval(tv_sec: 10, tv_usec: 0)
             setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         }

@@ -278,9 +278,21 @@ final class EventLog: LoopComponent {
     // MARK: events
 
     /// Whether events may be appended this turn: not while a failed append waits for its retry.
+    /// Called every turn, so a failed log is reopened on its retry's schedule whether or not an
+    /// event waits: records acknowledged before a sync failed (at interval sync) are in the page
+    /// cache only until the reopen syncs them.
     func acceptsEvents(_ now: AgentTime) -> Bool {
         if let due = retry.at, now.monotonic < due { return false }
         retry.at = nil
+        if let persistence = session?.persistence, persistence.needsReopen {
+            do { try persistence.reopen() } catch {
+                AgentLog.error("locus: log: reopening failed: \(error)")
+                scheduleRetry(now)
+                return false
+            }
+            retry = Retry()
+            AgentLog.notice("locus: log: reopened and synced; appending again")
+        }
         if pendingStart != nil, let error = writeStart(now.utc) {
             failed(error, now, waiting: nil)
             return false
@@ -342,6 +354,10 @@ final class EventLog: LoopComponent {
                 AgentLog.error("locus: log: reopening failed: \(error)")
             }
         }
+        scheduleRetry(now)
+    }
+
+    private func scheduleRetry(_ now: AgentTime) {
         retry.at = now.monotonic + retry.delayNs
         retry.delayNs = min(retry.delayNs * 2, EventLog.maximumRetryNs)
     }

@@ -64,6 +64,9 @@ final class Persistence {
 
     /// After a failed sync the store refuses to go on (the kernel may have dropped the data):
     /// reopening rescans the segments and cuts what did not make it.
+    /// A failed sync or roll-back left the log unusable until `reopen`.
+    var needsReopen: Bool { store.isFailed }
+
     func reopen() throws(LogStoreError) {
         store = try store.reopened()
         // What the rescan kept since the last sync that succeeded is in the page cache only: a
