@@ -19,6 +19,7 @@
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -354,6 +355,22 @@ int64_t locus_monotonic_ns(void) { return kernel_hooked ? kernel_hooks.monotonic
 int64_t locus_kernel_monotonic_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
 
 int64_t locus_realtime_ns(void) { return kernel_hooked ? kernel_hooks.realtime_ns() : clock_ns(CLOCK_REALTIME); }
+
+uint64_t locus_random64(void) {
+    if (kernel_hooked && kernel_hooks.random64) return kernel_hooks.random64();
+    uint64_t value = 0;
+    unsigned char *bytes = (unsigned char *)&value;
+    size_t filled = 0;
+    while (filled < sizeof value) {
+        ssize_t got = getrandom(bytes + filled, sizeof value - filled, 0);
+        if (got < 0) {
+            if (errno == EINTR) continue;
+            return (uint64_t)clock_ns(CLOCK_MONOTONIC) * 0x9E3779B97F4A7C15ull;   // a spread, not a secret
+        }
+        filled += (size_t)got;
+    }
+    return value;
+}
 
 // MARK: poll loop primitives
 

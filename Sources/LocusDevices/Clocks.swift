@@ -10,6 +10,12 @@ public enum MonotonicClock {
     public static var instant: MonotonicInstant { MonotonicInstant(nanoseconds: locus_monotonic_ns()) }
 }
 
+/// Random bits for spreading retries and naming queries (the kernel's, or a simulation's seeded
+/// ones: a seed decides the whole of a simulated run).
+public enum Randomness {
+    public static func next() -> UInt64 { locus_random64() }
+}
+
 /// Wall-clock time and sleeping without a busy wait (replay at a chosen speed).
 public enum Clock {
     /// CLOCK_REALTIME, nanoseconds since 1970 (the time stamped on records).

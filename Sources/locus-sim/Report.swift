@@ -6,6 +6,7 @@ enum Report {
         Console.out("seed \(scenario.seed): \(scenario.durationS) s from UTC \(scenario.startUTC), \(scenario.beacons.count) beacon(s), ")
         Console.out("log synced \(scenario.syncEveryEvent ? "at every event" : "every \(scenario.syncIntervalMs) ms"), \(scenario.faults.count) fault(s)\n")
         for fault in scenario.faults { Console.out("  fault: \(fault)\n") }
+        if let broker = scenario.broker { Console.out("  broker: \(broker)\n") }
         Console.out("--- site.toml\n\(scenario.siteText)---\n")
     }
 
@@ -14,7 +15,7 @@ enum Report {
         Console.out("simulated \(SeedRun.seconds(total.simulatedS / 3_600)) h in \(total.turns) turns, \(total.restarts) restarts after a power cut; ")
         Console.out("the log took \(total.records) records, \(total.events) events, \(total.gpioChanges) GPIO changes\n")
         Console.out("faults injected (kind: times, in how many seeds):\n")
-        for kind in Scenario.Fault.kinds {
+        for kind in Scenario.Fault.kinds + SimulatedBroker.faultKinds.map(\.0) {
             Console.out("  \(kind): \(total.injected[kind] ?? 0), \(seedsWith[kind] ?? 0)\n")
         }
         Console.out("invariants checked (times):\n")

@@ -65,6 +65,9 @@ struct Scenario {
     var beacons: [Beacon] = []
     var faults: [Fault] = []
     var clients: [SimulatedClient.Plan] = []
+    /// The fleet's broker the uplink publishes to (nil: no `[uplink]`).
+    var broker: SimulatedBroker.Plan? = nil
+    var publishesFixes = false
     var siteText = ""
     var boardText = ""
     /// The log is synced at every event (else every `syncIntervalMs`).
@@ -91,6 +94,38 @@ struct Scenario {
         boardText = Scenario.board
         faults = Scenario.drawFaults(&random, durationS: durationS)
         clients = Scenario.drawClients(&random, durationS: durationS, monitors: monitorNames)
+        // Drawn last, so the draws before it are those of the seeds kept as tests.
+        broker = Scenario.drawBroker(&random, durationS: durationS)
+        publishesFixes = random.chance(30)
+    }
+
+    /// The site's `[uplink]` to the simulator's broker at `port` (none without a broker).
+    func uplinkText(port: UInt16) -> String {
+        guard let broker else { return "" }
+        return "\n[uplink]\nbroker = \"mqtt://127.0.0.1:\(port)\"\ngateway = \"sim-gw\"\n"
+            + "what = [\"events\", \"gpio\", \"visits\"\(publishesFixes ? ", \"fixes\"" : "")]\n"
+            + "max_inflight = \(broker.inflight)\nkeepalive = \"\(broker.keepaliveS)s\"\n"
+    }
+
+    /// Half the seeds publish to a broker that refuses for a while, drops connections, holds
+    /// PUBACKs back or sends them twice.
+    static func drawBroker(_ random: inout SplitMix64, durationS: Int) -> SimulatedBroker.Plan? {
+        guard random.chance(50) else { return nil }
+        var plan = SimulatedBroker.Plan()
+        plan.inflight = [2, 16, 64][random.below(3)]
+        plan.keepaliveS = [5, 30, 60][random.below(3)]
+        func window(_ longest: Int) -> (Int, Int) {
+            let from = random.below(durationS)
+            return (from, min(durationS, from + 1 + random.below(longest)))
+        }
+        for _ in 0..<random.below(3) {
+            let (from, until) = window(300)
+            plan.down.append((from, until, random.chance(50) ? .hangUp : .unavailable))
+        }
+        if random.chance(50) { plan.drops = (0..<(1 + random.below(5))).map { _ in random.below(durationS) }.sorted() }
+        if random.chance(40) { let (from, until) = window(120); plan.slow.append((from, until, 1 + random.below(20))) }
+        if random.chance(40) { let (from, until) = window(120); plan.duplicates.append((from, until)) }
+        return plan
     }
 
     /// The site's monitor names (as drawn in `drawSite`).

@@ -95,6 +95,8 @@ final class SeedRun {
     let baselineDescriptors: Int
     /// Programs following events over the control socket.
     let clients: [SimulatedClient]
+    /// The fleet's broker the uplink publishes to (nil: the site has no `[uplink]`).
+    let broker: SimulatedBroker?
     /// The last power cut's moment (events told before it were checked then).
     var previousCutNs: Int64 = 0
     /// Timed actions (fault starts and ends), ascending.
@@ -108,7 +110,10 @@ final class SeedRun {
         tally.injected = recording.injected
         _ = Files.makeDirectory(state, mode: 0o750)
         _ = Files.makeDirectory(state + "/sim", mode: 0o750)
-        if let error = Files.replace(root + "/site.toml", contents: scenario.siteText) ?? Files.replace(root + "/board.toml", contents: scenario.boardText) {
+        broker = scenario.broker.map { SimulatedBroker($0, startNs: SeedRun.startNs) }
+        if let problem = broker?.listen() { throw Failure(atS: 0, what: "the broker cannot listen: \(problem)") }
+        let site = scenario.siteText + scenario.uplinkText(port: broker?.port ?? 0)
+        if let error = Files.replace(root + "/site.toml", contents: site) ?? Files.replace(root + "/board.toml", contents: scenario.boardText) {
             throw Failure(atS: 0, what: "cannot write the site: \(error)")
         }
         guard let agent = SimulatedAgent(sitePath: root + "/site.toml", directory: state) else {
@@ -120,8 +125,9 @@ final class SeedRun {
         kernel.addPort(path: state + "/sim/ble", arrivals: recording.bluetooth)
         kernel.disk.directory = state
         clients = scenario.clients.map { SimulatedClient($0) }
-        kernel.asksLinuxEveryPoll = !clients.isEmpty
-        baselineDescriptors = SeedRun.openDescriptors()
+        kernel.asksLinuxEveryPoll = !clients.isEmpty || broker != nil
+        kernel.randomState = scenario.seed
+        baselineDescriptors = SeedRun.openDescriptors() - (broker?.descriptors ?? 0)
         for fault in scenario.faults {
             switch fault {
             case .clockJump(let at, _), .powerCut(let at, _):
@@ -135,6 +141,7 @@ final class SeedRun {
         }
         schedule.sort { $0.atNs < $1.atNs }
         for action in schedule { kernel.wake(atNs: action.atNs) }
+        for moment in broker?.moments ?? [] { kernel.wake(atNs: SeedRun.ns(moment)) }
     }
 
     static func ns(_ seconds: Int) -> Int64 { startNs + Int64(seconds) * 1_000_000_000 }
@@ -158,6 +165,7 @@ final class SeedRun {
             try checkTimeMoves()
             try readLog()
             try serveClients()
+            try serveBroker()
             try checkOutputs()
             try checkBounds()
             try act()
@@ -262,8 +270,55 @@ final class SeedRun {
         return nil
     }
 
-    /// The agent's descriptors: the process's, less the clients' own.
-    private var agentDescriptors: Int { SeedRun.openDescriptors() - clients.filter(\.isConnected).count }
+    /// The agent's descriptors: the process's, less the clients' and the broker's own.
+    private var agentDescriptors: Int { SeedRun.openDescriptors() - clients.filter(\.isConnected).count - (broker?.descriptors ?? 0) }
+
+    // MARK: the broker
+
+    /// The broker answers what the uplink sent this turn; a copy of a record unlike the first,
+    /// or records out of log order on a connection, end the run.
+    private func serveBroker() throws(Failure) {
+        guard let broker else { return }
+        if let problem = broker.service(nowNs: kernel.monotonicNs) { throw fail(problem) }
+        for due in broker.wakes { kernel.wake(atNs: due) }
+        broker.wakes.removeAll()
+        tally.checks["the broker gets each record once by seq, in log order", default: 0] += 1
+    }
+
+    /// The log's records the uplink publishes and chains (`what` has events, GPIO changes and
+    /// visits), in log order.
+    private var chainedRecords: [Record] {
+        log.filter { [LogRecordType.event.rawValue, LogRecordType.gpio.rawValue, LogRecordType.visit.rawValue].contains($0.typeCode) }
+    }
+
+    /// With the faults over, the backlog drains: every chained record of the log reaches the
+    /// broker (within 20 simulated minutes: the reconnect backoff is at most a minute), each with
+    /// the previous one's seq as `prev`: the chain the fleet checks for gaps is whole.
+    private func drainUplink() throws(Failure) {
+        guard let broker else { return }
+        broker.healed = true
+        let untilNs = kernel.monotonicNs + 1_200_000_000_000
+        var missing = chainedRecords.filter { broker.records[$0.sequence] == nil }
+        while !missing.isEmpty {
+            guard kernel.monotonicNs < untilNs else {
+                throw fail("the uplink did not deliver \(missing.count) record(s) in 20 minutes with the broker healthy, the first seq \(missing[0].sequence)")
+            }
+            guard agent.turn() else { throw fail("the loop stopped by itself") }
+            try readLog()
+            try serveBroker()
+            missing = chainedRecords.filter { broker.records[$0.sequence] == nil }
+        }
+        var previous: UInt64 = 0
+        for record in chainedRecords {
+            let published = broker.records[record.sequence]!
+            if published.previous != previous {
+                throw fail("seq \(record.sequence) reached the broker with prev \(published.previous.map(String.init) ?? "none"); the log's previous chained record is \(previous)")
+            }
+            previous = record.sequence
+        }
+        tally.checks["the uplink delivers every record, its prev chain whole", default: 0] += 1
+        for (kind, name) in SimulatedBroker.faultKinds where broker.tally[name, default: 0] > 0 { tally.injected[kind] = broker.tally[name] }
+    }
 
     // MARK: invariants after a turn
 
@@ -282,6 +337,10 @@ final class SeedRun {
     private var turnsAtThisMoment = 0
     private var moment: Int64 = 0
     static let mostTurnsAtOneMoment = 1_000
+    /// The radios' bytes, timers and clients at their busiest take far fewer turns a second.
+    static let mostTurnsInOneSecond = 500
+    private var turnsThisSecond = 0
+    private var turnSecond: Int64 = -1
 
     private func checkTimeMoves() throws(Failure) {
         if kernel.monotonicNs != moment {
@@ -291,6 +350,16 @@ final class SeedRun {
         turnsAtThisMoment += 1
         if turnsAtThisMoment > SeedRun.mostTurnsAtOneMoment {
             throw fail("the loop spins: \(turnsAtThisMoment) turns without time moving")
+        }
+        // A loop that wakes every millisecond for nothing spins as surely, only slower.
+        let second = (kernel.monotonicNs - SeedRun.startNs) / 1_000_000_000
+        if second != turnSecond {
+            turnSecond = second
+            turnsThisSecond = 0
+        }
+        turnsThisSecond += 1
+        if turnsThisSecond > SeedRun.mostTurnsInOneSecond {
+            throw fail("the loop busy-waits: \(turnsThisSecond) turns in one simulated second")
         }
         tally.checks["the loop does not spin", default: 0] += 1
     }
@@ -461,9 +530,11 @@ final class SeedRun {
             try serveClients()
         }
         try checkClientsComplete()
+        try drainUplink()
         if agent.levelsAwaitLog { throw fail("a line's change never reached the log, though the disk works again") }
         agent.shutdown()
         for client in clients { client.close() }
+        broker?.close()
         if pending > 0 { throw fail("\(pending) event(s) still pending when the run settled") }
         let open = agentDescriptors
         if open != baselineDescriptors { throw fail("\(open - baselineDescriptors) descriptor(s) still open after the agent stopped") }

@@ -100,6 +100,9 @@ int locus_remove_tree(const char *path);
 int64_t locus_monotonic_ns(void);
 /// CLOCK_REALTIME in nanoseconds since the Unix epoch.
 int64_t locus_realtime_ns(void);
+/// 64 random bits (getrandom(2); a simulation's own, seeded, when it hooks `random64`): the
+/// reconnect backoff's spread and the name lookup's query ids.
+uint64_t locus_random64(void);
 
 // MARK: poll loop primitives
 

@@ -37,6 +37,8 @@ typedef struct locus_kernel_hooks {
     /// a failing sync, and what a power cut keeps.
     long (*disk_write)(int fd, const void *buffer, size_t count);
     int (*disk_sync)(int fd);
+    /// 64 random bits, so that a seed decides everything a simulated run does. NULL: getrandom.
+    uint64_t (*random64)(void);
 } locus_kernel_hooks;
 
 /// Installs `hooks` (copied), or Linux again with NULL. Not thread-safe: called before the loop

@@ -102,7 +102,7 @@ final class BrokerTransport {
         let conf = (try? Files.read(settings.resolvConfPath, limit: 1 << 20)).map { String(decoding: $0, as: UTF8.self) } ?? ""
         let configuration = ResolverConfiguration.parse(conf)
         lookup = NameLookup(name: settings.broker.host, configuration: configuration, hosts: [], port: settings.nameServerPort,
-                            randomID: { UInt16.random(in: 0...UInt16.max) }, nowNs: nowNs)
+                            randomID: { UInt16(truncatingIfNeeded: Randomness.next()) }, nowNs: nowNs)
         phase = .resolving
         return sendQueries()
     }

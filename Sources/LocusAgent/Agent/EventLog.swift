@@ -552,7 +552,12 @@ final class EventLog: LoopComponent {
     /// The broker acknowledged every record up to `cursor.delivered`: the cursor, in the log first
     /// (so a restart resends only what was not acknowledged).
     func commitUplink(_ cursor: UplinkCursor, _ now: AgentTime) throws(LogStoreError) {
-        if let session { try session.persistence.uplink(cursor, time: now.utc) }
+        if let session {
+            do { try session.persistence.uplink(cursor, time: now.utc) } catch {
+                failed(error, now, waiting: nil)
+                throw error
+            }
+        }
         memory.uplinkCursor = cursor
     }
 

@@ -152,8 +152,8 @@ final class Uplink: LoopComponent {
 
     // MARK: the turn
 
-    /// The turn's work: connect when due, read the broker's packets, publish what the log has
-    /// that the window and the output have room for, send, and commit the delivered position.
+    /// The turn's work: connect when due, read the broker's packets, commit the delivered
+    /// position, publish what the log has that the window and the output have room for, send.
     func service(_ poll: borrowing PollSet, _ now: AgentTime, log: EventLog, engine: MonitorEngine, outputs: [FixedName]) {
         let nowNs = now.monotonic.nanoseconds
         if connection.phase == .idle && connection.session.mayConnect(at: now.monotonic) {
@@ -162,11 +162,13 @@ final class Uplink: LoopComponent {
         if let problem = connection.service(poll, nowNs: nowNs) { lost(problem, now) }
         while let packet = connection.nextIncoming() { received(packet) }
         connection.takeSteps { step in took(step, now) }
+        // What the broker acknowledged is committed whether or not the connection is still
+        // open (its deadline stands either way).
+        outbox.commit(log, now, window: connection.session.window, force: false)
         guard connection.isOpen else { return }
         announce(engine: engine, outputs: outputs)
         publishFromLog(log)
         if let problem = connection.flush(nowNs) { lost(problem, now) }
-        outbox.commit(log, now, window: connection.session.window, force: false)
         outbox.reportDeleted(log)
     }
 
@@ -208,7 +210,7 @@ final class Uplink: LoopComponent {
         // What was in flight was not acknowledged: the tail goes back to the delivered position,
         // so the next connection sends it again.
         outbox.rewind(connection.session.window)
-        let (delayNs, wasOpen) = connection.session.lost(now: now.monotonic, random: UInt64.random(in: 0...UInt64.max))
+        let (delayNs, wasOpen) = connection.session.lost(now: now.monotonic, random: Randomness.next())
         if lastError != problem || wasOpen {
             AgentLog.warning("locus: uplink: \(problem); trying again in \(Quantity.describe(nanoseconds: delayNs))")
         }

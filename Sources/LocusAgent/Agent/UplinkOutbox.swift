@@ -107,11 +107,19 @@ struct UplinkOutbox: ~Copyable {
         guard force || acknowledgedSinceCommit >= UplinkOutbox.commitMessages
             || now.monotonic >= lastCommit + UplinkOutbox.commitIntervalNs else { return }
         let delivered = window.delivered(readThrough: tail.position)
-        guard delivered > committed else { return }
+        guard delivered > committed else {
+            // Acknowledged messages that move nothing (retained states, discovery, or behind a
+            // message still in flight): no commit is due until the next acknowledgement.
+            acknowledgedSinceCommit = 0
+            return
+        }
         do {
             try log.commitUplink(UplinkCursor(delivered: delivered, chained: window.chained(current: chained)), now)
         } catch {
-            // The log's own failure path reports it; the next commit tries again.
+            // The log's failure path reports it. The commit is tried again a commit interval
+            // later, not at every turn (a full disk would otherwise keep the loop awake).
+            lastCommit = now.monotonic
+            acknowledgedSinceCommit = min(acknowledgedSinceCommit, UplinkOutbox.commitMessages - 1)
             return
         }
         committed = delivered
