@@ -159,6 +159,11 @@ public struct LogStore: ~Copyable {
     /// Monotonic time (ns) of the oldest record written but not yet synced; nil when all are
     /// synced. The agent bounds it through `syncIfDue(now:)`.
     public private(set) var unsyncedSinceNs: Int64?
+    /// The newest record a sync made durable (all of them at every-record sync; under an interval
+    /// policy the ones before the last sync). A power cut can take only records after it, and a
+    /// sequence number after it may be given again to another record: what leaves the gateway
+    /// with its sequence number (the uplink) goes only up to here.
+    public private(set) var durableSequence: UInt64
     /// Rotations not done because the segment table was full (the active segment grew instead).
     public private(set) var rotationsDeferred = 0
     /// True while the files exceed `retainBytes` and the retention rule forbids deleting more.
@@ -331,6 +336,9 @@ extension LogStore {
         failed = syncFailed
         recovery = scan.corruptions
         nextSequence = scan.nextSequence
+        // What the scan found was synced by the recovery, unless that sync failed (then nothing
+        // counts as durable until a reopen syncs it).
+        durableSequence = syncFailed ? 0 : scan.nextSequence &- 1
         totalBytes = scan.bytes
         checkpoints = scan.checkpoints
 
@@ -660,6 +668,7 @@ extension LogStore {
             throw .system(.sync, SystemError(negated: result))
         }
         unsyncedSinceNs = nil
+        durableSequence = nextSequence &- 1
     }
 
     /// Syncs the active segment now.
@@ -709,6 +718,7 @@ extension LogStore {
             activeDescriptor = previousDescriptor
             segmentCount -= 1
             nextSequence = savedNext
+            durableSequence = min(durableSequence, savedNext &- 1)
             checkpoints = savedCheckpoints
             totalBytes = savedTotal
             setSegmentPath(savedNext)

@@ -15,6 +15,9 @@ import Testing
         (5405, "a line's change the log could not take (a failing sync) was never logged: the log's GPIO records disagreed with the line"),
         (8001, "with the event ring full and the disk refusing, a beacon's exit deadline already past woke the loop at once, again and again: it spun"),
         (1037, "a torn tail cut at start with the disk failing syncs stopped the log's opening: the records started over in memory"),
+        (23, "with the disk full, the uplink's cursor commit was tried at every turn: the loop woke every millisecond"),
+        (66, "after the broker dropped the connection, the uplink's commit deadline stayed past while commits waited for a connection: the loop woke every millisecond"),
+        (376, "at interval sync, the uplink published a record a power cut then took, and its seq went to another record: the broker had two records as one seq"),
         (9883, "at interval sync, a log whose sync failed was reopened only when an event waited: records acknowledged before the failure stayed unsynced until a power cut took them"),
     ]
 

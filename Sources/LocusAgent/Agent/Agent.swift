@@ -207,11 +207,12 @@ final class Agent {
         starter.service(now) { monitor in (control.isOpen(monitor), log.consumerPosition(monitor)) }
         outputs.update(now) { log.appendGPIO($0, now) }
         if log.takeLevelsToState(now) { outputs.recordLevels(.restored) { log.appendGPIO($0, now) } }
+        // The interval sync before the uplink: it publishes only what a sync made durable.
+        log.housekeeping(now)
         uplink?.service(poll, now, log: log, engine: engine, outputs: outputs.plan.names)
         control.catchUp(log)
         gnss.writeReceiverQueue(now)
         loop.housekeeping(now)
-        log.housekeeping(now)
     }
 
     /// The loop's components, each once, in one order: every pass over their common surface

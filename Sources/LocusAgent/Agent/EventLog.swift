@@ -176,6 +176,9 @@ final class EventLog: LoopComponent {
 
     /// The sequence number of the newest record (events numbered in memory without a log).
     var newest: UInt64 { session?.persistence.lastSequence ?? memory.sequence }
+    /// The newest record a power cut cannot take back (at interval sync, the records since the
+    /// last sync can be lost and their sequence numbers given again).
+    var durable: UInt64 { session?.persistence.durableSequence ?? memory.sequence }
 
     /// Outputs latched when the log was last written (the outputs start from them).
     var restoredLatches: [FixedName] { session?.restoredLatches ?? [] }

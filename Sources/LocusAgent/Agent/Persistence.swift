@@ -81,6 +81,8 @@ final class Persistence {
 
     /// The sequence number of the newest record.
     var lastSequence: UInt64 { store.nextSequence &- 1 }
+    /// The newest record a sync made durable (`LogStore.durableSequence`).
+    var durableSequence: UInt64 { store.durableSequence }
 
     /// Events after `afterSequence`, in order, until `body` returns false.
     func forEachEvent(afterSequence: UInt64, _ body: (UInt64, MonitorEvent) -> Bool) throws(LogStoreError) {

@@ -333,12 +333,16 @@ final class Uplink: LoopComponent {
     /// The log's records after the tail, as far as the window and the output have room.
     private func publishFromLog(_ log: EventLog) {
         guard connection.session.window.free >= 2 && hasRoom else { return }
-        guard let read = log.readTail(outbox.tail, { header, bytes in publish(header, bytes) }) else { return }
+        let durable = log.durable
+        guard let read = log.readTail(outbox.tail, { header, bytes in publish(header, bytes, durable: durable) }) else { return }
         outbox.report(read)
     }
 
-    /// One log record: false when there is no room for it now (it comes again next turn).
-    private func publish(_ header: LogRecordHeader, _ bytes: UnsafeRawBufferPointer) -> Bool {
+    /// One log record: false when there is no room for it now, or it is not yet durable (it comes
+    /// again next turn). The fleet keeps one copy per (gateway, seq): a record a power cut could
+    /// still take must not leave, since its seq would then be given to another record.
+    private func publish(_ header: LogRecordHeader, _ bytes: UnsafeRawBufferPointer, durable: UInt64) -> Bool {
+        guard header.sequence <= durable else { return false }
         guard connection.session.window.free >= 2 && hasRoom else { return false }
         let before = outbox.read(header)
         var reader = ByteReader(bytes)
