@@ -294,7 +294,7 @@ final class Agent {
     /// lines, the subscribers; then the engine is told it was handled. The live updates' batches
     /// go out first, so the log reads in the order things happened.
     private func handleEvents(_ now: AgentTime) {
-        guard log.acceptsEvents(now), engine.oldestPendingEvent() != nil else { return }
+        guard log.acceptsEvents(now), engine.hasPendingEvent() else { return }
         updates.flushForEvent(now)
         takeUpdates(now)
         while let pending = engine.oldestPendingEvent() {

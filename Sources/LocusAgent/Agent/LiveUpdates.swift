@@ -315,7 +315,7 @@ final class LiveUpdates: LoopComponent {
     /// The next item for the loop: the site updater's fixes and visits first, then each stream's
     /// lines (updates numbered by batch, with the flush reason; visits).
     func nextItem() -> Item? {
-        while let output = siteUpdater.nextOutput() {
+        while siteUpdater.hasOutput, let output = siteUpdater.nextOutput() {
             siteOutputTap?(output)
             switch output {
             case .update(let update):
@@ -333,7 +333,7 @@ final class LiveUpdates: LoopComponent {
                 continue
             }
         }
-        if let answered = requests.pending.nextAnswered() {
+        if requests.pending.answeredCount > 0, let answered = requests.pending.nextAnswered() {
             renderLocated(answered.request)
             return .reply(slot: answered.slot, line: line.bytes)
         }

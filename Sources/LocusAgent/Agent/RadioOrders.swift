@@ -27,8 +27,10 @@ struct RadioOrders {
     /// starts over, keeping its storage).
     mutating func next() -> ReceiverOrder? {
         guard taken < orders.count else {
-            orders.removeAll(keepingCapacity: true)
-            taken = 0
+            if taken > 0 {
+                orders.removeAll(keepingCapacity: true)
+                taken = 0
+            }
             return nil
         }
         taken += 1

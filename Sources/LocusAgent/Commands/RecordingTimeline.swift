@@ -14,7 +14,8 @@ enum RecordingTimeline {
     }
 
     /// Every line of an NMEA file with the UTC time its sentence carries. The lines are slices of
-    /// the file's bytes (a day of 1 Hz NMEA is read without a copy per line).
+    /// the file's bytes (a day of 1 Hz NMEA is read without a copy per line), and each line is
+    /// looked at once, as bytes in place.
     static func nmeaItems(_ path: String, port: Int) -> [Item]? {
         var contents: [UInt8]
         do { contents = try Files.read(path) } catch {
@@ -22,49 +23,61 @@ enum RecordingTimeline {
             return nil
         }
         if let last = contents.last, last != 0x0A { contents += [0x0D, 0x0A] }
-        var lines: [ArraySlice<UInt8>] = []
-        var start = 0
-        for (index, byte) in contents.enumerated() where byte == 0x0A {
-            lines.append(contents[start...index])
-            start = index + 1
-        }
-        // The date comes from RMC or ZDA; lines before the first one use the first date seen.
-        var date: CivilDate? = lines.lazy.compactMap { sentenceDate($0) }.first
-        var previousTimeOfDay: Int64? = nil
-        var items: [Item] = []
-        items.reserveCapacity(lines.count)
-        for line in lines {
-            let found = sentenceDate(line)
-            if let found { date = found }
-            var time: Int64? = nil
-            if let timeOfDay = sentenceTimeOfDay(line), let day = date {
-                if let previous = previousTimeOfDay, timeOfDay + 43_200_000_000_000 < previous, found == nil {
-                    date = day.addingDays(1)
+        let lines = lineRanges(contents)
+        return contents.withUnsafeBufferPointer { buffer in
+            var times: [SentenceTime] = []
+            times.reserveCapacity(lines.count)
+            for range in lines { times.append(SentenceTime(UnsafeBufferPointer(rebasing: buffer[range]))) }
+            // The date comes from RMC or ZDA; lines before the first one use the first date seen.
+            var date: CivilDate? = times.first { $0.date != nil }?.date
+            var previousTimeOfDay: Int64? = nil
+            var items: [Item] = []
+            items.reserveCapacity(lines.count)
+            for (range, found) in zip(lines, times) {
+                if let foundDate = found.date { date = foundDate }
+                var time: Int64? = nil
+                if let timeOfDay = found.timeOfDayNs, let day = date {
+                    if let previous = previousTimeOfDay, timeOfDay + 43_200_000_000_000 < previous, found.date == nil {
+                        date = day.addingDays(1)
+                    }
+                    previousTimeOfDay = timeOfDay
+                    time = UTCTime(date: date ?? day, timeOfDayNs: timeOfDay).totalNanoseconds
                 }
-                previousTimeOfDay = timeOfDay
-                time = UTCTime(date: date ?? day, timeOfDayNs: timeOfDay).totalNanoseconds
+                items.append(Item(timeNs: time, bytes: contents[range], port: port))
             }
-            items.append(Item(timeNs: time, bytes: line, port: port))
+            return items
         }
-        return items
     }
 
-    /// The `index`th comma-separated field of a sentence (before its `*` or line end), or nil.
-    static func field(_ line: ArraySlice<UInt8>, _ index: Int) -> ArraySlice<UInt8>? {
-        var start = line.startIndex
-        var number = 0
-        var position = line.startIndex
-        while position < line.endIndex {
-            let byte = line[position]
-            if byte == UInt8(ascii: "*") || byte == 0x0D || byte == 0x0A { break }
-            if byte == UInt8(ascii: ",") {
-                if number == index { return line[start..<position] }
-                number += 1
-                start = position + 1
+    /// Each line of `contents` (which ends with a line feed), its line feed included.
+    static func lineRanges(_ contents: [UInt8]) -> [Range<Int>] {
+        var lines: [Range<Int>] = []
+        contents.withUnsafeBytes { buffer in
+            var start = 0
+            while let feed = lineFeed(buffer, from: start) {
+                lines.append(start..<(feed + 1))
+                start = feed + 1
             }
-            position += 1
         }
-        return number == index ? line[start..<position] : nil
+        return lines
+    }
+
+    /// The offset of the first line feed at or after `start`, or nil. Eight bytes at a time: a
+    /// word XORed with eight line feeds has a zero byte where a line feed was (the classic
+    /// "has a zero byte" test, (w - 0x01…) & ~w & 0x80…); that word is then looked at byte by byte.
+    static func lineFeed(_ buffer: UnsafeRawBufferPointer, from start: Int) -> Int? {
+        let ones: UInt64 = 0x0101_0101_0101_0101, feeds: UInt64 = 0x0A0A_0A0A_0A0A_0A0A, highs: UInt64 = 0x8080_8080_8080_8080
+        var index = start
+        while index + 8 <= buffer.count {
+            let word = buffer.loadUnaligned(fromByteOffset: index, as: UInt64.self) ^ feeds
+            if (word &- ones) & ~word & highs != 0 { break }
+            index += 8
+        }
+        while index < buffer.count {
+            if buffer[index] == 0x0A { return index }
+            index += 1
+        }
+        return nil
     }
 
     /// A sentence type's three letters as one number ("RMC" for "$GPRMC", any talker).
@@ -75,49 +88,109 @@ enum RecordingTimeline {
     static let rmc = typeCode("RMC".utf8), zda = typeCode("ZDA".utf8), gll = typeCode("GLL".utf8)
     static let timeFirst = ["RMC", "GGA", "GNS", "GST", "ZDA", "GBS"].map { typeCode($0.utf8) }
 
-    /// The line's sentence type (`typeCode`), or 0 for a line that is not a sentence.
-    static func sentenceType(_ line: ArraySlice<UInt8>) -> UInt32 {
-        guard let first = field(line, 0), first.count >= 6, first.first == UInt8(ascii: "$") else { return 0 }
-        return typeCode(first)
-    }
-
-    static func number(_ bytes: ArraySlice<UInt8>) -> Int? {
-        guard !bytes.isEmpty, bytes.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
-        return bytes.reduce(0) { $0 * 10 + Int($1 - 0x30) }
-    }
-
-    static func sentenceTimeOfDay(_ line: ArraySlice<UInt8>) -> Int64? {
-        let type = sentenceType(line)
-        let index: Int
-        if timeFirst.contains(type) { index = 1 } else if type == gll { index = 5 } else { return nil }
-        guard let field = field(line, index), field.count >= 6, let hours = number(field.prefix(2)), let minutes = number(field.dropFirst(2).prefix(2)),
-              let seconds = number(field.dropFirst(4).prefix(2)), hours < 24, minutes < 60, seconds < 61 else { return nil }
-        var nanoseconds: Int64 = 0
-        let fraction = field.dropFirst(7)
-        if field.count > 7, field[field.startIndex + 6] == UInt8(ascii: "."), let digits = number(fraction.prefix(9)) {
-            nanoseconds = Int64(digits)
-            for _ in fraction.prefix(9).count..<9 { nanoseconds *= 10 }
-        }
-        return (Int64(hours) * 3600 + Int64(minutes) * 60 + Int64(seconds)) * 1_000_000_000 + nanoseconds
-    }
-
-    static func sentenceDate(_ line: ArraySlice<UInt8>) -> CivilDate? {
+    /// The time of day and the date one line's sentence carries (RMC and ZDA carry both, GGA, GNS,
+    /// GST, GBS and GLL a time of day), read from its bytes in one pass up to the last field used.
+    struct SentenceTime {
+        var timeOfDayNs: Int64? = nil
         var date: CivilDate? = nil
-        switch sentenceType(line) {
-        case rmc:
-            guard let text = field(line, 9), text.count == 6, let day = number(text.prefix(2)), let month = number(text.dropFirst(2).prefix(2)),
-                  let year = number(text.suffix(2)), (1...31).contains(day), (1...12).contains(month) else { return nil }
-            date = CivilDate(year: 2000 + year, month: month, day: day)
-        case zda:
-            guard let dayText = field(line, 2), let monthText = field(line, 3), let yearText = field(line, 4), let day = number(dayText),
-                  let month = number(monthText), let year = number(yearText), (1...31).contains(day), (1...12).contains(month), year >= 1980 else { return nil }
-            date = CivilDate(year: year, month: month, day: day)
-        default:
-            return nil
+
+        init(_ line: UnsafeBufferPointer<UInt8>) {
+            var fields = Fields(line)
+            guard let first = fields.next(), first.count >= 6, line[first.lowerBound] == UInt8(ascii: "$") else { return }
+            let type = line[(first.upperBound - 3)..<first.upperBound].reduce(0) { $0 << 8 | UInt32($1) }
+            if type == RecordingTimeline.gll {
+                timeOfDayNs = fields.skip(4).flatMap { Self.timeOfDay(line, $0) }
+                return
+            }
+            guard RecordingTimeline.timeFirst.contains(type) else { return }
+            timeOfDayNs = fields.next().flatMap { Self.timeOfDay(line, $0) }
+            if type == RecordingTimeline.rmc {
+                date = fields.skip(7).flatMap { Self.rmcDate(line, $0) }.map(Self.afterRollover)
+            } else if type == RecordingTimeline.zda {
+                date = Self.zdaDate(line, &fields).map(Self.afterRollover)
+            }
         }
-        // GPS week rollover, as the decoder corrects it: a date before 2017 is 1024 weeks late.
-        if let found = date, found < CivilDate(year: 2017, month: 1, day: 1) { return found.addingDays(7168) }
-        return date
+
+        /// hhmmss[.f…]: nanoseconds since midnight.
+        static func timeOfDay(_ line: UnsafeBufferPointer<UInt8>, _ field: Range<Int>) -> Int64? {
+            let start = field.lowerBound
+            guard field.count >= 6, let hours = number(line, start..<(start + 2)), let minutes = number(line, (start + 2)..<(start + 4)),
+                  let seconds = number(line, (start + 4)..<(start + 6)), hours < 24, minutes < 60, seconds < 61 else { return nil }
+            var nanoseconds: Int64 = 0
+            if field.count > 7, line[start + 6] == UInt8(ascii: "."), let digits = number(line, (start + 7)..<min(field.upperBound, start + 16)) {
+                nanoseconds = Int64(digits)
+                for _ in min(field.count - 7, 9)..<9 { nanoseconds *= 10 }
+            }
+            return (Int64(hours) * 3600 + Int64(minutes) * 60 + Int64(seconds)) * 1_000_000_000 + nanoseconds
+        }
+
+        /// RMC's ddmmyy.
+        static func rmcDate(_ line: UnsafeBufferPointer<UInt8>, _ field: Range<Int>) -> CivilDate? {
+            let start = field.lowerBound
+            guard field.count == 6, let day = number(line, start..<(start + 2)), let month = number(line, (start + 2)..<(start + 4)),
+                  let year = number(line, (start + 4)..<(start + 6)), (1...31).contains(day), (1...12).contains(month) else { return nil }
+            return CivilDate(year: 2000 + year, month: month, day: day)
+        }
+
+        /// ZDA's day, month and four-digit year, the three fields after the time.
+        static func zdaDate(_ line: UnsafeBufferPointer<UInt8>, _ fields: inout Fields) -> CivilDate? {
+            guard let dayField = fields.next(), let monthField = fields.next(), let yearField = fields.next(), let day = number(line, dayField),
+                  let month = number(line, monthField), let year = number(line, yearField), (1...31).contains(day), (1...12).contains(month),
+                  year >= 1980 else { return nil }
+            return CivilDate(year: year, month: month, day: day)
+        }
+
+        /// GPS week rollover, as the decoder corrects it: a date before 2017 is 1024 weeks late.
+        static func afterRollover(_ date: CivilDate) -> CivilDate {
+            date < CivilDate(year: 2017, month: 1, day: 1) ? date.addingDays(7168) : date
+        }
+
+        /// The decimal number the bytes in `range` spell, or nil (empty, or not all digits).
+        static func number(_ line: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Int? {
+            guard !range.isEmpty else { return nil }
+            var value = 0
+            for index in range {
+                let digit = line[index] &- 0x30
+                guard digit <= 9 else { return nil }
+                value = value * 10 + Int(digit)
+            }
+            return value
+        }
+    }
+
+    /// A sentence's comma-separated fields left to right, up to its '*' or line end.
+    struct Fields {
+        private let line: UnsafeBufferPointer<UInt8>
+        private var position = 0
+        private var ended = false
+
+        init(_ line: UnsafeBufferPointer<UInt8>) { self.line = line }
+
+        /// The next field's byte range; nil past the last field.
+        mutating func next() -> Range<Int>? {
+            guard !ended else { return nil }
+            let start = position
+            while position < line.count {
+                let byte = line[position]
+                // Digits, letters and '.' are above ',', as are most bytes: one comparison each.
+                if byte <= UInt8(ascii: ",") {
+                    if byte == UInt8(ascii: "*") || byte == 0x0D || byte == 0x0A { break }
+                    if byte == UInt8(ascii: ",") {
+                        position += 1
+                        return start..<(position - 1)
+                    }
+                }
+                position += 1
+            }
+            ended = true
+            return start..<position
+        }
+
+        /// The field after skipping `count`.
+        mutating func skip(_ count: Int) -> Range<Int>? {
+            for _ in 0..<count where next() == nil { return nil }
+            return next()
+        }
     }
 
     /// Items in play order: untimed lines keep their place after the timed line before them; the
@@ -128,19 +201,19 @@ enum RecordingTimeline {
     /// port's first time before the first), and recordings more than a day apart are moved to
     /// start together. File order is kept.
     static func timed(_ items: [Item]) -> [Item] {
-        var timed: [Item] = []
-        timed.reserveCapacity(items.count)
-        var lastTime: [Int: Int64] = [:]
-        for item in items {
-            var copy = item
-            if copy.timeNs == nil { copy.timeNs = lastTime[item.port] } else { lastTime[item.port] = copy.timeNs }
-            timed.append(copy)
+        // Ports are small numbers (0 and 1 here, the pseudo-terminals' indexes in `locus feed`).
+        let ports = items.reduce(0) { max($0, $1.port + 1) }
+        var timed = items
+        var lastTime = [Int64?](repeating: nil, count: ports)
+        for index in timed.indices {
+            let port = timed[index].port
+            if let time = timed[index].timeNs { lastTime[port] = time } else { timed[index].timeNs = lastTime[port] }
         }
         // Lines before the first timed line of their port play at the port's first time.
-        var firstTime: [Int: Int64] = [:]
-        for item in timed { if let time = item.timeNs, firstTime[item.port] == nil { firstTime[item.port] = time } }
+        var firstTime = [Int64?](repeating: nil, count: ports)
+        for item in timed where firstTime[item.port] == nil { firstTime[item.port] = item.timeNs }
         for index in timed.indices where timed[index].timeNs == nil { timed[index].timeNs = firstTime[timed[index].port] ?? 0 }
-        let starts = firstTime.values
+        let starts = firstTime.compactMap { $0 }
         if let earliest = starts.min(), let latest = starts.max(), latest - earliest > 86_400_000_000_000 {
             // Unrelated recordings: both start together.
             for index in timed.indices { timed[index].timeNs! += earliest - (firstTime[timed[index].port] ?? earliest) }

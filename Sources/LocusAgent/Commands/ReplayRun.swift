@@ -31,7 +31,10 @@ enum ReplayRun {
 
     static func play(_ loaded: LoadedConfig, _ options: ReplayCommand.Options) -> Int32 {
         guard let items = timeline(options) else { return 1 }
-        guard let firstNs = items.compactMap({ $0.timeNs }).filter({ $0 > 0 }).min() else {
+        guard let firstNs = items.reduce(nil as Int64?, { first, item in
+            guard let time = item.timeNs, time > 0 else { return first }
+            return min(first ?? time, time)
+        }) else {
             Console.error("locus: replay: the recordings hold no timed fix or beacon sighting\n")
             return 1
         }
@@ -139,14 +142,39 @@ enum ReplayRun {
     /// One port's items as the simulation's arrivals, a moment's items in one (an NMEA epoch
     /// arrives whole, as a receiver sends it in one burst).
     static func arrivals(_ items: [RecordingTimeline.Item], port: Int, firstNs: Int64) -> [SimulatedKernel.Arrival] {
+        func atNs(_ item: RecordingTimeline.Item) -> Int64 { startNs + max(0, (item.timeNs ?? 0) - firstNs) }
         var arrivals: [SimulatedKernel.Arrival] = []
-        for item in items where item.port == port {
-            let atNs = startNs + max(0, (item.timeNs ?? 0) - firstNs)
-            if arrivals.last?.atNs == atNs { arrivals[arrivals.count - 1].bytes += item.bytes } else {
-                arrivals.append(SimulatedKernel.Arrival(atNs: atNs, bytes: Array(item.bytes)))
+        var start = 0
+        while start < items.count {
+            guard items[start].port == port else {
+                start += 1
+                continue
             }
+            // This item and the port's next ones at the same moment, in one arrival.
+            let moment = atNs(items[start])
+            var end = start + 1
+            var count = items[start].bytes.count
+            while end < items.count && (items[end].port != port || atNs(items[end]) == moment) {
+                if items[end].port == port { count += items[end].bytes.count }
+                end += 1
+            }
+            arrivals.append(SimulatedKernel.Arrival(atNs: moment, bytes: concatenated(items[start..<end].lazy.filter { $0.port == port }, count: count)))
+            start = end
         }
         return arrivals
+    }
+
+    /// The items' bytes in one array of `count` bytes, allocated once.
+    static func concatenated(_ items: some Sequence<RecordingTimeline.Item>, count: Int) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            for item in items {
+                item.bytes.withUnsafeBufferPointer { bytes in
+                    guard let source = bytes.baseAddress, let target = buffer.baseAddress else { return }
+                    (target + initialized).initialize(from: source, count: bytes.count)
+                    initialized += bytes.count
+                }
+            }
+        }
     }
 
     /// `--updates`: one TPV-style line per update the site updater delivers (gpsd's TPV members,

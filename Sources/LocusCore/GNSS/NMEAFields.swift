@@ -133,7 +133,8 @@ struct NMEAFields {
         return date.isValid ? date : nil
     }
 
-    /// Digits with an optional sign and one optional '.', at most 18 significant digits.
+    /// Digits with an optional sign and one optional '.', at most 18 significant digits (which an
+    /// Int64 holds, so the arithmetic needs no overflow checks).
     private func parseDecimal(_ field: Range<Int>) -> NMEADecimal? {
         guard !field.isEmpty else { return nil }
         var index = field.lowerBound
@@ -144,24 +145,23 @@ struct NMEAFields {
         }
         var digits: Int64 = 0
         var count = 0
-        var scale = 0
-        var seenDot = false
+        /// Digits before the '.', or -1 without one.
+        var beforeDot = -1
         while index < field.upperBound {
             let byte = bytes[index]
-            if byte == ASCII.dot {
-                if seenDot { return nil }
-                seenDot = true
-            } else if isDigit(byte) {
+            let digit = byte &- 0x30
+            if digit <= 9 {
                 if count == 18 { return nil }
-                digits = digits * 10 + Int64(byte - 0x30)
-                count += 1
-                if seenDot { scale += 1 }
+                digits = digits &* 10 &+ Int64(digit)
+                count &+= 1
+            } else if byte == ASCII.dot && beforeDot < 0 {
+                beforeDot = count
             } else {
                 return nil
             }
-            index += 1
+            index &+= 1
         }
         guard count > 0 else { return nil }
-        return NMEADecimal(digits: digits, scale: scale, negative: negative)
+        return NMEADecimal(digits: digits, scale: beforeDot < 0 ? 0 : count - beforeDot, negative: negative)
     }
 }

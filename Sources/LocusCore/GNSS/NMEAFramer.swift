@@ -112,26 +112,27 @@ public struct NMEAFramer {
         byte > UInt8(ascii: "$") && byte <= 0x7E && byte != UInt8(ascii: "*")
     }
 
-    /// The hot loop: copies ordinary bytes before the '*' into the buffer, accumulating the
-    /// checksum, until a byte needs a decision or the buffer is full. Returns the next index.
+    /// The hot loop: ordinary bytes before the '*' go into the buffer, the checksum accumulated
+    /// over them, until a byte needs a decision or the buffer is full. The run is found first and
+    /// copied in one go, so the loop keeps the checksum in a register rather than storing it with
+    /// every byte. Returns the next index.
     @inline(__always)
     private mutating func copyOrdinary(_ bytes: UnsafeRawBufferPointer, from start: Int) -> Int {
         var index = start
-        var count = length
         var sum = checksum
-        let limit = min(bytes.count, start + (NMEAFramer.maximumLength - count))
-        withUnsafeMutablePointer(to: &buffer) { storage in
-            let base = UnsafeMutableRawPointer(storage).assumingMemoryBound(to: UInt8.self)
-            while index < limit {
-                let byte = bytes[index]
-                guard NMEAFramer.isOrdinary(byte) else { break }
-                base[count] = byte
-                sum ^= byte
-                count += 1
-                index += 1
-            }
+        let limit = min(bytes.count, start + (NMEAFramer.maximumLength - length))
+        while index < limit {
+            let byte = bytes[index]
+            guard NMEAFramer.isOrdinary(byte) else { break }
+            sum ^= byte
+            index += 1
         }
-        length = count
+        let count = index - start
+        let offset = length
+        withUnsafeMutablePointer(to: &buffer) { storage in
+            (UnsafeMutableRawPointer(storage) + offset).copyMemory(from: bytes.baseAddress! + start, byteCount: count)
+        }
+        length = offset + count
         checksum = sum
         return index
     }

@@ -437,6 +437,12 @@ public final class MonitorEngine {
     public var pendingEventCount: Int { ringCount }
     public var eventCapacity: Int { capacity.events }
 
+    /// An event waits for the sinks (`oldestPendingEvent` would return one), without copying it.
+    public func hasPendingEvent() -> Bool {
+        dropStale()
+        return ringCount > 0
+    }
+
     /// The oldest event not yet handled by every sink.
     public func oldestPendingEvent() -> MonitorEvent? {
         dropStale()

@@ -134,6 +134,9 @@ public final class LiveUpdater {
 
     public var isStationary: Bool { stationary.isStationary }
 
+    /// The outbox holds an output (`nextOutput` would return one; asking this copies none).
+    public var hasOutput: Bool { outboxCount > 0 }
+
     /// The oldest output not yet taken, in order; nil when the outbox is empty.
     @_noAllocation
     public func nextOutput() -> LiveOutput? {

@@ -355,23 +355,27 @@ public struct ReceiverControl {
 
     /// When the agent must turn next for the receiver: a queued or retried write, the oldest
     /// pending command's resend time, the end of a backup period. Nil when nothing waits.
+    /// A mutating get although it changes nothing: the agent asks this of the control it keeps in a
+    /// class every turn, and a plain getter would be handed a copy of the whole control (1.3 KB).
     public var nextDeadline: MonotonicInstant? {
-        guard portOpen, receiver != .genericNMEA else { return nil }
-        if let retry = writeRetryAt { return retry }
-        if wakePending || sleepCommand != nil || resetCommand != nil || (!asleep && (nextFirstSend < commands.count || resendMask != 0)) {
-            return queuedAt
-        }
-        if reportDue && !asleep && tracker.isSettled { return queuedAt }
-        var deadline = asleepUntil
-        if !asleep {
-            for index in 0..<tracker.count {
-                let entry = tracker.entry(index)
-                guard entry.status == .pending else { continue }
-                let due = MonotonicInstant(nanoseconds: entry.lastSentNs + ReceiverControl.timeoutMs * 1_000_000)
-                deadline = min(deadline ?? due, due)
+        mutating get {
+            guard portOpen, receiver != .genericNMEA else { return nil }
+            if let retry = writeRetryAt { return retry }
+            if wakePending || sleepCommand != nil || resetCommand != nil || (!asleep && (nextFirstSend < commands.count || resendMask != 0)) {
+                return queuedAt
             }
+            if reportDue && !asleep && tracker.isSettled { return queuedAt }
+            var deadline = asleepUntil
+            if !asleep {
+                for index in 0..<tracker.count {
+                    let entry = tracker.entry(index)
+                    guard entry.status == .pending else { continue }
+                    let due = MonotonicInstant(nanoseconds: entry.lastSentNs + ReceiverControl.timeoutMs * 1_000_000)
+                    deadline = min(deadline ?? due, due)
+                }
+            }
+            return deadline
         }
-        return deadline
     }
 
     // MARK: helpers
