@@ -27,7 +27,8 @@ public enum FleetCommandLine {
                     10000); unreadable lines go to the quarantine table with FILE:LINE and
                     the reason
           status    one line per gateway (last seen, last seq, records, gaps, unverified), then
-                    one 'GAP' line per hole in a gateway's records; exit 1 when there is a gap
+                    one 'GAP' line per hole in a gateway's records and one 'CONFLICT' line per
+                    (gateway, seq) that came again with other contents; exit 1 when there is either
 
         """ + ingestHelp + """
 
@@ -191,7 +192,7 @@ public enum FleetCommandLine {
                 try FleetStatus.read(connection)
             }
             FleetOutput.out(options.json ? status.json : status.text)
-            return status.gaps.isEmpty ? 0 : 1
+            return status.gaps.isEmpty && status.conflicts.isEmpty ? 0 : 1
         } catch {
             return failure("status: \(error.message)")
         }

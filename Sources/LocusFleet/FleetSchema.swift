@@ -12,6 +12,7 @@ public enum FleetSchema {
     public static let migrations: [Migration] = [
         Migration(version: 1, description: "records, gateways, quarantine; the events, gpio_changes, visits, current_state, gaps and gateway_summary views",
                   sql: migration1),
+        Migration(version: 2, description: "conflicts: a second, different record for a (gateway, seq) already stored", sql: migration2),
     ]
 
     /// The version this program reads and writes.

@@ -31,10 +31,28 @@ public struct FleetStatus: Sendable, Equatable {
         }
     }
 
+    /// A `(gateway, seq)` that came again with other contents (table `conflicts`).
+    public struct Conflict: Sendable, Equatable {
+        public var gateway: String
+        public var seq: Int64
+        /// The other versions kept (the stored one is in `records`).
+        public var versions: Int64
+
+        /// `CONFLICT gw-07: seq 41 came again with other contents (1 version in table conflicts)...`.
+        public var line: String {
+            "CONFLICT \(gateway): seq \(seq) came again with other contents (\(versions) version\(versions == 1 ? "" : "s") in table conflicts): "
+                + "two gateways with one id, or a gateway that numbered records again"
+        }
+    }
+
     public var gateways: [Gateway]
     public var gaps: [Gap]
     /// Rows in the quarantine table.
     public var quarantined: Int64
+    /// The conflicting keys, at most `conflictLines` of them (`conflicted` counts them all).
+    public var conflicts: [Conflict] = []
+    public var conflicted: Int64 = 0
+    static let conflictLines = 100
 
     /// A time column as the gateways write times: `2024-03-14T00:05:30.000Z`.
     static func utc(_ column: String) -> String {
@@ -59,7 +77,13 @@ public struct FleetStatus: Sendable, Equatable {
                 missingTo: Int64(row[3] ?? "") ?? 0, nextSeq: Int64(row[4] ?? "") ?? 0)
         }
         let quarantined = Int64(try connection.execute("select count(*) from quarantine").scalar ?? "0") ?? 0
-        return FleetStatus(gateways: gateways, gaps: gaps, quarantined: quarantined)
+        let conflicts = try connection.execute(
+            "select gateway, seq, count(*) from conflicts group by gateway, seq order by gateway, seq limit \(conflictLines)"
+        ).rows.map { row in
+            Conflict(gateway: row[0] ?? "", seq: Int64(row[1] ?? "") ?? 0, versions: Int64(row[2] ?? "") ?? 0)
+        }
+        let conflicted = Int64(try connection.execute("select count(distinct (gateway, seq)) from conflicts").scalar ?? "0") ?? 0
+        return FleetStatus(gateways: gateways, gaps: gaps, quarantined: quarantined, conflicts: conflicts, conflicted: conflicted)
     }
 
     /// `850 ms`, `12.5 s`, `3 h 20 min`, `41 d`: an ingest lag as a technician reads it.
@@ -72,7 +96,8 @@ public struct FleetStatus: Sendable, Equatable {
         return "\(ms / 86_400_000) d"
     }
 
-    /// One line per gateway, then one loud line per gap, then the quarantine if it holds anything.
+    /// One line per gateway, then one loud line per gap and per conflict, then the quarantine if
+    /// it holds anything.
     public var text: String {
         var lines: [String] = []
         if gateways.isEmpty { lines.append("no gateway has records yet") }
@@ -87,11 +112,14 @@ public struct FleetStatus: Sendable, Equatable {
             lines.append(line)
         }
         lines += gaps.map(\.line)
+        lines += conflicts.map(\.line)
+        if conflicted > Int64(conflicts.count) { lines.append("CONFLICT: \(conflicted) keys in all (the first \(conflicts.count) shown)") }
         if quarantined > 0 { lines.append("quarantine: \(quarantined) inputs kept with the reason they were refused (table quarantine)") }
         return lines.joined(separator: "\n") + "\n"
     }
 
-    /// `{"gateways":[...],"gaps":[...],"quarantined":N}`: names as the views' columns.
+    /// `{"gateways":[...],"gaps":[...],"conflicts":[...],"conflicted":N,"quarantined":N}`: names
+    /// as the views' columns.
     public var json: String {
         let gatewayObjects = gateways.map { gateway in
             FleetJSON.object([("gateway", .string(gateway.gateway)), ("last_seen", .string(gateway.lastSeen)),
@@ -105,8 +133,12 @@ public struct FleetStatus: Sendable, Equatable {
                               ("missing_from", .integer(gap.missingFrom)), ("missing_to", .integer(gap.missingTo)),
                               ("next_seq", .integer(gap.nextSeq))])
         }
+        let conflictObjects = conflicts.map { conflict in
+            FleetJSON.object([("gateway", .string(conflict.gateway)), ("seq", .integer(conflict.seq)), ("versions", .integer(conflict.versions))])
+        }
         return FleetJSON.object([("gateways", .raw("[" + gatewayObjects.joined(separator: ",") + "]")),
                                  ("gaps", .raw("[" + gapObjects.joined(separator: ",") + "]")),
-                                 ("quarantined", .integer(quarantined))]) + "\n"
+                                 ("conflicts", .raw("[" + conflictObjects.joined(separator: ",") + "]")),
+                                 ("conflicted", .integer(conflicted)), ("quarantined", .integer(quarantined))]) + "\n"
     }
 }

@@ -75,6 +75,16 @@ public enum RecordBatch {
             select \(columns), clock_timestamp() from \(source) order by gateway, seq
             on conflict (gateway, seq) do nothing
             returning 1
+        ), conflicting as (
+            -- Rows for a key stored before this statement with other contents, and two rows of
+            -- the batch itself for one key that differ (the first of them is stored).
+            insert into conflicts (gateway, seq, kind, time, payload, source)
+            select n.gateway, n.seq, n.kind, n.time, n.payload, n.source from \(source) n
+            where exists (select 1 from records r where r.gateway = n.gateway and r.seq = n.seq
+                          and (r.kind, r.time, r.payload) is distinct from (n.kind, n.time, n.payload))
+               or exists (select 1 from \(source) o where o.gateway = n.gateway and o.seq = n.seq
+                          and (o.kind, o.time, o.payload) is distinct from (n.kind, n.time, n.payload))
+            on conflict do nothing
         ), seen as (
             insert into gateways as g (gateway, first_seen, last_seen, last_seq)
             select gateway, min(time), max(time), max(seq) from \(source) group by gateway order by gateway

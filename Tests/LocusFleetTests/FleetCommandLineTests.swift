@@ -17,7 +17,7 @@ import Testing
         #expect(help.status == 0 && help.output.hasPrefix(Self.usage) && help.output.contains("LOCUS_FLEET_DATABASE")
                 && help.output.contains("--share GROUP"))
         let version = try Fleet.fleet(["--version"])
-        #expect(version.status == 0 && version.output == "locus-fleet \(LocusVersion.string) (schema version 1)\n")
+        #expect(version.status == 0 && version.output == "locus-fleet \(LocusVersion.string) (schema version 2)\n")
     }
 
     @Test(arguments: [

@@ -221,6 +221,46 @@ import TestSupport
         #expect(worker.stop() == 0)
     }
 
+    // MARK: identity
+
+    /// The topic names the gateway (the broker's ACL ties it to the login): a payload naming
+    /// another is quarantined, never stored as the other's. A second record for a (gateway, seq)
+    /// already stored, with other contents (two gateways cloned from one image), is kept in
+    /// `conflicts` once, and `status` says so loudly and exits 1; the stored record stays.
+    @Test func aGatewayWritesOnlyItsOwnRecordsAndAConflictIsShownNotMerged() throws {
+        let broker = try Self.broker()
+        let port = broker.ports[0]
+        let url = try Fleet.migratedDatabase("ingest-identity")
+        let worker = try Worker(broker: port, database: url)
+        try Self.publish(port, "locus/gw-a/event/yard/fence", Self.events("gw-a", 5))
+        #expect(try Self.waitCount(url, "select count(*) from records", 5) == 5)
+        // gw-b writes as gw-a.
+        try Self.publish(port, "locus/gw-b/event/yard/fence", [Self.event("gw-a", seq: 6, prev: 5)])
+        #expect(try Self.waitCount(url, "select count(*) from quarantine", 1) == 1)
+        let reason = try Fleet.connect(url).execute("select reason from quarantine").scalar ?? ""
+        #expect(reason == "the payload names gateway 'gw-a' but came under gateway 'gw-b''s topic: a gateway writes only its own records", "\(reason)")
+        #expect(try Self.count(url, "select count(*) from records where gateway = 'gw-a' and seq = 6") == 0)
+        // A clone of gw-a numbers its own records: seq 3 again, other contents, twice over.
+        let clone = Self.event("gw-a", seq: 3, prev: 2).replacingOccurrences(of: "fence", with: "gate")
+        try Self.publish(port, "locus/gw-a/event/yard/gate", [clone, clone])
+        #expect(try Self.waitCount(url, "select count(*) from conflicts", 1) == 1)
+        #expect(try Self.count(url, "select count(*) from records where gateway = 'gw-a' and payload ->> 'identifier' = 'fence'") == 5,
+                "the stored record stays")
+        // Two versions of one key in one batch: the one stored and the other both named.
+        let first = Self.event("gw-a", seq: 9, prev: 5), second = first.replacingOccurrences(of: "fence", with: "gate")
+        try Self.publish(port, "locus/gw-a/event/yard/fence", [first, second])
+        #expect(try Self.waitCount(url, "select count(*) from records", 6) == 6)
+        // In one batch both are named (each differs from the other); across two, the second.
+        #expect(try Self.waitCount(url, "select least(count(*), 1) from conflicts where seq = 9", 1) == 1)
+        let status = try Fleet.fleet(["status", "--database", url])
+        #expect(status.status == 1, "a conflict makes status fail: \(status.output)")
+        #expect(status.output.contains("CONFLICT gw-a: seq 3 came again with other contents (1 version in table conflicts)"), "\(status.output)")
+        #expect(status.output.contains("CONFLICT gw-a: seq 9 came again"), "\(status.output)")
+        let json = try Fleet.fleet(["status", "--database", url, "--json"])
+        #expect(json.output.contains(#""conflicts":[{"gateway":"gw-a","seq":3,"versions":1}"#), "\(json.output)")
+        #expect(worker.stop() == 0)
+    }
+
     // MARK: scale and faults
 
     /// Two workers in one share group split the messages; together they store each once.
@@ -329,9 +369,11 @@ import TestSupport
     @Test func topicsAreClassifiedByThePrefix() throws {
         let topics = try IngestTopics(prefix: "site/+/locus", share: nil)
         #expect(topics.filters == ["site/+/locus/event/#", "site/+/locus/gpio/+", "site/+/locus/visit", "site/+/locus/status"])
-        #expect(topics.classify("site/gw-1/locus/event/yard/fence") == .record(.event))
-        #expect(topics.classify("site/gw-1/locus/gpio/relay1") == .record(.gpio))
-        #expect(topics.classify("site/gw-1/locus/visit") == .record(.visit))
+        #expect(topics.classify("site/gw-1/locus/event/yard/fence") == .record(.event, gateway: "gw-1"))
+        #expect(topics.classify("site/gw-1/locus/gpio/relay1") == .record(.gpio, gateway: "gw-1"))
+        #expect(topics.classify("site/gw-1/locus/visit") == .record(.visit, gateway: "gw-1"))
+        #expect(try IngestTopics(prefix: "site/gw-1", share: nil).classify("site/gw-1/visit") == .record(.visit, gateway: nil),
+                "a prefix without + names no gateway: the payload's stands")
         #expect(topics.classify("site/gw-1/locus/status") == .status(gateway: "gw-1"))
         #expect(topics.classify("site/gw-1/other/status") == .foreign)
         #expect(topics.classify("site/gw-1/locus/gpio") == .foreign)

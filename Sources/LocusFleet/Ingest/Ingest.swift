@@ -222,7 +222,7 @@ struct IngestBatch {
             default: return keep(message, "a status that is neither online nor offline")
             }
             statuses.append(GatewayStatus(gateway: gateway, online: online, receivedMs: FleetClock.wallMs()))
-        case .record(let kind):
+        case .record(let kind, let topicGateway):
             let value: JSONValue
             do {
                 value = try JSONParser.parse(message.payload)
@@ -230,7 +230,14 @@ struct IngestBatch {
                 return keep(message, "not JSON: \(error)")
             }
             do {
-                records.append(try FleetRecord.published(value, kind: kind))
+                let record = try FleetRecord.published(value, kind: kind)
+                // The topic is the gateway's own (the broker's ACL ties it to the login); a
+                // payload naming another would write that gateway's records.
+                if let topicGateway, record.gateway != topicGateway {
+                    return keep(message, "the payload names gateway '\(record.gateway)' but came under gateway '\(topicGateway)''s topic: "
+                                + "a gateway writes only its own records")
+                }
+                records.append(record)
                 origins.append((message.topic, message.payload))
             } catch {
                 let seq = value["seq"]?.integer(in: 1...FleetRecord.maximumSeq).map { " \($0)" } ?? ""

@@ -14,7 +14,8 @@
 /// in order, and the newest received wins (`RecordBatch.updateStatus`).
 struct IngestTopics: Equatable {
     enum Topic: Equatable {
-        case record(FleetRecord.Kind)
+        /// The gateway is the topic's level at the prefix's `+` (nil for a prefix without one).
+        case record(FleetRecord.Kind, gateway: String?)
         /// The gateway is the topic's level at the prefix's `+`.
         case status(gateway: String)
         case foreign
@@ -56,13 +57,13 @@ struct IngestTopics: Equatable {
         guard levels.count > prefix.count else { return .foreign }
         for (level, pattern) in zip(levels, prefix) where pattern != "+" && level != pattern { return .foreign }
         let rest = levels.count - prefix.count
+        let gateway = prefix.firstIndex(of: "+").map { String(levels[$0]) }
         switch levels[prefix.count] {
-        case "event": return .record(.event)
-        case "gpio" where rest == 2: return .record(.gpio)
-        case "visit" where rest == 1: return .record(.visit)
+        case "event": return .record(.event, gateway: gateway)
+        case "gpio" where rest == 2: return .record(.gpio, gateway: gateway)
+        case "visit" where rest == 1: return .record(.visit, gateway: gateway)
         case "status" where rest == 1:
-            let index = prefix.firstIndex(of: "+") ?? prefix.count - 1
-            return .status(gateway: String(levels[index]))
+            return .status(gateway: gateway ?? String(levels[prefix.count - 1]))
         default: return .foreign
         }
     }
