@@ -301,7 +301,6 @@ final class EventLog: LoopComponent {
             failed(error, now, waiting: nil)
             return false
         }
-        precondition(pendingStart == nil || session == nil, "no event is appended before the start is logged")
         precondition(retry.at == nil, "no retry is due while the log takes records")
         return true
     }
