@@ -183,6 +183,7 @@ final class Agent {
         loop.check(poll)
         guard loop.wait(poll, until: nextDeadline(start), now: start) else { return }
         var now = self.now()
+        precondition(now.monotonic >= start.monotonic, "the monotonic clock does not go back within a turn")
         if loop.service(poll) { reload() }
         gnss.read(poll, now)
         for index in 0..<gnss.fixCount { now = observe(gnss.fix(index), now) }
@@ -286,7 +287,12 @@ final class Agent {
             case .reply(let slot, let line): control.sendReply(slot, line)
             }
         }
-        while let order = updates.nextReceiverOrder() { gnss.apply(order, now) }
+        var orders = 0
+        while let order = updates.nextReceiverOrder() {
+            gnss.apply(order, now)
+            orders += 1
+        }
+        precondition(orders <= RadioOrders.capacity, "the receiver's orders of one call fit the queue")
         if let settings = updates.takeScanSettings() { bluetooth.reconfigure(settings) }
     }
 
@@ -297,14 +303,22 @@ final class Agent {
         guard log.acceptsEvents(now), engine.hasPendingEvent() else { return }
         updates.flushForEvent(now)
         takeUpdates(now)
+        // Bounded: each pass hands one event on, and the ring holds at most its capacity.
+        var previous: UInt64 = 0
         while let pending = engine.oldestPendingEvent() {
-            guard let logged = log.appendEvent(pending, latching: outputs.latches(for: pending), waiting: engine.pendingEventCount, now) else { return }
+            let waiting = engine.pendingEventCount
+            precondition(waiting <= engine.eventCapacity, "pending events within the ring's capacity")
+            guard let logged = log.appendEvent(pending, latching: outputs.latches(for: pending), waiting: waiting, now) else { return }
+            precondition(logged.sequence > previous, "events are logged in increasing sequence numbers")
+            previous = logged.sequence
             if outputs.apply(pending, now) { log.setLatched(outputs.latchedNames) }
             outputs.refresh(engine, now, pending: pending, cause: .level) { log.appendGPIO($0, now) }
             control.publish(logged.event, sequence: logged.sequence, log)
             starter.eventLogged(logged.event.monitor, sequence: logged.sequence)
             engine.acknowledgeOldest(adding: logged.added)
+            precondition(engine.pendingEventCount < waiting, "a handled event leaves the ring")
         }
+        precondition(engine.pendingEventCount == 0, "every pending event was handed on")
     }
 
     /// The control socket: new connections, output with room to go, each request answered.
@@ -315,10 +329,13 @@ final class Agent {
             while let request = control.nextRequest(slot) { answer(request, now) }
             control.flush(slot)
         }
+        var ended = 0
         while let slot = control.nextEndedStream() {
             updates.connectionEnded(slot, now)
             ranging.end(slot)
             takeUpdates(now)
+            ended += 1
+            precondition(ended <= control.capacity, "at most one ended stream a connection slot")
         }
     }
 

@@ -248,6 +248,7 @@ enum SightingGather {
         dropped += over
         reports += heard
         if case .failure = result { rejected += 1 }
+        precondition(count <= buffer.count, "sightings within the buffer's capacity")
     }
 
     /// One report (from an HCI event or a mgmt Device Found) into the buffer, if it is a beacon;

@@ -110,8 +110,10 @@ final class ClientStarter: LoopComponent {
     }
 
     private func markPending(_ index: Int, _ sequence: UInt64) {
+        precondition(sequence > 0, "a logged event has a sequence number")
         if targets[index].pendingSequence == 0 { pendingCount += 1 }
         targets[index].pendingSequence = max(targets[index].pendingSequence, sequence)
+        precondition(pendingCount <= targets.count, "at most one pending start a client")
     }
 
     /// Each monitor whose events wait: taken since (its consumer cursor, from `consumer`)? has a
@@ -124,6 +126,7 @@ final class ClientStarter: LoopComponent {
             if position >= targets[index].pendingSequence {
                 targets[index].pendingSequence = 0
                 pendingCount -= 1
+                precondition(pendingCount >= 0, "pending starts are never negative")
                 continue
             }
             targets[index].consumerConnected = open
@@ -138,6 +141,7 @@ final class ClientStarter: LoopComponent {
         if let error = SocketActivation.touch(target.path) {
             targets[index].failures += 1
             targets[index].retryNs = min(ClientStarter.maximumRetryNs, max(ClientStarter.firstRetryNs, target.retryNs * 2))
+            precondition(targets[index].retryNs > 0, "a failed start is retried after a pause")
             targets[index].nextAttempt = now.monotonic + targets[index].retryNs
             // Said once per kind of failure, not every retry.
             if target.lastError != error {

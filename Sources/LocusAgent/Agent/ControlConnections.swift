@@ -104,6 +104,7 @@ final class ControlConnections: LoopComponent {
         self.labels = labels
         self.access = access
         slots = Array(repeating: ClientSlot(), count: server?.capacity ?? 0)
+        if let server { precondition(server.capacity == capacity, "the server takes as many connections as asked") }
         registered = .allocate(capacity: max(1, slots.count))
         registered.initialize(repeating: Registration(slot: 0, index: nil))
     }
@@ -129,6 +130,7 @@ final class ControlConnections: LoopComponent {
         let registered = self.registered
         var count = 0
         server.forEachConnection { slot, descriptor, wantsWrite in
+            precondition(count < registered.count, "a registration for each connection slot")
             registered[count] = Registration(slot: slot, index: poll.add(descriptor, write: wantsWrite))
             count += 1
         }
@@ -172,14 +174,19 @@ final class ControlConnections: LoopComponent {
         ControlReply.error(nil, ControlError(.busy, "all \(slots.count) control connections are in use (capacity.subscribers)"), into: &line)
         // A connection the server closed by itself may have left its stream (and its tier).
         server.acceptWaiting(on: listener, busyLine: line.bytes) { slot in
+            precondition(server.isConnected(slot), "an accepted connection's slot is open")
             reset(slot)
             decideGrants(slot)
+            precondition(slots[slot].subscription == nil, "a new connection starts without a subscription")
+            precondition(slots[slot].claim == nil, "a new connection starts without a claim")
         }
     }
 
     /// Registered connection `connection` (`0..<registeredCount`): what it has queued is written
     /// if its socket has room; its slot when it has sent something (or hung up), else nil.
     func readySlot(_ connection: Int, _ poll: borrowing PollSet) -> Int? {
+        precondition(connection >= 0, "a registered connection")
+        precondition(connection < registeredCount, "a connection registered this turn")
         let registration = registered[connection]
         if poll.writable(registration.index) { server?.flush(registration.slot) }
         return poll.readable(registration.index) ? registration.slot : nil
@@ -188,6 +195,7 @@ final class ControlConnections: LoopComponent {
     /// The next request a connection sent, decoded; protocol errors, refusals on read.sock, a
     /// request over the limit and a closed connection are dealt with here (nil: none left).
     func nextRequest(_ slot: Int) -> Request? {
+        precondition(slots.indices.contains(slot), "a connection slot")
         guard let server else { return nil }
         while true {
             switch server.nextLine(slot) {
@@ -206,6 +214,8 @@ final class ControlConnections: LoopComponent {
             case .line(let bytes):
                 guard !bytes.isEmpty else { continue }
                 // The simplest requests (a flat `locate`) are read without a parse's allocations.
+                // A request is read from an open connection: the slot is in use until it is answered.
+                precondition(server.isConnected(slot), "a request comes from an open connection")
                 if let flat = FlatRequest.decode(bytes), slots[slot].grants.isSuperset(of: flat.request.requiredGrant) {
                     return Request(slot: slot, id: flat.id, operation: flat.request)
                 }
@@ -229,6 +239,7 @@ final class ControlConnections: LoopComponent {
     /// streams (nil: none).
     func nextEndedStream() -> Int? {
         guard endedStreams > 0 else { return nil }
+        precondition(endedStreams <= slots.count, "at most one ended stream a slot")
         for slot in slots.indices where slots[slot].streamEnded {
             slots[slot].streamEnded = false
             endedStreams -= 1
@@ -247,6 +258,7 @@ final class ControlConnections: LoopComponent {
         let ended = slots[slot].streamEnded
         slots[slot].reset()
         if slots[slot].streamEnded && !ended { endedStreams += 1 }
+        precondition(endedStreams <= slots.count, "at most one ended stream a slot")
     }
 
     // MARK: a connection's state, for the operations
@@ -333,6 +345,8 @@ final class ControlConnections: LoopComponent {
     /// A logged event to every subscriber that keeps up; one that cannot take it reads it from
     /// the log later (or, without a log, is told and hung up: events cannot be replayed).
     func publish(_ event: MonitorEvent, sequence: UInt64, _ log: EventLog) {
+        precondition(sequence > 0, "a logged event has a sequence number")
+        precondition(sequence <= log.newest, "a published event is in the log")
         guard let server else { return }
         var rendered = false
         for slot in slots.indices {
@@ -375,7 +389,9 @@ final class ControlConnections: LoopComponent {
                 continue
             }
             guard !server.wantsWrite(slot) else { continue }
+            let before = cursor.position
             _ = log.read(&cursor) { sequence, event in
+                precondition(sequence > before, "a subscriber catching up reads events after its position")
                 line.reset()
                 ControlReply.event(PrivacyFilter.event(event, privacy), sequence: sequence, places: labels, into: &line)
                 return server.send(slot, line.bytes)
@@ -388,6 +404,7 @@ final class ControlConnections: LoopComponent {
     /// A stream's lines to its connection. False when they do not fit (nil: more than a buffer):
     /// updates are not replayable, so the client is told, hung up, and the loop ends the stream.
     func sendStream(_ slot: Int, _ bytes: UnsafeRawBufferPointer?) -> Bool {
+        precondition(slots.indices.contains(slot), "a connection slot")
         guard let server else { return false }
         if let bytes, server.send(slot, bytes) {
             server.flush(slot)
@@ -401,6 +418,8 @@ final class ControlConnections: LoopComponent {
     /// A ranging line to its connection. False when it does not fit: a client that does not
     /// read its lines is told, hung up, and the loop ends its ranging.
     func sendRanging(_ slot: Int, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        precondition(slots.indices.contains(slot), "a connection slot")
+        precondition(bytes.count <= ControlConnections.outputBytes, "a ranging line fits a connection's output buffer")
         guard let server else { return false }
         if server.send(slot, bytes) {
             server.flush(slot)
@@ -413,6 +432,7 @@ final class ControlConnections: LoopComponent {
 
     /// The reply to a location request that waited; a connection that cannot take it is hung up.
     func sendReply(_ slot: Int, _ bytes: UnsafeRawBufferPointer) {
+        precondition(slots.indices.contains(slot), "a connection slot")
         guard let server, slots[slot].locating else { return }
         slots[slot].locating = false
         if server.send(slot, bytes) { server.flush(slot) } else { hangUp(slot) }

@@ -56,6 +56,8 @@ final class EventLog: LoopComponent {
     private let places: PlaceLabels?
 
     private init(session: StateSession?, privacy: SiteConfig.FixPrivacy, fixIntervalMs: Int64, places: PlaceLabels?) {
+        precondition(fixIntervalMs >= 0, "a fix interval is not negative")
+        precondition(EventLog.initialRetryNs <= EventLog.maximumRetryNs, "the retry backoff starts below its ceiling")
         self.session = session
         self.places = places
         self.privacy = privacy
@@ -171,6 +173,7 @@ final class EventLog: LoopComponent {
             return error
         }
         pendingStart = nil
+        precondition(persistence.lastSequence > 0, "a written start is a record in the log")
         return nil
     }
 
@@ -206,6 +209,7 @@ final class EventLog: LoopComponent {
     }
 
     func reload(_ config: LoadedConfig, now: AgentTime) {
+        precondition(config.site.log.fixIntervalMs >= 0, "a fix interval is not negative")
         privacy = config.site.fixPrivacy
         fixIntervalNs = config.site.log.fixIntervalMs * 1_000_000
     }
@@ -300,6 +304,7 @@ final class EventLog: LoopComponent {
             failed(error, now, waiting: nil)
             return false
         }
+        precondition(retry.at == nil, "no retry is due while the log takes records")
         return true
     }
 
@@ -307,8 +312,12 @@ final class EventLog: LoopComponent {
     /// so a crash in between latches again rather than losing the latch). nil when the log
     /// failed: the event stays pending, and the append is retried later.
     func appendEvent(_ pending: MonitorEvent, latching outputs: [FixedName], waiting: Int, _ now: AgentTime) -> Appended? {
+        precondition(waiting >= 1, "an event to append is one of those pending")
+        precondition(pending.state != .unknown, "an event reports satisfied or unsatisfied")
+        precondition(pendingStart == nil, "no event is appended before the start is logged")
         let event = PrivacyFilter.event(pending, privacy)
         var added = EventDiagnostics()
+        let newestBefore = newest
         let sequence: UInt64
         if let session {
             do {
@@ -331,6 +340,11 @@ final class EventLog: LoopComponent {
             sequence = memory.sequence
             added.insert(.persistenceUnavailable)
         }
+        // Sequence numbers only increase, and the event is the newest record: a reader that takes
+        // it has everything before it.
+        precondition(sequence > newestBefore, "an appended event's sequence number follows the log's newest")
+        precondition(sequence == newest, "an appended event is the log's newest record")
+        precondition(!retry.failing, "an append that succeeded ends a failure streak")
         var delivered = event
         delivered.diagnostics.formUnion(added)
         events += 1
@@ -361,8 +375,12 @@ final class EventLog: LoopComponent {
     }
 
     private func scheduleRetry(_ now: AgentTime) {
+        precondition(retry.delayNs >= EventLog.initialRetryNs, "a retry waits at least the initial backoff")
+        precondition(retry.delayNs <= EventLog.maximumRetryNs, "a retry waits at most the longest backoff")
         retry.at = now.monotonic + retry.delayNs
         retry.delayNs = min(retry.delayNs * 2, EventLog.maximumRetryNs)
+        // The loop's deadline for the retry lies ahead: a retry due at once would make it spin.
+        precondition(retry.at! > now.monotonic, "a retry is due after now")
     }
 
     // MARK: other records
@@ -392,6 +410,7 @@ final class EventLog: LoopComponent {
         guard let session, let logged = PrivacyFilter.fix(fix, privacy) else { return }
         guard !holdsFixesForUplink(session) else { return }
         nextFixLogNs = timeNs + fixIntervalNs
+        precondition(nextFixLogNs >= timeNs, "the next fix record is not due before this one")
         try? session.persistence.fix(logged)
     }
 
@@ -408,6 +427,7 @@ final class EventLog: LoopComponent {
     func startUplink() {
         guard let session, session.persistence.uplinkCursor == nil else { return }
         session.persistence.uplinkCursor = UplinkCursor(delivered: 0, chained: 0)
+        precondition(uplinkDelivered == 0, "an uplink that never delivered starts before the log's first record")
     }
 
     private func holdsFixesForUplink(_ session: StateSession) -> Bool {
@@ -498,6 +518,7 @@ final class EventLog: LoopComponent {
             return true
         }
         let newest = session.persistence.lastSequence
+        precondition(cursor.position <= newest, "a reader's cursor never passes the log's newest record")
         var position = cursor
         var complete = true
         do {
@@ -518,6 +539,7 @@ final class EventLog: LoopComponent {
             complete = false
         }
         if complete { position.caughtUp(to: newest) }
+        precondition(position.position >= cursor.position, "a log cursor moves forward only")
         cursor = position
         return complete
     }
@@ -537,8 +559,11 @@ final class EventLog: LoopComponent {
     /// The consumer took every event of `monitor` up to `sequence`: its position, in the log
     /// first (so it survives a restart).
     func acknowledge(_ monitor: FixedName, _ sequence: UInt64, _ now: AgentTime) throws(LogStoreError) {
+        precondition(sequence <= newest, "a consumer acknowledges only events the log has")
+        precondition(sequence > consumerPosition(monitor), "a consumer's position moves forward only")
         if let session { try session.persistence.consumer(monitor: monitor, sequence: sequence, time: now.utc) }
         Persistence.set(&memory.consumers, monitor, sequence)
+        assert(consumerPosition(monitor) == sequence, "a consumer's position is the one it acknowledged")
     }
 
     // MARK: the uplink
@@ -555,6 +580,8 @@ final class EventLog: LoopComponent {
     /// The broker acknowledged every record up to `cursor.delivered`: the cursor, in the log first
     /// (so a restart resends only what was not acknowledged).
     func commitUplink(_ cursor: UplinkCursor, _ now: AgentTime) throws(LogStoreError) {
+        precondition(cursor.delivered <= newest, "the broker acknowledges only records the log has")
+        precondition(cursor.delivered > (uplinkDelivered ?? 0), "the uplink's committed position moves forward only")
         if let session {
             do { try session.persistence.uplink(cursor, time: now.utc) } catch {
                 failed(error, now, waiting: nil)

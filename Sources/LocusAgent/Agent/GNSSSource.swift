@@ -129,7 +129,8 @@ final class GNSSSource: LoopComponent {
     }
 
     func fix(_ index: Int) -> Fix {
-        precondition(index >= 0 && index < fixCount)
+        precondition(index >= 0, "a fix of the last read")
+        precondition(index < fixCount, "a fix of the last read")
         return fixes[index]
     }
 

@@ -29,6 +29,7 @@ struct LogCursor: Equatable {
     /// The reader has `sequence` (delivered, or passed over as another monitor's).
     mutating func took(_ sequence: UInt64) {
         precondition(sequence >= position, "a log cursor moves forward only")
+        precondition(sequence > 0, "a record's sequence number starts at 1")
         position = sequence
     }
 
@@ -37,7 +38,8 @@ struct LogCursor: Equatable {
 
     /// The reader has everything up to `newest`: it takes live events again.
     mutating func caughtUp(to newest: UInt64) {
-        position = max(position, newest)
+        precondition(position <= newest, "a log cursor never passes the log's newest record")
+        position = newest
         behind = false
     }
 }

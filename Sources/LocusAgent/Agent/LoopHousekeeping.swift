@@ -58,13 +58,18 @@ final class LoopHousekeeping: LoopComponent {
 
     /// The loop starts: systemd hears READY (and the watchdog's first deadline is set).
     func start(_ now: AgentTime, status: String) {
-        if let interval = notifier.watchdogIntervalNs { nextWatchdog = now.monotonic + interval }
+        precondition(turns == 0, "the loop starts before its first turn")
+        if let interval = notifier.watchdogIntervalNs {
+            precondition(interval > 0, "the watchdog's interval is a positive duration")
+            nextWatchdog = now.monotonic + interval
+        }
         notifier.notify("READY=1\nSTATUS=\(status)")
     }
 
     /// Checks the set the components registered: a refusal (a component registered more than it
     /// said it would) is counted and logged.
     func check(_ poll: borrowing PollSet) {
+        precondition(poll.count <= poll.capacity, "the poll set holds at most its capacity")
         guard poll.overflows > overflowsLogged else { return }
         overflowsLogged = poll.overflows
         AgentLog.error("locus: loop: \(overflowsLogged) descriptor(s) found the poll set full (capacity \(poll.capacity)) and were not watched")
@@ -107,5 +112,6 @@ final class LoopHousekeeping: LoopComponent {
         guard let due = nextWatchdog, now.monotonic >= due, let interval = notifier.watchdogIntervalNs else { return }
         notifier.notify("WATCHDOG=1")
         nextWatchdog = now.monotonic + interval
+        precondition(nextWatchdog! > now.monotonic, "the watchdog's next ping is after this one")
     }
 }

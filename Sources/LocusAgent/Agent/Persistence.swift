@@ -46,6 +46,8 @@ final class Persistence {
     }
 
     init(directory: String, log: SiteConfig.Log, engine: MonitorEngine) throws(LogStoreError) {
+        precondition(LogRecord.maximumPayloadSize >= LogPayload.maximumConditionSize + LogPayload.maximumEventSize + 2,
+                     "a checkpoint record holds at least one condition with its last event")
         store = try Persistence.openStore(directory, log)
         self.engine = engine
         self.directory = directory
@@ -68,11 +70,13 @@ final class Persistence {
     var needsReopen: Bool { store.isFailed }
 
     func reopen() throws(LogStoreError) {
+        precondition(store.isFailed, "only a log that failed is reopened")
         store = try store.reopened()
         // What the rescan kept since the last sync that succeeded is in the page cache only: a
         // sync now, or a power cut before the next record would take acknowledged records with it.
         try store.sync()
         protectUndelivered()
+        precondition(!store.isFailed, "a reopened and synced log takes records")
     }
 
     private func protectUndelivered() {
@@ -197,10 +201,16 @@ final class Persistence {
         let consumers = self.consumers
         let uplinkCursor = self.uplinkCursor
         let payload = writer.written
-        return try store.append(type: type, time: time, payload: payload) { (store: inout LogStore) throws(LogStoreError) in
+        let newestBefore = lastSequence
+        let sequence = try store.append(type: type, time: time, payload: payload) { (store: inout LogStore) throws(LogStoreError) in
             try Persistence.writeCheckpoint(engine, latched: latched, consumers: consumers, uplinkCursor: uplinkCursor,
                                             into: &store, time: time)
         }
+        // Strictly increasing and without gaps: a segment's checkpoints may come first, but the
+        // record is the newest.
+        precondition(sequence > newestBefore, "a record's sequence number follows the log's newest")
+        precondition(sequence == lastSequence, "an appended record is the log's newest")
+        return sequence
     }
 
     func conditionAdded(_ entry: LogPayload.ConditionEntry, time: UTCTime) throws(LogStoreError) {
@@ -303,11 +313,16 @@ final class Persistence {
         let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: LogRecord.maximumPayloadSize, alignment: 8)
         defer { bytes.deallocate() }
         let latchBytes = 2 + latched.count * (FixedName.capacity + 1) + consumers.count * (FixedName.capacity + 9) + 1 + 17
+        precondition(perRecord >= 1, "a checkpoint record holds at least one condition")
+        precondition(latchBytes <= bytes.count, "the latches, consumers and uplink cursor fit a record of their own")
+        precondition(latched.count <= Int(UInt8.max), "a checkpoint counts its latched outputs in one byte")
+        precondition(consumers.count <= Int(UInt8.max), "a checkpoint counts its consumers in one byte")
         var start = 0
         var first = true
         var latchesWritten = false
         repeat {
             let end = min(entries.count, start + perRecord)
+            precondition(end - start <= Int(UInt16.max), "a checkpoint record counts its entries in two bytes")
             var flags = LogRecordFlags()
             if !first { flags.insert(.continuation) }
             var writer = ByteWriter(bytes)
@@ -326,10 +341,11 @@ final class Persistence {
                 latchesWritten = true
             }
             if !latchesWritten { flags.insert(.moreFollow) }
-            precondition(!writer.overflow)
+            precondition(!writer.overflow, "a checkpoint record's entries fit its payload")
             _ = try store.append(type: .checkpoint, time: time, payload: writer.written, flags: flags)
             start = end
             first = false
         } while !latchesWritten
+        precondition(start == entries.count, "a checkpoint states every record")
     }
 }

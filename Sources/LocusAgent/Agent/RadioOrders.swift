@@ -34,6 +34,7 @@ struct RadioOrders {
             return nil
         }
         taken += 1
+        precondition(taken <= orders.count, "an order is taken once")
         return orders[taken - 1]
     }
 

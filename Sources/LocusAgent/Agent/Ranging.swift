@@ -61,6 +61,7 @@ final class Ranging: LoopComponent {
     /// Control slot `slot` ranges `constraint` (a second `range` replaces its constraint); its
     /// first line is due a second from now.
     func start(_ slot: Int, _ constraint: BeaconIdentityConstraint, _ now: AgentTime) {
+        precondition(due.indices.contains(slot), "a control connection's slot")
         let first = !ranger.isRanging(slot)
         ranger.start(slot: slot, constraint)
         due[slot] = now.utc.totalNanoseconds + Ranging.intervalNs
@@ -103,6 +104,8 @@ final class Ranging: LoopComponent {
             }
             let next = at + Ranging.intervalNs
             due[slot] = next > nowNs ? next : nowNs + Ranging.intervalNs
+            // The next line is never already due: a late connection gets one line, not a burst.
+            precondition(due[slot]! > nowNs, "a connection's next ranging line is due after this one")
             render(slot, now.utc)
             lines += 1
             return (slot, line.bytes)

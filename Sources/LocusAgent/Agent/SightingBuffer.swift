@@ -16,14 +16,18 @@ struct SightingBuffer: ~Copyable {
     private(set) var dropped = 0
     private var droppedReported = 0
 
-    init(capacity: Int) { storage = .allocate(capacity: capacity) }
+    init(capacity: Int) {
+        precondition(capacity > 0, "a read holds at least one sighting")
+        storage = .allocate(capacity: capacity)
+    }
 
     deinit { storage.deallocate() }
 
     var capacity: Int { storage.count }
 
     subscript(index: Int) -> Sighting {
-        precondition(index >= 0 && index < count)
+        precondition(index >= 0, "a sighting of the last read")
+        precondition(index < count, "a sighting of the last read")
         return storage[index]
     }
 
@@ -34,6 +38,10 @@ struct SightingBuffer: ~Copyable {
     /// sightings dropped. True when the drops are to be logged (their total has doubled since
     /// it was last).
     mutating func record(stored: Int, rejected: Int, dropped over: Int) -> Bool {
+        precondition(stored >= 0, "sightings stored are not negative")
+        precondition(stored <= capacity, "sightings stored within the buffer's capacity")
+        precondition(rejected >= 0, "rejected events are not negative")
+        precondition(over >= 0, "dropped sightings are not negative")
         count = stored
         gathered += stored
         rejectedEvents += rejected

@@ -29,6 +29,8 @@ struct UpdateStreams: ~Copyable {
 
     /// `slots` control connections; a batch of at most `batchCount` updates (`[updates] batch_count`).
     init(slots: Int, batchCount: Int) {
+        precondition(slots >= 0, "a number of control connections")
+        precondition(batchCount >= 0, "a batch count is not negative")
         streams = Array(repeating: nil, count: slots)
         batch = .allocate(capacity: max(1, batchCount))
     }
@@ -39,8 +41,10 @@ struct UpdateStreams: ~Copyable {
 
     /// Opens (or replaces) control slot `slot`'s stream.
     mutating func open(_ slot: Int, _ stream: Stream) {
+        precondition(streams.indices.contains(slot), "a control connection's slot")
         if streams[slot] == nil { count += 1 }
         streams[slot] = stream
+        precondition(count <= streams.count, "open streams within the control slots")
     }
 
     /// Closes control slot `slot`'s stream; false when it had none.
@@ -48,6 +52,7 @@ struct UpdateStreams: ~Copyable {
         guard slot < streams.count, streams[slot] != nil else { return false }
         streams[slot] = nil
         count -= 1
+        precondition(count >= 0, "open streams are never negative")
         // With none open `next` is not called (`LiveUpdates.nextItem` checks `count` first, so an
         // idle turn passes nothing): it starts again at slot 0, as a call with none open would.
         if count == 0 { nextSlot = 0 }

@@ -67,6 +67,8 @@ final class Uplink: LoopComponent {
         rendering = UplinkRendering(topics: UplinkTopics(prefix: prefix, gateway: gateway), places: places)
         outbox = UplinkOutbox(cursor: cursor)
         let options = Uplink.connectOptions(settings, clientID: settings.clientID ?? gateway, statusTopic: prefix + "/status", will: true)
+        precondition(Uplink.eventRoom <= Uplink.outputBytes, "the output holds at least one step's messages")
+        precondition(settings.maxInflight >= 2, "the window holds an event and its state")
         connection = BrokerConnection(settings: BrokerConnection.Settings(broker: settings.broker, tls: nil, connect: options),
                                       outputBytes: Uplink.outputBytes, windowCapacity: settings.maxInflight)
     }
@@ -272,6 +274,8 @@ final class Uplink: LoopComponent {
     /// stays alive.
     private func send(_ topic: UnsafeRawBufferPointer, retain: Bool, sequence: UInt64, timeNs: Int64 = 0, chained: UInt64? = nil,
                       text: StaticString? = nil) {
+        precondition(connection.isOpen, "messages go out on an open connection only")
+        if let chained { precondition(chained < sequence, "a record's \"prev\" names a record before it") }
         let packetID = connection.session.window.add(sequence: sequence, timeNs: timeNs, chained: chained)
         let body = text.map { UnsafeRawBufferPointer(start: $0.utf8Start, count: $0.utf8CodeUnitCount) } ?? rendering.payload.bytes
         let sent = connection.output.publish(topic: topic, payload: body, qos: .atLeastOnce, retain: retain, packetID: packetID)
@@ -333,8 +337,11 @@ final class Uplink: LoopComponent {
     /// The log's records after the tail, as far as the window and the output have room.
     private func publishFromLog(_ log: EventLog) {
         guard connection.session.window.free >= 2 && hasRoom else { return }
+        let before = outbox.position
         let durable = log.durable
         guard let read = log.readTail(outbox.tail, { header, bytes in publish(header, bytes, durable: durable) }) else { return }
+        precondition(outbox.position >= before, "the uplink's tail moves forward only while connected")
+        precondition(outbox.position <= log.newest, "the uplink's tail never passes the log's newest record")
         outbox.report(read)
     }
 
@@ -344,6 +351,7 @@ final class Uplink: LoopComponent {
     private func publish(_ header: LogRecordHeader, _ bytes: UnsafeRawBufferPointer, durable: UInt64) -> Bool {
         guard header.sequence <= durable else { return false }
         guard connection.session.window.free >= 2 && hasRoom else { return false }
+        precondition(header.sequence > outbox.position, "the tail hands over records after its position")
         let before = outbox.read(header)
         var reader = ByteReader(bytes)
         let sequence = header.sequence, timeNs = header.time
@@ -418,7 +426,7 @@ struct SightingLimits: ~Copyable {
     var published = 0
 
     init(capacity: Int) {
-        precondition(capacity > 0)
+        precondition(capacity > 0, "at least one beacon's sightings are rate-limited")
         slots = .allocate(capacity: capacity)
     }
 
@@ -427,6 +435,7 @@ struct SightingLimits: ~Copyable {
     /// Whether a sighting of `identity` at `timeNs` may go now; when it may, the beacon's next
     /// one waits `intervalMs`.
     mutating func admit(_ identity: BeaconIdentity, timeNs: Int64, intervalMs: Int64) -> Bool {
+        precondition(intervalMs >= 0, "a sighting interval is not negative")
         var slot = -1
         var oldest = 0
         for index in 0..<count {
@@ -441,6 +450,7 @@ struct SightingLimits: ~Copyable {
         } else {
             slot = oldest
         }
+        precondition(count <= slots.count, "rate-limited beacons within the slots")
         slots[slot] = (identity, timeNs + intervalMs * 1_000_000)
         return true
     }

@@ -39,11 +39,14 @@ struct UplinkOutbox: ~Copyable {
     private var oldestAtLossNs: Int64? = nil
 
     init(cursor: UplinkCursor?) {
+        precondition(UplinkOutbox.commitIntervalNs > 0, "commits are spaced in time")
+        precondition(UplinkOutbox.commitMessages > 0, "commits are spaced in acknowledgements")
         committed = cursor?.delivered ?? 0
         lastRead = committed
         // No cursor: nothing was ever delivered, and the chain starts with the log.
         if let cursor { chained = cursor.chained } else { chained = 0 }
         tail = LogTail(after: committed)
+        precondition(tail.position == committed, "the tail starts at the committed position")
     }
 
     /// The last record read (published or passed over).
@@ -58,19 +61,27 @@ struct UplinkOutbox: ~Copyable {
 
     /// A record the tail hands over: the chain's step. Returns the "prev" it is published with.
     mutating func read(_ header: LogRecordHeader) -> UInt64? {
+        precondition(header.sequence > lastRead, "the tail hands records over in increasing order")
         if header.sequence != lastRead &+ 1 { chained = header.sequence &- 1 }
         lastRead = header.sequence
         return chained
     }
 
     /// A record that carries "prev" was published: the next one names it.
-    mutating func chain(_ sequence: UInt64) { chained = sequence }
+    mutating func chain(_ sequence: UInt64) {
+        precondition(sequence == lastRead, "the chain moves to the record just read")
+        chained = sequence
+    }
 
     /// Whether a fix of this time goes out: fixes go `fix_interval` apart.
     func wantsFix(timeNs: Int64) -> Bool { timeNs >= nextFixNs }
 
     /// A fix of this time was published: the next goes `intervalMs` after it.
-    mutating func publishedFix(timeNs: Int64, intervalMs: Int64) { nextFixNs = timeNs + intervalMs * 1_000_000 }
+    mutating func publishedFix(timeNs: Int64, intervalMs: Int64) {
+        precondition(intervalMs >= 0, "a fix interval is not negative")
+        precondition(timeNs >= nextFixNs, "a fix is published only when one is wanted")
+        nextFixNs = timeNs + intervalMs * 1_000_000
+    }
 
     /// Reports what the tail found missing or damaged in a read.
     func report(_ read: LogTailRead) {
@@ -90,13 +101,19 @@ struct UplinkOutbox: ~Copyable {
     mutating func rewind(_ window: borrowing PublishWindow) {
         if let oldest = window.oldest { oldestAtLossNs = oldest.timeNs }
         let delivered = window.delivered(readThrough: tail.position)
+        precondition(delivered >= committed, "committed <= delivered")
+        precondition(delivered <= tail.position, "delivered <= the tail's position")
         chained = window.chained(current: chained)
         lastRead = delivered
         tail.reposition(after: delivered)
+        precondition(tail.position == delivered, "a rewound tail reads again after the delivered position")
     }
 
     /// A PUBACK for one of the window's messages.
-    mutating func acknowledged() { acknowledgedSinceCommit += 1 }
+    mutating func acknowledged() {
+        acknowledgedSinceCommit += 1
+        precondition(acknowledgedSinceCommit > 0, "acknowledgements since the last commit are counted")
+    }
 
     // MARK: the cursor
 
@@ -107,6 +124,10 @@ struct UplinkOutbox: ~Copyable {
         guard force || acknowledgedSinceCommit >= UplinkOutbox.commitMessages
             || now.monotonic >= lastCommit + UplinkOutbox.commitIntervalNs else { return }
         let delivered = window.delivered(readThrough: tail.position)
+        // The outbox's invariant: committed <= delivered <= tail.position <= log.newest.
+        precondition(delivered >= committed, "committed <= delivered")
+        precondition(delivered <= tail.position, "delivered <= the tail's position")
+        precondition(tail.position <= log.newest, "the tail's position <= the log's newest record")
         guard delivered > committed else {
             // Acknowledged messages that move nothing (retained states, discovery, or behind a
             // message still in flight): no commit is due until the next acknowledgement.
@@ -125,6 +146,7 @@ struct UplinkOutbox: ~Copyable {
         committed = delivered
         acknowledgedSinceCommit = 0
         lastCommit = now.monotonic
+        precondition(log.uplinkDelivered == committed, "the log states the committed position")
     }
 
     // MARK: the backlog
@@ -147,6 +169,7 @@ struct UplinkOutbox: ~Copyable {
     /// Records retention deleted before they were delivered: said once per occurrence.
     mutating func reportDeleted(_ log: EventLog) {
         let deleted = log.undeliveredDeleted
+        precondition(deleted >= reportedDeleted, "retention's count of undelivered records only grows")
         guard deleted > reportedDeleted else { return }
         AgentLog.error("locus: uplink: the log reached [log] retain with the broker away: \(deleted - reportedDeleted) records were deleted before they were delivered (\(deleted) in all)")
         reportedDeleted = deleted

@@ -69,6 +69,8 @@ public struct BeaconIndex: ~Copyable {
     }
 
     public mutating func insert(slot: Int32, condition: BeaconIdentityCondition) {
+        precondition(slot >= 0, "a slot number")
+        precondition(Int(slot) < next.count, "a slot within the engine's capacity")
         let key = BeaconIndex.key(condition)
         if let index = find(key) {
             next[Int(slot)] = heads[index]
@@ -81,17 +83,19 @@ public struct BeaconIndex: ~Copyable {
         heads[index] = slot
         next[Int(slot)] = -1
         count += 1
+        precondition(count * 2 <= heads.count, "the table is at most half full, so a probe ends")
     }
 
     public mutating func remove(slot: Int32, condition: BeaconIdentityCondition) {
         let key = BeaconIndex.key(condition)
-        guard let index = find(key) else { return }
+        guard let index = find(key) else { preconditionFailure("a removed beacon condition is in the index") }
         if heads[index] == slot {
             heads[index] = next[Int(slot)]
         } else {
             var previous = heads[index]
             while previous >= 0 && next[Int(previous)] != slot { previous = next[Int(previous)] }
-            if previous >= 0 { next[Int(previous)] = next[Int(slot)] }
+            precondition(previous >= 0, "a removed slot is in its key's chain")
+            next[Int(previous)] = next[Int(slot)]
         }
         next[Int(slot)] = -1
         if heads[index] < 0 { deleteEntry(at: index) }
@@ -115,6 +119,7 @@ public struct BeaconIndex: ~Copyable {
             index = (index + 1) & mask
         }
         heads[hole] = -1
+        precondition(count >= 0, "the index's key count is never negative")
     }
 
     /// Visits every slot whose condition matches `identity`: exact, UUID+major, UUID-only.

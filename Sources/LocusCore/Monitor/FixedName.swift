@@ -10,6 +10,7 @@ public struct FixedName: Hashable, Sendable, CustomStringConvertible, Comparable
 
     /// nil unless `text` is a valid identifier (see `Identifier.isValid`).
     public init?(_ text: String) {
+        precondition(FixedName.capacity <= 32, "a name's longest identifier fits its inline storage")
         guard Identifier.isValid(text) else { return nil }
         storage = InlineArray(repeating: 0)
         length = 0
@@ -17,6 +18,7 @@ public struct FixedName: Hashable, Sendable, CustomStringConvertible, Comparable
             storage[Int(length)] = byte
             length += 1
         }
+        precondition(length >= 1, "a valid identifier is not empty")
     }
 
     public init?(bytes: UnsafeRawBufferPointer) {
@@ -30,7 +32,10 @@ public struct FixedName: Hashable, Sendable, CustomStringConvertible, Comparable
         }
     }
 
-    public subscript(index: Int) -> UInt8 { storage[index] }
+    public subscript(index: Int) -> UInt8 {
+        precondition(index < count, "a byte of the name, not of its unused storage")
+        return storage[index]
+    }
 
     public static func == (a: FixedName, b: FixedName) -> Bool {
         guard a.length == b.length else { return false }

@@ -165,7 +165,11 @@ public final class MonitorEngine {
     public static let maximumTransitSegmentM = 10_000.0
 
     public init(capacity: Capacity, beaconsSupported: Bool = true) {
-        precondition(capacity.conditions >= 1 && capacity.events >= 2 && capacity.monitors >= 1)
+        precondition(capacity.conditions >= 1, "an engine holds at least one condition")
+        precondition(capacity.conditions <= Int(Int32.max), "slot numbers fit an Int32")
+        precondition(capacity.events >= 2, "the event ring holds a transit's two events")
+        precondition(capacity.monitors >= 1, "an engine holds at least one monitor")
+        precondition(capacity.monitors <= Int(Int16.max), "monitor numbers fit an Int16")
         self.capacity = capacity
         self.beaconsSupported = beaconsSupported
         let blankEvent = MonitorEvent(monitor: FixedName("x")!, identifier: FixedName("x")!, state: .unknown,
@@ -185,6 +189,7 @@ public final class MonitorEngine {
         nameTable = .allocate(capacity: tableSize)
         nameTable.initialize(repeating: -1)
         nameMask = tableSize - 1
+        precondition(tableSize >= 2 * capacity.conditions, "the name table is at most half full, so a probe ends")
         attention = .allocate(capacity: capacity.conditions)
         attention.initialize(repeating: -1)
         ring = .allocate(capacity: capacity.events)
@@ -226,13 +231,18 @@ public final class MonitorEngine {
         guard freeCount > 0 else { return .limitExceeded }
         freeCount -= 1
         let index = freeSlots[freeCount]
+        precondition(Int(index) <= slotsInitialized, "free slots are handed out lowest first")
+        precondition(index >= 0, "a free slot number is a slot")
         var diagnostics: EventDiagnostics = []
         if case .beacon = condition, !beaconsSupported { diagnostics.insert(.conditionUnsupported) }
         if Int(index) == slotsInitialized {
             (slots.baseAddress! + Int(index)).initialize(to: blankSlot)
             slotsInitialized += 1
         }
+        precondition(slotsInitialized <= capacity.conditions, "initialized slots within the capacity")
         var slot = slots[Int(index)]
+        precondition(!slot.inUse, "a free slot is not in use")
+        precondition(slot.attentionIndex == -1, "a free slot is not in the attention set")
         slot.inUse = true
         slot.generation &+= 1
         slot.monitor = Int16(monitorIndex)
@@ -276,6 +286,7 @@ public final class MonitorEngine {
         precondition(accounted, "every slot is in use or free")
         let fresh = slots[Int(index)].inUse ? slots[Int(index)].pendingEvents == 0 : false
         precondition(fresh, "a new record has no pending event")
+        assert(slotIndex(monitor: monitorIndex, identifier: identifier) == index, "a new record is found by its name")
         return result
     }
 
@@ -285,10 +296,13 @@ public final class MonitorEngine {
         guard let monitorIndex = monitorIndex(monitor, create: false),
               let index = slotIndex(monitor: monitorIndex, identifier: identifier) else { return false }
         release(index)
+        assert(slotIndex(monitor: monitorIndex, identifier: identifier) == nil, "a removed record is not found by its name")
         return true
     }
 
     private func release(_ index: Int32) {
+        precondition(index >= 0, "a slot number")
+        precondition(Int(index) < slotsInitialized, "a released slot was handed out")
         let slot = slots[Int(index)]
         precondition(slot.inUse, "a released slot was in use")
         let releasable = conditionCount > 0 ? freeCount < capacity.conditions : false
@@ -307,6 +321,7 @@ public final class MonitorEngine {
         freeSlots[freeCount] = index
         freeCount += 1
         conditionCount -= 1
+        precondition(conditionCount >= 0, "a condition count is never negative")
         let accounted = conditionCount + freeCount == capacity.conditions
         precondition(accounted, "every slot is in use or free")
         let unattended = slots[Int(index)].attentionIndex == -1
@@ -338,6 +353,7 @@ public final class MonitorEngine {
         for index in 0..<slotsInitialized where slots[index].inUse && Int(slots[index].monitor) == monitorIndex {
             result.append(slots[index].identifier)
         }
+        precondition(result.count <= conditionCount, "a monitor's records are among the engine's")
         return result.sorted()
     }
 
@@ -345,6 +361,9 @@ public final class MonitorEngine {
 
     /// Every record, for checkpoints.
     public func forEachRecord(_ body: (FixedName, FixedName, Record) -> Void) {
+        // The records in use are counted: a body that changes the engine would break the walk.
+        let count = conditionCount
+        defer { precondition(conditionCount == count, "a walk over the records does not add or remove one") }
         for index in 0..<slotsInitialized where slots[index].inUse {
             let slot = slots[index]
             body(monitors[Int(slot.monitor)], slot.identifier,
@@ -357,6 +376,8 @@ public final class MonitorEngine {
     public func restore(_ event: MonitorEvent) {
         guard let monitorIndex = monitorIndex(event.monitor, create: false),
               let index = slotIndex(monitor: monitorIndex, identifier: event.identifier) else { return }
+        // Restored at start-up or when a change is undone: before any event of the record is pending.
+        precondition(slots[Int(index)].pendingEvents == 0, "a record is restored with no event pending")
         slots[Int(index)].lastEvent = StoredEvent(event)
         slots[Int(index)].candidate = event.state
         slots[Int(index)].candidateSinceNs = event.date.totalNanoseconds
@@ -369,12 +390,18 @@ public final class MonitorEngine {
         for (index, existing) in monitors.enumerated() where existing == name { return index }
         guard create, monitors.count < capacity.monitors else { return nil }
         monitors.append(name)
+        precondition(monitors.count <= capacity.monitors, "monitors within the capacity")
         return monitors.count - 1
     }
 
     private func slotIndex(monitor: Int, identifier: FixedName) -> Int32? {
+        precondition(monitor >= 0, "a monitor number")
+        precondition(monitor < monitors.count, "a monitor the engine has")
         let position = namePosition(monitor: Int16(monitor), identifier: identifier)
-        return nameTable[position] >= 0 ? nameTable[position] : nil
+        let index = nameTable[position]
+        guard index >= 0 else { return nil }
+        precondition(slots[Int(index)].inUse, "the name table holds records in use only")
+        return index
     }
 
     private static func nameHash(monitor: Int16, identifier: FixedName) -> Int {
@@ -397,7 +424,9 @@ public final class MonitorEngine {
 
     private func insertName(_ index: Int32) {
         let slot = slots[Int(index)]
-        nameTable[namePosition(monitor: slot.monitor, identifier: slot.identifier)] = index
+        let position = namePosition(monitor: slot.monitor, identifier: slot.identifier)
+        precondition(nameTable[position] == -1, "a name is in the table once")
+        nameTable[position] = index
     }
 
     /// Backward-shift deletion, as in BeaconIndex: no tombstones.
@@ -417,6 +446,7 @@ public final class MonitorEngine {
             }
             position = (position + 1) & nameMask
         }
+        assert(nameTable[namePosition(monitor: monitor, identifier: identifier)] == -1, "a removed name is not found")
     }
 
     /// The agent's clock jumped by `deltaNs` (a gateway without a real-time clock receiving its
@@ -462,11 +492,15 @@ public final class MonitorEngine {
         precondition(counted, "a record's pending events are counted")
         let changes = pending.event.state != slots[index].lastEvent.state
         precondition(changes, "an event changes its record's state")
+        precondition(pending.event.state != .unknown, "an event reports satisfied or unsatisfied")
         pending.event.diagnostics.formUnion(diagnostics)
         ringHead = (ringHead + 1) % capacity.events
         ringCount -= 1
         slots[index].lastEvent = StoredEvent(pending.event)
         slots[index].pendingEvents -= 1
+        precondition(slots[index].pendingEvents >= 0, "a record's pending events are never negative")
+        let settled = slots[index].pendingEvents > 0 ? true : slots[index].pendingState == pending.event.state
+        precondition(settled, "the last pending event leads to the pending state")
         updateAttention(pending.slot)
     }
 
@@ -479,6 +513,8 @@ public final class MonitorEngine {
             ringHead = (ringHead + 1) % capacity.events
             ringCount -= 1
         }
+        precondition(ringCount >= 0, "the event ring's count is never negative")
+        precondition(ringHead < capacity.events, "the ring's head is within the ring")
     }
 
     private func emit(_ index: Int32, _ event: MonitorEvent) {
@@ -489,6 +525,10 @@ public final class MonitorEngine {
         // Events only on change: against the state after the record's events still pending.
         let changes = event.state != slots[Int(index)].effectiveState
         precondition(changes, "an event changes the state")
+        let decided = event.state != .unknown
+        precondition(decided, "an event reports satisfied or unsatisfied")
+        let countable = slots[Int(index)].pendingEvents < Int16(clamping: capacity.events)
+        precondition(countable, "a record's pending events fit the ring")
         ring[(ringHead + ringCount) % capacity.events] = PendingEvent(slot: index, generation: slots[Int(index)].generation, event: event)
         ringCount += 1
         slots[Int(index)].pendingEvents += 1
@@ -497,6 +537,9 @@ public final class MonitorEngine {
     }
 
     private func hasRoom(_ count: Int) -> Bool {
+        // One event, or a transit's two.
+        precondition(count >= 1, "room for at least one event")
+        precondition(count <= 2, "room for at most a transit's two events")
         if capacity.events - ringCount >= count { return true }
         deferredDetections += 1
         return false
@@ -526,8 +569,12 @@ public final class MonitorEngine {
                 slot.pointee.attentionIndex = Int32(attentionCount)
                 attentionCount += 1
             }
+            let member = Int(slot.pointee.attentionIndex) < attentionCount
+            precondition(member, "a slot that needs attention is in the attention set")
         } else {
             removeAttention(index)
+            let settled = slot.pointee.attentionIndex == -1
+            precondition(settled, "a settled slot is not in the attention set")
         }
     }
 
@@ -541,6 +588,8 @@ public final class MonitorEngine {
         attention[position] = moved
         slots[Int(moved)].attentionIndex = Int32(position)
         slots[Int(index)].attentionIndex = -1
+        let counted = attentionCount >= 0
+        precondition(counted, "the attention set's count is never negative")
     }
 
     // MARK: observations
@@ -573,6 +622,8 @@ public final class MonitorEngine {
             detectTransits(from: previous, toLatitude: latitude, longitude: longitude, timeNs: nowNs)
         }
         previousFix = (latitude, longitude, nowNs)
+        let bounded = ringCount <= capacity.events
+        precondition(bounded, "pending events within the ring's capacity")
     }
 
     /// The geofence decision for one circle and one fix (see README "Geofence decisions").
@@ -584,6 +635,9 @@ public final class MonitorEngine {
     /// first decision is `distance <= radius`. The exact geodesic distance is computed only when
     /// the cheap chord bound cannot classify the fix.
     private func evaluateCircle(_ index: Int32, point: GeoPoint, accuracyM: Double, time: UTCTime) {
+        precondition(index >= 0, "a slot number")
+        let handedOut = Int(index) < slotsInitialized
+        precondition(handedOut, "a circle's slot was handed out")
         let slot = slot(index)
         guard slot.pointee.inUse, case .circle(let circle) = slot.pointee.condition else { return }
         let settings = slot.pointee.settings
@@ -623,6 +677,8 @@ public final class MonitorEngine {
     /// Dwell, then the event: the observed state must hold `dwell` before it is reported.
     private func decide(_ index: Int32, observed: ConditionState, time: UTCTime, explanation: Explanation, refinement: BeaconIdentity?) {
         let slot = slot(index)
+        let inUse = slot.pointee.inUse
+        precondition(inUse, "a decision is about a record in use")
         let nowNs = time.totalNanoseconds
         let effective = slot.pointee.effectiveState
         if observed == effective || observed == .unknown {
@@ -687,6 +743,7 @@ public final class MonitorEngine {
         var count = 0
         circles._withUnsafeGuaranteedRef { index in
             index.forEachCandidate(near: point, accuracyM: accuracyM) { id in
+                precondition(count < buffer.count, "the scratch space holds every slot once")
                 buffer[count] = id
                 count += 1
             }
@@ -714,6 +771,7 @@ public final class MonitorEngine {
         let buffer = scratch
         var found = 0
         beacons.forEachMatch(sighting.identity) { index in
+            precondition(found < buffer.count, "the scratch space holds every slot once")
             buffer[found] = index
             found += 1
         }
@@ -750,6 +808,8 @@ public final class MonitorEngine {
             decide(index, observed: .satisfied, time: sighting.time, explanation: explanation,
                    refinement: condition.isWildcard ? sighting.identity : nil)
         }
+        let bounded = ringCount <= capacity.events
+        precondition(bounded, "pending events within the ring's capacity")
     }
 
     /// Timers: beacon exits after their timeout, dwell completions between fixes, and beacon
@@ -788,6 +848,10 @@ public final class MonitorEngine {
                 if attention[position] == index { position += 1 }
             }
         }
+        let attended = attentionCount <= slotsInitialized
+        precondition(attended, "the attention set holds each slot once")
+        let bounded = ringCount <= capacity.events
+        precondition(bounded, "pending events within the ring's capacity")
     }
 
     /// The earliest time `tick` has something to do (a beacon exit or a dwell completing), for

@@ -33,6 +33,8 @@ enum Transit {
         let entry = (-b - root) / (2 * a)
         let exit = (-b + root) / (2 * a)
         guard entry > 0, exit < 1 else { return nil }
+        // Rounding can make the two equal for a path that grazes the circle, never reverse them.
+        precondition(entry <= exit, "a path enters a circle before it leaves it")
         let closest = -b / (2 * a)
         let px = x1 + closest * dx
         let py = y1 + closest * dy
