@@ -51,8 +51,8 @@ enum ReplayRun {
         defer { if options.state == nil { _ = Files.removeTree(directory) } }
         let kernel = SimulatedKernel(monotonicNs: startNs, realtimeNs: firstNs, speed: options.speed)
         for (port, device) in [(0, gnssDevice), (1, bluetoothFeed)] {
-            let arrivals = self.arrivals(recordings, port: port, firstNs: firstNs)
-            if !arrivals.isEmpty { kernel.addPort(path: Paths.resolve(device, relativeTo: directory), arrivals: arrivals) }
+            let (bytes, moments) = self.arrivals(recordings, port: port, firstNs: firstNs)
+            if !moments.isEmpty { kernel.addPort(path: Paths.resolve(device, relativeTo: directory), bytes: bytes, moments: moments) }
         }
         let threshold = AgentLog.threshold
         AgentLog.threshold = .warning
@@ -141,39 +141,31 @@ enum ReplayRun {
     }
 
     /// One port's items as the simulation's arrivals, a moment's items in one (an NMEA epoch
-    /// arrives whole, as a receiver sends it in one burst).
-    static func arrivals(_ recordings: RecordingTimeline.Recordings, port: Int, firstNs: Int64) -> [SimulatedKernel.Arrival] {
+    /// arrives whole, as a receiver sends it in one burst): the port's bytes in play order, in one
+    /// array, and where each moment's bytes end.
+    static func arrivals(_ recordings: RecordingTimeline.Recordings, port: Int, firstNs: Int64)
+        -> (bytes: [UInt8], moments: [SimulatedKernel.Moment]) {
         let items = recordings.items
-        guard port < recordings.bytes.count else { return [] }
+        guard port < recordings.bytes.count else { return ([], []) }
         func atNs(_ item: RecordingTimeline.Item) -> Int64 { startNs + max(0, (item.timeNs ?? 0) - firstNs) }
-        var arrivals: [SimulatedKernel.Arrival] = []
-        recordings.bytes[port].withUnsafeBufferPointer { bytes in
-            var start = 0
-            while start < items.count {
-                guard items[start].port == port else {
-                    start += 1
-                    continue
+        let count = items.reduce(0) { $0 + ($1.port == port ? $1.range.count : 0) }
+        var moments: [SimulatedKernel.Moment] = []
+        let bytes = recordings.bytes[port].withUnsafeBufferPointer { source in
+            [UInt8](unsafeUninitializedCapacity: count) { target, initialized in
+                guard let target = target.baseAddress, let source = source.baseAddress else { return }
+                // The port's next items at the same moment go in the same arrival.
+                var current: Int64? = nil
+                for item in items where item.port == port {
+                    let moment = atNs(item)
+                    if let current, current != moment { moments.append(SimulatedKernel.Moment(atNs: current, end: initialized)) }
+                    current = moment
+                    (target + initialized).initialize(from: source + item.range.lowerBound, count: item.range.count)
+                    initialized += item.range.count
                 }
-                // This item and the port's next ones at the same moment, in one arrival.
-                let moment = atNs(items[start])
-                var end = start + 1
-                var count = items[start].range.count
-                while end < items.count && (items[end].port != port || atNs(items[end]) == moment) {
-                    if items[end].port == port { count += items[end].range.count }
-                    end += 1
-                }
-                let arrival = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-                    guard let target = buffer.baseAddress, let source = bytes.baseAddress else { return }
-                    for item in items[start..<end] where item.port == port {
-                        (target + initialized).initialize(from: source + item.range.lowerBound, count: item.range.count)
-                        initialized += item.range.count
-                    }
-                }
-                arrivals.append(SimulatedKernel.Arrival(atNs: moment, bytes: arrival))
-                start = end
+                if let current { moments.append(SimulatedKernel.Moment(atNs: current, end: initialized)) }
             }
         }
-        return arrivals
+        return (bytes, moments)
     }
 
     /// `--updates`: one TPV-style line per update the site updater delivers (gpsd's TPV members,
