@@ -148,6 +148,19 @@ public final class LiveUpdater {
         return output
     }
 
+    /// The oldest output handed to `body` where it lies in the outbox (not moved out and copied
+    /// on), then dropped; false when the outbox is empty. `body` takes no outputs itself.
+    @inline(__always)
+    public func takeOutput(_ body: (UnsafePointer<LiveOutput>) -> Void) -> Bool {
+        guard outboxCount > 0 else { return false }
+        let slot = outbox.baseAddress! + outboxStart
+        body(slot)
+        slot.deinitialize(count: 1)
+        outboxStart = (outboxStart + 1) % outbox.count
+        outboxCount -= 1
+        return true
+    }
+
     private func put(_ output: LiveOutput) {
         // Locals, not `self`, in the autoclosure: capturing self would retain it.
         let capacity = outbox.count, used = outboxCount
