@@ -104,7 +104,7 @@ public final class LiveUpdater {
     /// batch ends and two visits (a stay's arrival and departure, when no call came between).
     private var outbox: UnsafeMutableBufferPointer<LiveOutput>
     private var outboxStart = 0
-    private var outboxCount = 0
+    @usableFromInline var outboxCount = 0
     private var batchStartNs: Int64 = 0
     private var stationary: StationaryDetector
     private var visits: VisitDetector
@@ -136,7 +136,7 @@ public final class LiveUpdater {
     public var isStationary: Bool { stationary.isStationary }
 
     /// The outbox holds an output (`nextOutput` would return one; asking this copies none).
-    public var hasOutput: Bool { outboxCount > 0 }
+    @inlinable public var hasOutput: Bool { outboxCount > 0 }
 
     /// The oldest output not yet taken, in order; nil when the outbox is empty.
     @_noAllocation
