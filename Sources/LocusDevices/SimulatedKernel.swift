@@ -27,16 +27,20 @@ public final class SimulatedKernel {
     /// A serial device at a path: what arrives, what the reader has not taken, what was written.
     final class Port {
         let path: String
-        let arrivals: [Arrival]
+        /// Every arrival's bytes, one after the other.
+        let bytes: [UInt8]
+        /// Each arrival's moment and where its bytes end in `bytes`, in time order.
+        let moments: [Moment]
         /// The first arrival not yet delivered.
         var next = 0
         var received: [UInt8] = []
         var readOffset = 0
         var descriptor: Int32? = nil
 
-        init(path: String, arrivals: [Arrival]) {
+        init(path: String, bytes: [UInt8], moments: [Moment]) {
             self.path = path
-            self.arrivals = arrivals
+            self.bytes = bytes
+            self.moments = moments
         }
 
         var unread: Int { received.count - readOffset }
@@ -101,16 +105,43 @@ public final class SimulatedKernel {
 
     /// A serial port at `path` (as the board names it) receiving `arrivals` in time order.
     public func addPort(path: String, arrivals: [Arrival]) {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(arrivals.reduce(0) { $0 + $1.bytes.count })
+        var moments: [Moment] = []
+        moments.reserveCapacity(arrivals.count)
+        for arrival in arrivals {
+            bytes += arrival.bytes
+            moments.append(Moment(atNs: arrival.atNs, end: bytes.count))
+        }
+        addPort(path: path, bytes: bytes, moments: moments)
+    }
+
+    /// One arrival of a port's bytes: at `atNs`, its bytes up to `end` (from the previous
+    /// arrival's end).
+    public struct Moment {
+        public var atNs: Int64
+        public var end: Int
+
+        public init(atNs: Int64, end: Int) {
+            self.atNs = atNs
+            self.end = end
+        }
+    }
+
+    /// A serial port at `path` receiving `bytes` in arrivals (`moments`, in time order, the
+    /// last one ending at the end of `bytes`): a long recording in one array, not one a moment.
+    public func addPort(path: String, bytes: [UInt8], moments: [Moment]) {
         precondition(!ports.contains { $0.path == path }, "one port per path")
-        precondition(zip(arrivals, arrivals.dropFirst()).allSatisfy { $0.atNs <= $1.atNs }, "arrivals in time order")
-        ports.append(Port(path: path, arrivals: arrivals))
+        precondition(zip(moments, moments.dropFirst()).allSatisfy { $0.atNs <= $1.atNs && $0.end <= $1.end }, "arrivals in time order")
+        precondition((moments.last?.end ?? 0) == bytes.count, "the last arrival ends with the bytes")
+        ports.append(Port(path: path, bytes: bytes, moments: moments))
     }
 
     /// Every port's bytes have arrived and been read.
-    public var inputsConsumed: Bool { ports.allSatisfy { $0.next == $0.arrivals.count && $0.unread == 0 } }
+    public var inputsConsumed: Bool { ports.allSatisfy { $0.next == $0.moments.count && $0.unread == 0 } }
 
     /// The moment of the last scripted arrival.
-    public var lastArrivalNs: Int64? { ports.compactMap { $0.arrivals.last?.atNs }.max() }
+    public var lastArrivalNs: Int64? { ports.compactMap { $0.moments.last?.atNs }.max() }
 
     /// A poll returns at `atNs` even with nothing ready, so the owner acts at that moment.
     public func wake(atNs: Int64) {
@@ -304,10 +335,10 @@ public final class SimulatedKernel {
     /// Arrivals whose moment has come go to their ports (lost on a closed one).
     private func deliver() {
         for port in ports {
-            while port.next < port.arrivals.count && port.arrivals[port.next].atNs <= monotonicNs {
-                let bytes = port.arrivals[port.next].bytes
+            while port.next < port.moments.count && port.moments[port.next].atNs <= monotonicNs {
+                let start = port.next == 0 ? 0 : port.moments[port.next - 1].end, end = port.moments[port.next].end
                 // A closed port keeps nothing, as a UART keeps nothing for nobody.
-                if port.descriptor != nil { port.received += bytes }
+                if port.descriptor != nil { port.received += port.bytes[start..<end] }
                 port.next += 1
             }
         }
@@ -317,8 +348,8 @@ public final class SimulatedKernel {
     private func nextHappening() -> Int64? {
         while let first = wakeups.first, first <= monotonicNs { wakeups.removeFirst() }
         var next: Int64? = wakeups.first
-        for port in ports where port.next < port.arrivals.count {
-            next = min(next ?? Int64.max, port.arrivals[port.next].atNs)
+        for port in ports where port.next < port.moments.count {
+            next = min(next ?? Int64.max, port.moments[port.next].atNs)
         }
         for timer in timers {
             if let deadline = timer.deadlineNs { next = min(next ?? Int64.max, max(deadline, monotonicNs)) }

@@ -279,6 +279,7 @@ final class Agent {
     /// What the live updates produced: fix and visit records to the log, stream lines to their
     /// connections, orders to the receiver, the scan's timing to the Bluetooth source.
     private func takeUpdates(_ now: AgentTime) {
+        while updates.siteUpdater.hasOutput, updates.takeSiteOutput(fix: { log.appendFix($0.pointee) }, visit: { log.appendVisit($0, now) }) {}
         while let item = updates.nextItem() {
             switch item {
             case .fix(let fix): log.appendFix(fix)

@@ -312,6 +312,30 @@ final class LiveUpdates: LoopComponent {
 
     // MARK: what the loop takes
 
+    /// The site updater's next output, taken where it lies (a fix is not copied on its way): a
+    /// fix with a position to `fix`, a visit to `visit`, with `nextItem`'s notices and tap;
+    /// false when there is none. The loop takes these before `nextItem`'s other items.
+    func takeSiteOutput(fix: (UnsafePointer<Fix>) -> Void, visit: (Visit) -> Void) -> Bool {
+        siteUpdater.takeOutput { output in
+            siteOutputTap?(output.pointee)
+            switch output.pointee {
+            case .update(let update):
+                if update.isStationary { AgentLog.info("locus: updates: stationary since \(update.time.iso8601)") }
+                guard update.fix.hasPosition else { return }
+                withUnsafePointer(to: update.fix) { fix($0) }
+            case .visit(let found):
+                if let departure = found.departure {
+                    AgentLog.info("locus: updates: visit from \(found.arrival.iso8601) to \(departure.iso8601), radius \(Int(found.radiusM)) m")
+                } else {
+                    AgentLog.info("locus: updates: arrived at a visit since \(found.arrival.iso8601), radius \(Int(found.radiusM)) m")
+                }
+                visit(found)
+            case .batchEnd:
+                return
+            }
+        }
+    }
+
     /// The next item for the loop: the site updater's fixes and visits first, then each stream's
     /// lines (updates numbered by batch, with the flush reason; visits).
     func nextItem() -> Item? {

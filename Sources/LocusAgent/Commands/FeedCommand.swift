@@ -28,7 +28,7 @@ enum FeedCommand {
         case .failure(let status): return status.code
         }
         let values = options.values
-        var items: [RecordingTimeline.Item] = []
+        var recordings = RecordingTimeline.Recordings()
         var ports: [(path: String, master: Int32)] = []
         // The links go with the ports: pseudo-terminal numbers are reused, and a link left behind
         // would lead a reader to whichever terminal gets the number next.
@@ -39,19 +39,19 @@ enum FeedCommand {
             }
         }
         if let nmea = values["--nmea"], let path = values["--gnss"] {
-            guard let lines = RecordingTimeline.nmeaItems(nmea, port: ports.count) else { return 1 }
-            items += lines
+            guard recordings.addNMEA(nmea, port: ports.count) else { return 1 }
             guard let master = openPort(path) else { return 1 }
             ports.append((path, master))
         }
         if let hci = values["--hci"], let path = values["--ble"] {
             guard let sightings = ReplayCommand.readEvents(hci) else { return 1 }
-            items += sightings.map { RecordingTimeline.Item(timeNs: $0.timeNs, bytes: ([0x04] + $0.event)[...], port: ports.count) }
+            recordings.addEvents(sightings, port: ports.count)
             guard let master = openPort(path) else { return 1 }
             ports.append((path, master))
         }
         guard waitForReaders(ports, seconds: options.waitSeconds) else { return 1 }
-        play(RecordingTimeline.merge(items), into: ports, speed: options.speed, gnssPath: values["--gnss"])
+        recordings.items = RecordingTimeline.merge(recordings.items)
+        play(recordings, into: ports, speed: options.speed, gnssPath: values["--gnss"])
         Clock.sleep(nanoseconds: options.lingerSeconds * 1_000_000_000)
         return 0
     }
@@ -103,17 +103,17 @@ enum FeedCommand {
     }
 
     /// Writes the items at their recorded pace (scaled by `speed`), then one summary line a port.
-    static func play(_ items: [RecordingTimeline.Item], into ports: [(path: String, master: Int32)], speed: Double?, gnssPath: String?) {
+    static func play(_ recordings: RecordingTimeline.Recordings, into ports: [(path: String, master: Int32)], speed: Double?, gnssPath: String?) {
         var written = Array(repeating: 0, count: ports.count)
         var dropped = Array(repeating: 0, count: ports.count)
         let startNs = MonotonicClock.now()
-        let firstNs = items.first?.timeNs ?? 0
-        for item in items {
+        let firstNs = recordings.items.first?.timeNs ?? 0
+        for item in recordings.items {
             if let speed, let time = item.timeNs {
                 let due = startNs + Int64(Double(time - firstNs) / speed)
                 Clock.sleep(nanoseconds: due - MonotonicClock.now())
             }
-            if Files.writeSome(ports[item.port].master, item.bytes) { written[item.port] += 1 } else { dropped[item.port] += 1 }
+            if Files.writeSome(ports[item.port].master, recordings.bytes(of: item)) { written[item.port] += 1 } else { dropped[item.port] += 1 }
         }
         for (index, port) in ports.enumerated() {
             Console.error("locus: feed: \(port.path): \(written[index]) \(gnssPath == port.path ? "NMEA lines" : "HCI events") written, \(dropped[index]) dropped\n")

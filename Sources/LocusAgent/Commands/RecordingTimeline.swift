@@ -6,17 +6,59 @@ import LocusDevices
 /// sentences carry, HCI events at their capture times.
 enum RecordingTimeline {
     /// Bytes for one port at a moment (nil: the sentence carries no time; it goes out with the
-    /// line before it).
+    /// line before it): `range` of the port's bytes (`Recordings.bytes[port]`). An item holds no
+    /// reference, so a day of lines is moved, filtered and sorted as plain values.
     struct Item {
         var timeNs: Int64?
-        var bytes: ArraySlice<UInt8>
+        var range: Range<Int>
         var port: Int
     }
 
-    /// Every line of an NMEA file with the UTC time its sentence carries. The lines are slices of
-    /// the file's bytes (a day of 1 Hz NMEA is read without a copy per line), and each line is
+    /// The recordings' bytes, one array a port (a port's file, or its events one after the
+    /// other), and their items.
+    struct Recordings {
+        var bytes: [[UInt8]] = []
+        var items: [Item] = []
+
+        init() {}
+
+        /// One item's bytes.
+        func bytes(of item: Item) -> ArraySlice<UInt8> { bytes[item.port][item.range] }
+
+        /// A port's bytes and items (the port's items after any already there).
+        mutating func add(port: Int, bytes portBytes: [UInt8], items portItems: [Item]) {
+            while bytes.count <= port { bytes.append([]) }
+            bytes[port] = portBytes
+            items += portItems
+        }
+
+        /// HCI events, each as an H4 packet (0x04 and the event) at its time.
+        mutating func addEvents(_ events: [(timeNs: Int64, event: [UInt8])], port: Int) {
+            var portBytes: [UInt8] = []
+            portBytes.reserveCapacity(events.reduce(0) { $0 + 1 + $1.event.count })
+            var portItems: [Item] = []
+            portItems.reserveCapacity(events.count)
+            for (timeNs, event) in events {
+                let start = portBytes.count
+                portBytes.append(0x04)
+                portBytes += event
+                portItems.append(Item(timeNs: timeNs, range: start..<portBytes.count, port: port))
+            }
+            add(port: port, bytes: portBytes, items: portItems)
+        }
+
+        /// An NMEA file's lines (`nmeaItems`); false when it cannot be read.
+        mutating func addNMEA(_ path: String, port: Int) -> Bool {
+            guard let (portBytes, portItems) = RecordingTimeline.nmeaItems(path, port: port) else { return false }
+            add(port: port, bytes: portBytes, items: portItems)
+            return true
+        }
+    }
+
+    /// Every line of an NMEA file with the UTC time its sentence carries: the file's bytes (a
+    /// last line without a line feed gets one) and each line as a range of them. Each line is
     /// looked at once, as bytes in place.
-    static func nmeaItems(_ path: String, port: Int) -> [Item]? {
+    static func nmeaItems(_ path: String, port: Int) -> (bytes: [UInt8], items: [Item])? {
         var contents: [UInt8]
         do { contents = try Files.read(path) } catch {
             Console.error("locus: cannot read \(path): \(error)\n")
@@ -24,13 +66,15 @@ enum RecordingTimeline {
         }
         if let last = contents.last, last != 0x0A { contents += [0x0D, 0x0A] }
         let lines = lineRanges(contents)
-        return contents.withUnsafeBufferPointer { buffer in
+        let items = contents.withUnsafeBufferPointer { buffer in
             var times: [SentenceTime] = []
             times.reserveCapacity(lines.count)
             for range in lines { times.append(SentenceTime(UnsafeBufferPointer(rebasing: buffer[range]))) }
             // The date comes from RMC or ZDA; lines before the first one use the first date seen.
             var date: CivilDate? = times.first { $0.date != nil }?.date
             var previousTimeOfDay: Int64? = nil
+            // The date's first nanosecond, worked out once a date.
+            var dayStart: (date: CivilDate, ns: Int64)? = nil
             var items: [Item] = []
             items.reserveCapacity(lines.count)
             for (range, found) in zip(lines, times) {
@@ -41,12 +85,15 @@ enum RecordingTimeline {
                         date = day.addingDays(1)
                     }
                     previousTimeOfDay = timeOfDay
-                    time = UTCTime(date: date ?? day, timeOfDayNs: timeOfDay).totalNanoseconds
+                    let lineDate = date ?? day
+                    if lineDate != dayStart?.date { dayStart = (lineDate, lineDate.daysSinceEpoch * 86_400_000_000_000) }
+                    time = dayStart!.ns + timeOfDay
                 }
-                items.append(Item(timeNs: time, bytes: contents[range], port: port))
+                items.append(Item(timeNs: time, range: range, port: port))
             }
             return items
         }
+        return (contents, items)
     }
 
     /// Each line of `contents` (which ends with a line feed), its line feed included.
@@ -114,8 +161,8 @@ enum RecordingTimeline {
         /// hhmmss[.f…]: nanoseconds since midnight.
         static func timeOfDay(_ line: UnsafeBufferPointer<UInt8>, _ field: Range<Int>) -> Int64? {
             let start = field.lowerBound
-            guard field.count >= 6, let hours = number(line, start..<(start + 2)), let minutes = number(line, (start + 2)..<(start + 4)),
-                  let seconds = number(line, (start + 4)..<(start + 6)), hours < 24, minutes < 60, seconds < 61 else { return nil }
+            guard field.count >= 6, let hours = twoDigits(line, start), let minutes = twoDigits(line, start + 2),
+                  let seconds = twoDigits(line, start + 4), hours < 24, minutes < 60, seconds < 61 else { return nil }
             var nanoseconds: Int64 = 0
             if field.count > 7, line[start + 6] == UInt8(ascii: "."), let digits = number(line, (start + 7)..<min(field.upperBound, start + 16)) {
                 nanoseconds = Int64(digits)
@@ -127,8 +174,8 @@ enum RecordingTimeline {
         /// RMC's ddmmyy.
         static func rmcDate(_ line: UnsafeBufferPointer<UInt8>, _ field: Range<Int>) -> CivilDate? {
             let start = field.lowerBound
-            guard field.count == 6, let day = number(line, start..<(start + 2)), let month = number(line, (start + 2)..<(start + 4)),
-                  let year = number(line, (start + 4)..<(start + 6)), (1...31).contains(day), (1...12).contains(month) else { return nil }
+            guard field.count == 6, let day = twoDigits(line, start), let month = twoDigits(line, start + 2),
+                  let year = twoDigits(line, start + 4), (1...31).contains(day), (1...12).contains(month) else { return nil }
             return CivilDate(year: 2000 + year, month: month, day: day)
         }
 
@@ -143,6 +190,14 @@ enum RecordingTimeline {
         /// GPS week rollover, as the decoder corrects it: a date before 2017 is 1024 weeks late.
         static func afterRollover(_ date: CivilDate) -> CivilDate {
             date < CivilDate(year: 2017, month: 1, day: 1) ? date.addingDays(7168) : date
+        }
+
+        /// The two digits at `index` as a number, or nil.
+        @inline(__always)
+        static func twoDigits(_ line: UnsafeBufferPointer<UInt8>, _ index: Int) -> Int? {
+            let tens = line[index] &- 0x30, ones = line[index + 1] &- 0x30
+            guard tens <= 9, ones <= 9 else { return nil }
+            return Int(tens) * 10 + Int(ones)
         }
 
         /// The decimal number the bytes in `range` spell, or nil (empty, or not all digits).
@@ -186,10 +241,39 @@ enum RecordingTimeline {
             return start..<position
         }
 
-        /// The field after skipping `count`.
+        /// The field after skipping `count`. Eight bytes at a time while no '*', carriage return
+        /// or line feed is among them: the commas in a word are counted, and the word with the
+        /// last comma to skip gives its place; the rest field by field.
         mutating func skip(_ count: Int) -> Range<Int>? {
-            for _ in 0..<count where next() == nil { return nil }
+            var left = count
+            if !ended {
+                let raw = UnsafeRawBufferPointer(line)
+                while left > 0 && position + 8 <= line.count {
+                    let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: position, as: UInt64.self))
+                    let ends = Self.zeroBytes(word ^ 0x2A2A_2A2A_2A2A_2A2A) | Self.zeroBytes(word ^ 0x0D0D_0D0D_0D0D_0D0D)
+                        | Self.zeroBytes(word ^ 0x0A0A_0A0A_0A0A_0A0A)
+                    if ends != 0 { break }
+                    var commas = Self.zeroBytes(word ^ 0x2C2C_2C2C_2C2C_2C2C)
+                    let found = commas.nonzeroBitCount
+                    if found < left {
+                        left -= found
+                        position += 8
+                        continue
+                    }
+                    for _ in 1..<left { commas &= commas &- 1 }
+                    position += commas.trailingZeroBitCount / 8 + 1
+                    left = 0
+                }
+            }
+            for _ in 0..<left where next() == nil { return nil }
             return next()
+        }
+
+        /// 0x80 in each byte of `word` that is zero, 0 in the others (exact: no borrow between bytes).
+        @inline(__always)
+        static func zeroBytes(_ word: UInt64) -> UInt64 {
+            let lows: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
+            return ~(((word & lows) &+ lows) | word | lows)
         }
     }
 

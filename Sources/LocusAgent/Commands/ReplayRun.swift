@@ -30,7 +30,8 @@ enum ReplayRun {
     static let temporaryLogSyncMs: Int64 = 1_000_000_000
 
     static func play(_ loaded: LoadedConfig, _ options: ReplayCommand.Options) -> Int32 {
-        guard let items = timeline(options) else { return 1 }
+        guard let recordings = timeline(options) else { return 1 }
+        let items = recordings.items
         guard let firstNs = items.reduce(nil as Int64?, { first, item in
             guard let time = item.timeNs, time > 0 else { return first }
             return min(first ?? time, time)
@@ -50,8 +51,8 @@ enum ReplayRun {
         defer { if options.state == nil { _ = Files.removeTree(directory) } }
         let kernel = SimulatedKernel(monotonicNs: startNs, realtimeNs: firstNs, speed: options.speed)
         for (port, device) in [(0, gnssDevice), (1, bluetoothFeed)] {
-            let arrivals = self.arrivals(items, port: port, firstNs: firstNs)
-            if !arrivals.isEmpty { kernel.addPort(path: Paths.resolve(device, relativeTo: directory), arrivals: arrivals) }
+            let (bytes, moments) = self.arrivals(recordings, port: port, firstNs: firstNs)
+            if !moments.isEmpty { kernel.addPort(path: Paths.resolve(device, relativeTo: directory), bytes: bytes, moments: moments) }
         }
         let threshold = AgentLog.threshold
         AgentLog.threshold = .warning
@@ -124,57 +125,47 @@ enum ReplayRun {
     /// The recordings' bytes with their times: port 0 the NMEA lines, port 1 the H4 events. Each
     /// port plays on its own in the simulation, so the two are not merged into one order (`locus
     /// feed`'s one writer needs that); each is put in time order as the merge would.
-    static func timeline(_ options: ReplayCommand.Options) -> [RecordingTimeline.Item]? {
-        var items: [RecordingTimeline.Item] = []
+    static func timeline(_ options: ReplayCommand.Options) -> RecordingTimeline.Recordings? {
+        var recordings = RecordingTimeline.Recordings()
         if let path = options.nmea {
-            guard let lines = RecordingTimeline.nmeaItems(path, port: 0) else { return nil }
-            items += lines
+            guard recordings.addNMEA(path, port: 0) else { return nil }
         }
         if let path = options.hci {
             guard let events = ReplayCommand.readEvents(path) else { return nil }
-            items += events.map { RecordingTimeline.Item(timeNs: $0.timeNs, bytes: ([0x04] + $0.event)[...], port: 1) }
+            recordings.addEvents(events, port: 1)
         }
-        let timed = RecordingTimeline.timed(items)
+        let timed = RecordingTimeline.timed(recordings.items)
         let nmea = timed.filter { $0.port == 0 }, hci = timed.filter { $0.port == 1 }
-        return RecordingTimeline.inPlayOrder(nmea) + RecordingTimeline.inPlayOrder(hci)
+        recordings.items = RecordingTimeline.inPlayOrder(nmea) + RecordingTimeline.inPlayOrder(hci)
+        return recordings
     }
 
     /// One port's items as the simulation's arrivals, a moment's items in one (an NMEA epoch
-    /// arrives whole, as a receiver sends it in one burst).
-    static func arrivals(_ items: [RecordingTimeline.Item], port: Int, firstNs: Int64) -> [SimulatedKernel.Arrival] {
+    /// arrives whole, as a receiver sends it in one burst): the port's bytes in play order, in one
+    /// array, and where each moment's bytes end.
+    static func arrivals(_ recordings: RecordingTimeline.Recordings, port: Int, firstNs: Int64)
+        -> (bytes: [UInt8], moments: [SimulatedKernel.Moment]) {
+        let items = recordings.items
+        guard port < recordings.bytes.count else { return ([], []) }
         func atNs(_ item: RecordingTimeline.Item) -> Int64 { startNs + max(0, (item.timeNs ?? 0) - firstNs) }
-        var arrivals: [SimulatedKernel.Arrival] = []
-        var start = 0
-        while start < items.count {
-            guard items[start].port == port else {
-                start += 1
-                continue
-            }
-            // This item and the port's next ones at the same moment, in one arrival.
-            let moment = atNs(items[start])
-            var end = start + 1
-            var count = items[start].bytes.count
-            while end < items.count && (items[end].port != port || atNs(items[end]) == moment) {
-                if items[end].port == port { count += items[end].bytes.count }
-                end += 1
-            }
-            arrivals.append(SimulatedKernel.Arrival(atNs: moment, bytes: concatenated(items[start..<end].lazy.filter { $0.port == port }, count: count)))
-            start = end
-        }
-        return arrivals
-    }
-
-    /// The items' bytes in one array of `count` bytes, allocated once.
-    static func concatenated(_ items: some Sequence<RecordingTimeline.Item>, count: Int) -> [UInt8] {
-        [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-            for item in items {
-                item.bytes.withUnsafeBufferPointer { bytes in
-                    guard let source = bytes.baseAddress, let target = buffer.baseAddress else { return }
-                    (target + initialized).initialize(from: source, count: bytes.count)
-                    initialized += bytes.count
+        let count = items.reduce(0) { $0 + ($1.port == port ? $1.range.count : 0) }
+        var moments: [SimulatedKernel.Moment] = []
+        let bytes = recordings.bytes[port].withUnsafeBufferPointer { source in
+            [UInt8](unsafeUninitializedCapacity: count) { target, initialized in
+                guard let target = target.baseAddress, let source = source.baseAddress else { return }
+                // The port's next items at the same moment go in the same arrival.
+                var current: Int64? = nil
+                for item in items where item.port == port {
+                    let moment = atNs(item)
+                    if let current, current != moment { moments.append(SimulatedKernel.Moment(atNs: current, end: initialized)) }
+                    current = moment
+                    (target + initialized).initialize(from: source + item.range.lowerBound, count: item.range.count)
+                    initialized += item.range.count
                 }
+                if let current { moments.append(SimulatedKernel.Moment(atNs: current, end: initialized)) }
             }
         }
+        return (bytes, moments)
     }
 
     /// `--updates`: one TPV-style line per update the site updater delivers (gpsd's TPV members,

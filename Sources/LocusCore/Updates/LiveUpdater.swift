@@ -104,11 +104,12 @@ public final class LiveUpdater {
     /// batch ends and two visits (a stay's arrival and departure, when no call came between).
     private var outbox: UnsafeMutableBufferPointer<LiveOutput>
     private var outboxStart = 0
-    private var outboxCount = 0
+    @usableFromInline var outboxCount = 0
     private var batchStartNs: Int64 = 0
     private var stationary: StationaryDetector
     private var visits: VisitDetector
-    private var lastAccepted: (latitude: Double, longitude: Double, timeNs: Int64)? = nil
+    /// The last fix taken, its position with its ECEF coordinates (worked out once a fix).
+    private var lastAccepted: (point: GeoPoint, timeNs: Int64)? = nil
     private var lastDelivered: (latitude: Double, longitude: Double)? = nil
     private var lastFixNs: Int64? = nil
     private var unavailableSinceNs: Int64? = nil
@@ -135,7 +136,7 @@ public final class LiveUpdater {
     public var isStationary: Bool { stationary.isStationary }
 
     /// The outbox holds an output (`nextOutput` would return one; asking this copies none).
-    public var hasOutput: Bool { outboxCount > 0 }
+    @inlinable public var hasOutput: Bool { outboxCount > 0 }
 
     /// The oldest output not yet taken, in order; nil when the outbox is empty.
     @_noAllocation
@@ -145,6 +146,19 @@ public final class LiveUpdater {
         outboxStart = (outboxStart + 1) % outbox.count
         outboxCount -= 1
         return output
+    }
+
+    /// The oldest output handed to `body` where it lies in the outbox (not moved out and copied
+    /// on), then dropped; false when the outbox is empty. `body` takes no outputs itself.
+    @inline(__always)
+    public func takeOutput(_ body: (UnsafePointer<LiveOutput>) -> Void) -> Bool {
+        guard outboxCount > 0 else { return false }
+        let slot = outbox.baseAddress! + outboxStart
+        body(slot)
+        slot.deinitialize(count: 1)
+        outboxStart = (outboxStart + 1) % outbox.count
+        outboxCount -= 1
+        return true
     }
 
     private func put(_ output: LiveOutput) {
@@ -167,20 +181,27 @@ public final class LiveUpdater {
         lastFixNs = nowNs
         unavailableSinceNs = nil
         let accuracyM = fix.horizontalAccuracyM ?? 0
-        guard accuracyM <= settings.configuration.maximumAccuracyM, isPlausible(latitude, longitude, accuracyM, nowNs) else {
+        guard accuracyM <= settings.configuration.maximumAccuracyM else {
             filteredCount += 1
             return
         }
-        lastAccepted = (latitude, longitude, nowNs)
+        // The fix's ECEF coordinates, once for the plausibility check, the stationary detector
+        // and the next fix's check.
+        let point = GeoPoint(latitude: latitude, longitude: longitude)
+        guard isPlausible(point, accuracyM, nowNs) else {
+            filteredCount += 1
+            return
+        }
+        lastAccepted = (point, nowNs)
         var diagnostics = UpdateDiagnostics(rawValue: 0)
         if accuracyM > settings.tier.desiredAccuracyM { diagnostics.insert(.accuracyLimited) }
-        let transition = stationary.observe(latitude: latitude, longitude: longitude, accuracyM: accuracyM, timeNs: nowNs)
+        let transition = stationary.observe(point, accuracyM: accuracyM, timeNs: nowNs)
         if case .resumedMoving(let stay) = transition, let arrival = visits.arrival(stay, nowNs: stay.lastNearNs) { put(.visit(arrival)) }
         if let visit = visits.visit(for: transition) { put(.visit(visit)) }
         if let arrival = visits.arrival(stationary.currentStay, nowNs: nowNs) { put(.visit(arrival)) }
         if settings.significantChange {
             if let last = lastDelivered,
-               Geodesy.approximateDistanceM(last.latitude, last.longitude, latitude, longitude) < settings.significantChangeM { return }
+               Geodesy.chordM(GeoPoint(latitude: last.latitude, longitude: last.longitude), point) < settings.significantChangeM { return }
             enqueue(LocationUpdate(fix: fix, time: now, isStationary: false, diagnostics: diagnostics), nowNs)
             return
         }
@@ -197,7 +218,7 @@ public final class LiveUpdater {
         }
         if stationary.isStationary { return }
         if let last = lastDelivered, settings.distanceFilterM > 0,
-           Geodesy.approximateDistanceM(last.latitude, last.longitude, latitude, longitude) < settings.distanceFilterM { return }
+           Geodesy.chordM(GeoPoint(latitude: last.latitude, longitude: last.longitude), point) < settings.distanceFilterM { return }
         enqueue(LocationUpdate(fix: fix, time: now, isStationary: false, diagnostics: diagnostics), nowNs)
     }
 
@@ -245,9 +266,9 @@ public final class LiveUpdater {
 
     /// A jump that would need more than the preset's maximum speed (beyond both fixes' accuracy)
     /// is an outlier.
-    private func isPlausible(_ latitude: Double, _ longitude: Double, _ accuracyM: Double, _ nowNs: Int64) -> Bool {
+    private func isPlausible(_ point: GeoPoint, _ accuracyM: Double, _ nowNs: Int64) -> Bool {
         guard let last = lastAccepted, nowNs > last.timeNs else { return true }
-        let distanceM = Geodesy.approximateDistanceM(last.latitude, last.longitude, latitude, longitude)
+        let distanceM = Geodesy.chordM(last.point, point)
         let seconds = Double(nowNs - last.timeNs) / 1e9
         return distanceM - 2 * accuracyM <= settings.configuration.maximumSpeedMps * seconds
     }

@@ -57,13 +57,20 @@ public struct StationaryDetector: Sendable {
 
     @_noAllocation
     public mutating func observe(latitude: Double, longitude: Double, accuracyM: Double, timeNs: Int64) -> Transition {
+        observe(GeoPoint(latitude: latitude, longitude: longitude), accuracyM: accuracyM, timeNs: timeNs)
+    }
+
+    /// A fix at `point` (its ECEF coordinates already worked out).
+    @_noAllocation
+    public mutating func observe(_ point: GeoPoint, accuracyM: Double, timeNs: Int64) -> Transition {
+        let latitude = point.latitude, longitude = point.longitude
         if fixCount == 0 {
             restart(latitude: latitude, longitude: longitude, timeNs: timeNs)
             return .none
         }
         let centreLatitude = sumLatitude / Double(fixCount)
         let centreLongitude = sumLongitude / Double(fixCount)
-        let distanceM = Geodesy.approximateDistanceM(centreLatitude, centreLongitude, latitude, longitude)
+        let distanceM = Geodesy.chordM(GeoPoint(latitude: centreLatitude, longitude: centreLongitude), point)
         let limitM = radiusM + accuracyM
         if distanceM <= limitM {
             outsideCount = 0
