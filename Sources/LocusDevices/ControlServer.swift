@@ -61,14 +61,17 @@ public final class ControlServer {
 
     public init(path: String, mode: Int32, readOnlyPath: String? = nil, readOnlyMode: Int32 = 0o666,
                 capacity: Int, requestLimit: Int, outputBytes: Int) throws(SystemError) {
-        let descriptor = try ControlServer.listen(path, mode)
+        // The read-only socket first: once the control socket accepts, both are there (clients
+        // and tests take the control socket's appearance for "set up").
         var readOnlyDescriptor: Descriptor? = nil
-        if let readOnlyPath {
-            do { readOnlyDescriptor = try ControlServer.listen(readOnlyPath, readOnlyMode) } catch {
-                _ = locus_close(descriptor.rawValue)
-                _ = locus_unlink(path)
-                throw error
+        if let readOnlyPath { readOnlyDescriptor = try ControlServer.listen(readOnlyPath, readOnlyMode) }
+        let descriptor: Descriptor
+        do { descriptor = try ControlServer.listen(path, mode) } catch {
+            if let readOnlyPath, let readOnlyDescriptor {
+                _ = locus_close(readOnlyDescriptor.rawValue)
+                _ = locus_unlink(readOnlyPath)
             }
+            throw error
         }
         self.path = path
         listener = descriptor
