@@ -262,23 +262,12 @@ public final class MonitorEngine {
         slot.lastSighting = nil
         slots[Int(index)] = slot
         insertName(index)
-        switch condition {
-        case .circle(let circle):
-            slots[Int(index)].center = GeoPoint(latitude: circle.latitude, longitude: circle.longitude)
-            do {
-                try circleIndex.insert(id: index, latitude: circle.latitude, longitude: circle.longitude,
-                                   radiusM: circle.radiusM, maxMarginM: max(settings.enterMarginM, settings.exitMarginM))
-                if settings.transit { transitCount += 1 }
-            } catch {
-                removeName(monitor: Int16(monitorIndex), identifier: identifier)
-                slots[Int(index)].inUse = false
-                freeSlots[freeCount] = index
-                freeCount += 1
-                return .limitExceeded
-            }
-        case .beacon(let beacon):
-            (filters.baseAddress! + Int(index)).initialize(to: RSSIFilter())
-            beacons.insert(slot: index, condition: beacon)
+        guard indexCondition(index, condition, settings) else {
+            removeName(monitor: Int16(monitorIndex), identifier: identifier)
+            slots[Int(index)].inUse = false
+            freeSlots[freeCount] = index
+            freeCount += 1
+            return .limitExceeded
         }
         conditionCount += 1
         updateAttention(index)
@@ -288,6 +277,26 @@ public final class MonitorEngine {
         precondition(fresh, "a new record has no pending event")
         assert(slotIndex(monitor: monitorIndex, identifier: identifier) == index, "a new record is found by its name")
         return result
+    }
+
+    /// A new record's condition into its index (the circles' or the beacons'); false when the
+    /// circle index is full.
+    private func indexCondition(_ index: Int32, _ condition: Condition, _ settings: ConditionSettings) -> Bool {
+        switch condition {
+        case .circle(let circle):
+            slots[Int(index)].center = GeoPoint(latitude: circle.latitude, longitude: circle.longitude)
+            do {
+                try circleIndex.insert(id: index, latitude: circle.latitude, longitude: circle.longitude,
+                                       radiusM: circle.radiusM, maxMarginM: max(settings.enterMarginM, settings.exitMarginM))
+            } catch {
+                return false
+            }
+            if settings.transit { transitCount += 1 }
+        case .beacon(let beacon):
+            (filters.baseAddress! + Int(index)).initialize(to: RSSIFilter())
+            beacons.insert(slot: index, condition: beacon)
+        }
+        return true
     }
 
     /// `remove(_:)`: deletes the record. Events of it still in the ring are discarded when reached.
