@@ -121,25 +121,31 @@ const char *_swift_stdlib_strtof_clocale(const char *nptr, float *outResult) {
 }
 #endif
 
-#ifdef LOCUS_MUSL
-// MARK: musl: what Debian's glibc-built libgpiod.a and the Embedded runtime expect
-
-#include <ctype.h>
-#include <stdarg.h>
-#include <sys/random.h>
-
-// Dictionary and Set seed their hashing from this; musl 1.2.3 does not have it.
-void arc4random_buf(void *buffer, size_t count) {
+/// Fills `count` bytes from getrandom(2), across interruptions and short reads; -1 when the
+/// kernel has none to give.
+static int random_fill(void *buffer, size_t count) {
     unsigned char *bytes = buffer;
     while (count > 0) {
         ssize_t got = getrandom(bytes, count, 0);
         if (got < 0) {
             if (errno == EINTR) continue;
-            abort();   // no randomness at all: nothing sensible to go on with
+            return -1;
         }
         bytes += got;
         count -= (size_t)got;
     }
+    return 0;
+}
+
+#ifdef LOCUS_MUSL
+// MARK: musl: what Debian's glibc-built libgpiod.a and the Embedded runtime expect
+
+#include <ctype.h>
+#include <stdarg.h>
+
+// Dictionary and Set seed their hashing from this; musl 1.2.3 does not have it.
+void arc4random_buf(void *buffer, size_t count) {
+    if (random_fill(buffer, count) < 0) abort();   // no randomness at all: nothing sensible to go on with
 }
 
 // glibc's fortified printf entry points, as libgpiod.a calls them.
@@ -359,16 +365,7 @@ int64_t locus_realtime_ns(void) { return kernel_hooked ? kernel_hooks.realtime_n
 uint64_t locus_random64(void) {
     if (kernel_hooked && kernel_hooks.random64) return kernel_hooks.random64();
     uint64_t value = 0;
-    unsigned char *bytes = (unsigned char *)&value;
-    size_t filled = 0;
-    while (filled < sizeof value) {
-        ssize_t got = getrandom(bytes + filled, sizeof value - filled, 0);
-        if (got < 0) {
-            if (errno == EINTR) continue;
-            return (uint64_t)clock_ns(CLOCK_MONOTONIC) * 0x9E3779B97F4A7C15ull;   // a spread, not a secret
-        }
-        filled += (size_t)got;
-    }
+    if (random_fill(&value, sizeof value) < 0) return (uint64_t)clock_ns(CLOCK_MONOTONIC) * 0x9E3779B97F4A7C15ull;   // a spread, not a secret
     return value;
 }
 

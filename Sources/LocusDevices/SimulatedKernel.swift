@@ -66,17 +66,9 @@ public final class SimulatedKernel {
     /// client in the same process writes to the control socket is then seen at the same
     /// simulated moment on every run (the simulator's clients).
     public var asksLinuxEveryPoll = false
-    /// The random bits the agent draws (`Randomness`): a SplitMix64 sequence from this state,
-    /// so a run repeats exactly (a simulator sets it from its seed).
-    public var randomState: UInt64 = 0x5EED
-
-    func nextRandom() -> UInt64 {
-        randomState &+= 0x9E37_79B9_7F4A_7C15
-        var mixed = randomState
-        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
-        return mixed ^ (mixed >> 31)
-    }
+    /// The random bits the agent draws (`Randomness`), set before `install`: a simulator's
+    /// seeded generator, so a run repeats exactly. nil: the kernel's (getrandom).
+    public var random: (() -> UInt64)? = nil
     /// Moments the simulation's owner wants the loop back (a fault starts or ends), ascending.
     private var wakeups: [Int64] = []
 
@@ -175,7 +167,7 @@ public final class SimulatedKernel {
         hooks.close = { fd in SimulatedKernel.installed!.close(fd) }
         hooks.disk_write = { fd, _, count in SimulatedKernel.installed!.diskWrite(fd, count) }
         hooks.disk_sync = { fd in SimulatedKernel.installed!.diskSync(fd) }
-        hooks.random64 = { SimulatedKernel.installed!.nextRandom() }
+        if random != nil { hooks.random64 = { SimulatedKernel.installed!.random!() } }
         locus_kernel_install(&hooks)
     }
 

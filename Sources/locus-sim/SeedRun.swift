@@ -126,7 +126,8 @@ final class SeedRun {
         kernel.disk.directory = state
         clients = scenario.clients.map { SimulatedClient($0) }
         kernel.asksLinuxEveryPoll = !clients.isEmpty || broker != nil
-        kernel.randomState = scenario.seed
+        var bits = SplitMix64(seed: scenario.seed)
+        kernel.random = { bits.next() }
         baselineDescriptors = SeedRun.openDescriptors() - (broker?.descriptors ?? 0)
         for fault in scenario.faults {
             switch fault {
