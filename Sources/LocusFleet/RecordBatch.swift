@@ -78,11 +78,16 @@ public enum RecordBatch {
         ), conflicting as (
             -- Rows for a key stored before this statement with other contents, and two rows of
             -- the batch itself for one key that differ (the first of them is stored).
+            -- The batch's own duplicates are looked at only for keys it holds twice (a hash
+            -- aggregate), not row against row.
             insert into conflicts (gateway, seq, kind, time, payload, source)
             select n.gateway, n.seq, n.kind, n.time, n.payload, n.source from \(source) n
             where exists (select 1 from records r where r.gateway = n.gateway and r.seq = n.seq
                           and (r.kind, r.time, r.payload) is distinct from (n.kind, n.time, n.payload))
-               or exists (select 1 from \(source) o where o.gateway = n.gateway and o.seq = n.seq
+            union all
+            select n.gateway, n.seq, n.kind, n.time, n.payload, n.source from \(source) n
+            join (select gateway, seq from \(source) group by gateway, seq having count(*) > 1) twice using (gateway, seq)
+            where exists (select 1 from \(source) o where o.gateway = n.gateway and o.seq = n.seq
                           and (o.kind, o.time, o.payload) is distinct from (n.kind, n.time, n.payload))
             on conflict do nothing
         ), seen as (
