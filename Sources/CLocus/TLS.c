@@ -9,11 +9,13 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 
+#include <mbedtls/base64.h>
 #include <mbedtls/ctr_drbg.h>
 #include <mbedtls/entropy.h>   // MBEDTLS_ERR_ENTROPY_SOURCE_FAILED
 #include <mbedtls/error.h>
 #include <mbedtls/net_sockets.h>
 #include <mbedtls/pk.h>
+#include <mbedtls/sha256.h>
 #include <mbedtls/ssl.h>
 #include <mbedtls/x509_crt.h>
 
@@ -290,6 +292,54 @@ void locus_tls_explain(const locus_tls *session, int error, char *out, size_t si
     char reason[200];
     mbedtls_strerror(error, reason, sizeof reason);
     snprintf(out, size, "TLS failed: %s (-0x%04x)", reason, (unsigned)-error);
+}
+
+// MARK: the fleet's signatures
+
+void locus_sha256(const void *data, size_t length, unsigned char *digest) {
+    mbedtls_sha256_ret(data, length, digest, 0);
+}
+
+int locus_signature_verify(const void *key_pem, size_t key_length, const void *message, size_t message_length,
+                           const void *signature_base64, size_t signature_length, char *why, size_t why_size) {
+    // mbedTLS reads a PEM key only from a NUL-terminated buffer whose length counts the NUL.
+    if (key_length == 0 || key_length > 16384) {
+        snprintf(why, why_size, "the fleet's public key is empty or longer than 16 KiB");
+        return -1;
+    }
+    unsigned char *pem = malloc(key_length + 1);
+    if (pem == NULL) {
+        snprintf(why, why_size, "out of memory reading the fleet's public key");
+        return -1;
+    }
+    memcpy(pem, key_pem, key_length);
+    pem[key_length] = 0;
+    mbedtls_pk_context key;
+    mbedtls_pk_init(&key);
+    int result = mbedtls_pk_parse_public_key(&key, pem, key_length + 1);
+    free(pem);
+    if (result != 0) {
+        say(why, why_size, "cannot read the fleet's public key", "(PEM)", result);
+        mbedtls_pk_free(&key);
+        return -1;
+    }
+    unsigned char signature[160];
+    size_t decoded = 0;
+    result = mbedtls_base64_decode(signature, sizeof signature, &decoded, signature_base64, signature_length);
+    if (result != 0 || decoded == 0) {
+        snprintf(why, why_size, "the signature is not base64 of at most %zu bytes", sizeof signature);
+        mbedtls_pk_free(&key);
+        return -1;
+    }
+    unsigned char digest[32];
+    mbedtls_sha256_ret(message, message_length, digest, 0);
+    result = mbedtls_pk_verify(&key, MBEDTLS_MD_SHA256, digest, sizeof digest, signature, decoded);
+    mbedtls_pk_free(&key);
+    if (result != 0) {
+        snprintf(why, why_size, "the signature does not verify with the fleet's public key (signed by another key, or the message was changed)");
+        return -1;
+    }
+    return 0;
 }
 
 #ifdef LOCUS_MUSL

@@ -74,7 +74,8 @@ extension Files {
         replace(path, bytes: Array(contents.utf8), mode: mode)
     }
 
-    /// `replace` for bytes (a place index): written, synced, then renamed over `path`.
+    /// `replace` for bytes (a place index): written, synced, renamed over `path`, and the
+    /// directory synced.
     @discardableResult
     public static func replace(_ path: String, bytes: [UInt8], mode: Int32 = 0o644) -> SystemError? {
         let temporary = path + ".new"
@@ -88,7 +89,13 @@ extension Files {
             return SystemError(code: Int32(truncatingIfNeeded: -written))
         }
         let renamed = locus_rename(temporary, path)
-        return renamed < 0 ? SystemError(code: -renamed) : nil
+        if renamed < 0 { return SystemError(code: -renamed) }
+        // The rename is durable once the directory is: a power cut leaves the old or the new file.
+        let directory = locus_open(Paths.directory(of: path), Int32(LOCUS_O_READ | LOCUS_O_DIRECTORY), 0)
+        if directory < 0 { return SystemError(code: -directory) }
+        let synced = locus_fsync(directory)
+        _ = locus_close(directory)
+        return synced < 0 ? SystemError(code: -synced) : nil
     }
 
     /// Removes a file or link. nil on success.

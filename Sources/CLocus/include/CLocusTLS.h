@@ -47,6 +47,17 @@ void locus_tls_describe_session(const locus_tls *session, char *out, size_t size
 /// failed on them, else the library's own description of `error`.
 void locus_tls_explain(const locus_tls *session, int error, char *out, size_t size);
 
+// MARK: the fleet's signatures (docs/remote.md)
+
+/// SHA-256 of `length` bytes into `digest` (32 bytes).
+void locus_sha256(const void *data, size_t length, unsigned char *digest);
+
+/// Whether `signature_base64` (the base64 of a DER ECDSA signature) signs SHA-256 of `message`
+/// under the PEM public key `key_pem` (`key_length` bytes, no NUL needed). 0 when it does; -1
+/// with a sentence in `why` when it does not, or the key or signature cannot be read.
+int locus_signature_verify(const void *key_pem, size_t key_length, const void *message, size_t message_length,
+                           const void *signature_base64, size_t signature_length, char *why, size_t why_size);
+
 #ifdef __cplusplus
 }
 #endif

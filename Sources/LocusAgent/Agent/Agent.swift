@@ -99,6 +99,13 @@ final class Agent {
     /// simulated ones first).
     static func open(_ config: LoadedConfig, directory: String) -> Result<Agent, OpenError> {
         var loaded = config
+        // The fleet's configuration over the site file, from before the engine exists: its
+        // conditions are the engine's from the start.
+        var gateway = ""
+        if let settings = loaded.site.uplink, loaded.site.remote != nil {
+            do { gateway = try Uplink.gateway(settings, machineID: Uplink.machineID) } catch { return .failure(.uplink(error.description)) }
+            loaded = RemoteSteering.overlay(loaded, directory: directory, gateway: gateway)
+        }
         // Parsing freed what it used; give those pages back before the engine's tables are carved
         // out of the same heap, or the tables' untouched parts would stay resident.
         Process.releaseFreeMemory()
@@ -141,7 +148,11 @@ final class Agent {
             log.uplinkBacklogLimit = loaded.site.log.retainBytes / 2
             log.startUplink()
             do {
-                uplink = try Uplink(settings, cursor: log.uplinkCursor, places: loaded.placeLabels, machineID: Uplink.machineID)
+                var remote: RemoteSteering? = nil
+                if let remoteSettings = loaded.site.remote {
+                    remote = try openRemote(remoteSettings, loaded, gateway: gateway, directory: directory, log: log, now: start)
+                }
+                uplink = try Uplink(settings, cursor: log.uplinkCursor, places: loaded.placeLabels, remote: remote, machineID: Uplink.machineID)
             } catch {
                 log.shutdown(now: start)
                 return .failure(.uplink(error.description))
@@ -211,6 +222,7 @@ final class Agent {
         // The interval sync before the uplink: it publishes only what a sync made durable.
         log.housekeeping(now)
         uplink?.service(poll, now, log: log, engine: engine, outputs: outputs.plan.names)
+        if let uplink, let remote = uplink.remote { serveRemote(uplink, remote, now) }
         control.catchUp(log)
         gnss.writeReceiverQueue(now)
         loop.housekeeping(now)
@@ -223,7 +235,7 @@ final class Agent {
     /// stops), the log last, so that what the others do as they stop can still be logged. Inlined
     /// with its closure, each call is a direct one (the idle turn's budget holds it so).
     @inline(__always)
-    private func forEachComponent(_ body: (any LoopComponent) -> Void) {
+    func forEachComponent(_ body: (any LoopComponent) -> Void) {
         body(loop)
         body(gnss)
         body(bluetooth)
@@ -237,7 +249,7 @@ final class Agent {
     }
 
     /// The turn's `now` on both clocks.
-    private func now() -> AgentTime {
+    func now() -> AgentTime {
         let monotonic = MonotonicClock.instant
         return AgentTime(monotonic: monotonic, utc: clock.now(monotonicNs: monotonic.nanoseconds, realtimeNs: Clock.realtimeNs()))
     }
@@ -423,9 +435,10 @@ final class Agent {
         loop.notifier.notify("RELOADING=1")
         defer { loop.notifier.notify("READY=1") }
         AgentLog.notice("locus: SIGHUP: reloading \(loaded.sitePath)")
-        guard case .success(let fresh) = LoadedConfig.load(loaded.sitePath) else {
+        guard case .success(var fresh) = LoadedConfig.load(loaded.sitePath) else {
             return AgentLog.error("locus: reload: \(loaded.sitePath) has errors (above); keeping the running configuration")
         }
+        if let remote = uplink?.remote { fresh = remote.overlay(fresh) }
         let now = self.now()
         guard log.reconcile(fresh.site, engine: engine, now: now) else { return }
         for problem in loaded.changesAtRestart(fresh) { AgentLog.warning("locus: reload: \(problem)") }

@@ -42,6 +42,9 @@ final class BrokerConnection {
         case unknownAcknowledgement(UInt16)
         case subscribed(UInt16, refused: Bool)
         case homeAssistantOnline
+        /// A message from the fleet (docs/remote.md), its bytes in the connection's remote inbox
+        /// until `releaseRemote`.
+        case remote(RemoteInbox.Message)
         /// The session's own (CONNACK, PINGRESP, a message acknowledged): nothing to hand over.
         case none
     }
@@ -59,17 +62,32 @@ final class BrokerConnection {
     private let incoming = UnsafeMutableBufferPointer<Incoming>.allocate(capacity: BrokerConnection.incomingCapacity)
     private var incomingHead = 0
     private var incomingCount = 0
+    /// Where the fleet's messages are kept from their read until the loop has handled them
+    /// (`remoteTopic`: `<prefix>/remote/`; nil: the uplink takes nothing from the fleet).
+    private let remote: RemoteInbox?
+    /// Remote messages handed over and not yet released: no read until they are (their bytes
+    /// would be overwritten).
+    private var remoteHeld = 0
+    /// Connections started: a remote message is acknowledged on the connection that brought it.
+    private var connections = 0
 
-    /// `outputBytes`: the output queue; `windowCapacity`: QoS 1 messages in flight at most.
-    init(settings: Settings, outputBytes: Int, windowCapacity: Int) {
+    /// `outputBytes`: the output queue; `windowCapacity`: QoS 1 messages in flight at most;
+    /// `remoteTopic` and `remoteBytes`: the fleet's topics and its largest message.
+    init(settings: Settings, outputBytes: Int, windowCapacity: Int, remoteTopic: [UInt8]? = nil, remoteBytes: Int = 0) {
         transport = BrokerTransport(settings: settings)
         session = MQTTSession(outputBytes: outputBytes, windowCapacity: windowCapacity,
                               pingIntervalNs: Int64(settings.connect.keepAliveS) * 1_000_000_000, answerTimeoutNs: settings.timeoutNs)
+        // A PUBLISH from the fleet: its payload, the topic and the headers.
+        let largest = remoteTopic.map { remoteBytes + $0.count + 64 } ?? 0
+        framer = MQTTFramer(maximumPacketBytes: max(BrokerConnection.inputBytes, largest))
+        // One read completes at most the packet the framer was assembling and one input's worth.
+        remote = remoteTopic.map { RemoteInbox(topic: $0, bytes: largest + BrokerConnection.inputBytes) }
     }
 
     deinit {
         input.deallocate()
         incoming.deallocate()
+        remote?.deallocate()
     }
 
     var settings: Settings {
@@ -112,10 +130,29 @@ final class BrokerConnection {
             incomingCount -= 1
             switch packet {
             case .none, .packet: continue
+            case .remote:
+                remoteHeld += 1
+                return packet
             case .acknowledged, .unknownAcknowledgement, .subscribed, .homeAssistantOnline: return packet
             }
         }
         return nil
+    }
+
+    /// A remote message handled (or given up): its bytes may go; PUBACK when `acknowledge` and
+    /// the connection that brought it is still open (else the broker sends it again).
+    func releaseRemote(_ message: RemoteInbox.Message, acknowledge: Bool) {
+        precondition(remoteHeld > 0, "only a message handed over is released")
+        remoteHeld -= 1
+        if acknowledge && message.qos != .atMostOnce && session.isOpen && message.connection == connections {
+            _ = session.output.puback(packetID: message.packetID)
+        }
+    }
+
+    /// The bytes of a remote message handed over and not yet released.
+    func remoteBytes(_ message: RemoteInbox.Message) -> UnsafeRawBufferPointer {
+        precondition(remoteHeld > 0, "a remote message's bytes are read while it is held")
+        return remote!.bytes(message)
     }
 
     // MARK: the loop's surface
@@ -142,6 +179,7 @@ final class BrokerConnection {
     /// Starts a connect sequence (closing what was open).
     func start(nowNs: Int64) -> String? {
         close()
+        connections += 1
         session.attempting()
         if let problem = transport.start(nowNs: nowNs) { return fail(problem) }
         return connectWhenReady(nowNs)
@@ -191,15 +229,23 @@ final class BrokerConnection {
     private func readPackets(_ nowNs: Int64) -> String? {
         guard let stream = transport.stream else { return nil }
         // Bounded: a turn reads at most 64 buffers, so a flooding broker cannot hold the loop.
-        for _ in 0..<64 where incomingCount == 0 {
+        for _ in 0..<64 where incomingCount == 0 && remoteHeld == 0 {
             switch stream.receive(into: input) {
             case .bytes(let count):
                 var problem: MQTTProtocolError? = nil
                 var packets = 0
                 let queue = incoming
                 let head = incomingHead
+                var inbox = remote
+                inbox?.used = 0
+                let connection = connections
                 let failure = framer.consume(UnsafeRawBufferPointer(rebasing: input[0..<count])) { packet in
                     guard problem == nil else { return }
+                    if let taken = inbox?.take(packet, connection: connection) {
+                        queue[(head + packets) % queue.count] = .remote(taken)
+                        packets += 1
+                        return
+                    }
                     problem = BrokerPackets.decode(packet, into: queue, at: (head + packets) % queue.count, &packets)
                 }
                 if let failure { return fail("the broker sent a malformed packet (\(failure))") }
@@ -281,6 +327,62 @@ final class BrokerConnection {
         session.disconnected()
         incomingHead = 0
         incomingCount = 0
+    }
+}
+
+/// The fleet's messages (PUBLISH on `<prefix>/remote/config` and `/command`) copied out of the
+/// framer as they are read, into bytes allocated once, until the loop has handled them.
+struct RemoteInbox {
+    enum Kind: Equatable { case config, command, other }
+
+    /// One message: where its payload is in the inbox, and how to acknowledge it.
+    struct Message: Equatable {
+        var kind: Kind
+        var qos: MQTT.QoS
+        var packetID: UInt16
+        var offset: Int
+        var count: Int
+        /// The connection it came on (`BrokerConnection.connections`).
+        var connection: Int
+    }
+
+    private let topic: UnsafeMutableRawBufferPointer
+    private let storage: UnsafeMutableRawBufferPointer
+    /// Bytes taken since the last read began.
+    var used = 0
+
+    init(topic: [UInt8], bytes: Int) {
+        self.topic = .allocate(byteCount: topic.count, alignment: 1)
+        self.topic.copyBytes(from: topic)
+        storage = .allocate(byteCount: bytes, alignment: 8)
+    }
+
+    func deallocate() {
+        topic.deallocate()
+        storage.deallocate()
+    }
+
+    func bytes(_ message: Message) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: storage[message.offset..<(message.offset + message.count)])
+    }
+
+    /// The packet's payload copied in, when it is a PUBLISH under the remote topic; nil for any
+    /// other packet (the connection decodes those), or when it does not parse (likewise).
+    @_noAllocation
+    mutating func take(_ packet: UnsafeRawBufferPointer, connection: Int) -> Message? {
+        guard packet.count > 0, packet[0] >> 4 == 3, case .success(.publish(let message)) = MQTTPacket.decode(packet) else { return nil }
+        let prefix = UnsafeRawBufferPointer(topic)
+        guard message.topic.count > prefix.count, message.topic.starts(with: prefix) else { return nil }
+        let suffix = UnsafeRawBufferPointer(rebasing: message.topic[prefix.count...])
+        var kind = Kind.other
+        if suffix.elementsEqual("config".utf8) { kind = .config } else if suffix.elementsEqual("command".utf8) { kind = .command }
+        let count = min(message.payload.count, storage.count - used)
+        precondition(used + count <= storage.count, "a remote message fits the inbox")
+        if count > 0 { (storage.baseAddress! + used).copyMemory(from: message.payload.baseAddress!, byteCount: count) }
+        defer { used += count }
+        // A payload cut short by a full inbox cannot pass its signature check: refused, not lost
+        // in silence (the framer bounds a message by the remote size, so it does not happen).
+        return Message(kind: kind, qos: message.qos, packetID: message.packetID, offset: used, count: count, connection: connection)
     }
 }
 

@@ -385,6 +385,23 @@ final class EventLog: LoopComponent {
 
     // MARK: other records
 
+    /// The fleet's configuration version the log says is applied (0: none).
+    var remoteApplied: UInt64 { session?.persistence.remoteApplied ?? 0 }
+    /// The fleet's commands the log held at start.
+    var restoredCommandIDs: Set<String> { session?.commandIDs ?? [] }
+
+    /// What the gateway did with a configuration or a command from the fleet, appended and synced
+    /// before anything acts on it. False when the log cannot take it (or there is no log to keep
+    /// the fleet's word in): nothing may act then, and the broker's message stays unacknowledged.
+    func appendRemote(_ remote: LogPayload.RemoteResult, _ now: AgentTime) -> Bool {
+        guard let session, acceptsEvents(now) else { return false }
+        do { try session.persistence.remote(remote, time: now.utc) } catch {
+            failed(error, now, waiting: nil)
+            return false
+        }
+        return true
+    }
+
     /// A GPIO line moved (the latch an event sets is logged with the event, not here).
     func appendGPIO(_ change: LogPayload.GPIOChange, _ now: AgentTime) {
         guard let session else { return }

@@ -12,6 +12,10 @@ struct LoadedConfig {
     /// The place index, open when the site has `[geocoding]` or a circle centred on a place
     /// (whose centre has been found in it). The agent keeps the one it opened at start.
     var places: PlaceIndexFile? = nil
+    /// The fleet's configuration over the site file (docs/remote.md): its version (0: none) and
+    /// the SHA-256 of its message.
+    var remoteVersion: UInt64 = 0
+    var remoteDigest: [UInt8] = []
 
     /// The index with the site's `max_distance` and `scope`: what the geocoding operations use
     /// when a request does not say (nil without an index).
@@ -53,29 +57,34 @@ struct LoadedConfig {
 
     /// Checks a site file already read, the board file it names, and the two together: the one
     /// path both `check-config` and the commands that run a site take.
-    static func check(_ source: [UInt8], path: String) -> Result<LoadedConfig, Invalid> {
+    /// `fleet`: the fleet's configuration over the site file; `say`: where each problem goes (a
+    /// line; standard error by default).
+    static func check(_ source: [UInt8], path: String, fleet: SiteConfig.FleetFragment? = nil,
+                      say: (String) -> Void = { Console.error("\($0)\n") }) -> Result<LoadedConfig, Invalid> {
         var site: SiteConfig
-        do { site = try SiteConfig.parse(source, file: path) } catch {
-            for diagnostic in error.diagnostics { Console.error("\(diagnostic)\n") }
+        do { site = try SiteConfig.parse(source, file: path, fleet: fleet) } catch {
+            for diagnostic in error.diagnostics { say("\(diagnostic)") }
             return .failure(Invalid())
         }
         let boardPath = Paths.resolve(site.board, relativeTo: Paths.directory(of: path))
         let boardSource: [UInt8]
         do { boardSource = try Files.read(boardPath) } catch {
-            Console.error("\(path):1:1: cannot read board file \(boardPath): \(error)\n")
+            say("\(path):1:1: cannot read board file \(boardPath): \(error)")
             return .failure(Invalid())
         }
         let board: BoardConfig
         do { board = try BoardConfig.parse(boardSource, file: boardPath) } catch {
-            for diagnostic in error.diagnostics { Console.error("\(diagnostic)\n") }
+            for diagnostic in error.diagnostics { say("\(diagnostic)") }
             return .failure(Invalid())
         }
-        let problems = site.problems(with: board, file: path)
+        // An action the fleet set is the fleet's to answer for: its problems name its message.
+        let actionsFile = fleet.map { $0.report.document.root["action"] != nil ? $0.report.file : path } ?? path
+        let problems = site.problems(with: board, file: actionsFile)
         if !problems.isEmpty {
-            for diagnostic in problems { Console.error("\(diagnostic)\n") }
+            for diagnostic in problems { say("\(diagnostic)") }
             return .failure(Invalid())
         }
-        guard case .success(let places) = openPlaces(&site, path: path) else { return .failure(Invalid()) }
+        guard case .success(let places) = openPlaces(&site, path: path, say: say) else { return .failure(Invalid()) }
         let policy = resolveAccess(site, path: path)
         return .success(LoadedConfig(site: site, board: board, sitePath: path, boardPath: boardPath, accessPolicy: policy, places: places))
     }
@@ -83,7 +92,8 @@ struct LoadedConfig {
     /// The place index, when the site needs one, with every circle centred on a place given its
     /// centre. An index that cannot be used, a place name that names no place or several, and
     /// (with `annotate`) a place whose label would not fit an event are errors, printed.
-    static func openPlaces(_ site: inout SiteConfig, path: String) -> Result<PlaceIndexFile?, Invalid> {
+    static func openPlaces(_ site: inout SiteConfig, path: String,
+                           say: (String) -> Void = { Console.error("\($0)\n") }) -> Result<PlaceIndexFile?, Invalid> {
         guard site.needsPlaceIndex else { return .success(nil) }
         let written = site.geocoding?.index ?? SiteConfig.Geocoding.installedIndex
         let indexPath = Paths.resolve(written, relativeTo: Paths.directory(of: path))
@@ -91,18 +101,18 @@ struct LoadedConfig {
         switch PlaceIndexFile.open(indexPath) {
         case .success(let file): places = file
         case .failure(let refusal):
-            Console.error("\(ConfigDiagnostic(file: path, location: site.placeIndexLocation, message: "place index \(indexPath): \(refusal.reason)"))\n")
+            say("\(ConfigDiagnostic(file: path, location: site.placeIndexLocation, message: "place index \(indexPath): \(refusal.reason)"))")
             return .failure(Invalid())
         }
         let problems = site.resolvePlaces(in: places.index, indexPath: indexPath, file: path)
         if !problems.isEmpty {
-            for diagnostic in problems { Console.error("\(diagnostic)\n") }
+            for diagnostic in problems { say("\(diagnostic)") }
             return .failure(Invalid())
         }
         if let geocoding = site.geocoding, geocoding.annotate, let largest = PlaceLabels.largestMember(in: places.index),
            largest.bytes > PlaceLabels.maximumMemberBytes {
             let message = "place index \(indexPath): place \"\(String(decoding: places.index.displayName(largest.place).utf8.prefix(60), as: UTF8.self))\" has names too long to label events with (\(largest.bytes) bytes; at most \(PlaceLabels.maximumMemberBytes)): shorten them, or set annotate = false"
-            Console.error("\(ConfigDiagnostic(file: path, location: geocoding.location, message: message))\n")
+            say("\(ConfigDiagnostic(file: path, location: geocoding.location, message: message))")
             return .failure(Invalid())
         }
         return .success(places)
@@ -155,6 +165,7 @@ struct LoadedConfig {
         if fresh.boardPath != boardPath { changes.append("a different board file takes effect at the next start") }
         if fresh.site.health != site.health { changes.append("[health] changes take effect at the next start") }
         if fresh.site.uplink != site.uplink { changes.append("[uplink] changes take effect at the next start") }
+        if fresh.site.remote != site.remote { changes.append("[remote] changes take effect at the next start") }
         if fresh.site.geocoding != site.geocoding {
             changes.append("[geocoding] changes take effect at the next start (circles centred on places were found in the index as it is now)")
         }

@@ -134,6 +134,16 @@ final class Outputs: LoopComponent {
         plan.driveRadioLine(index, untilNs: now.monotonic.nanoseconds + forMs * 1_000_000)
     }
 
+    /// Whether output `index` powers or resets a radio (the self-healing's alone).
+    func isRadioLine(_ index: Int) -> Bool { plan.radioRoles[index] != nil }
+
+    /// The fleet's `pulse` command (logged by the caller): the output active for `forMs`; it
+    /// moves in the loop's `update`.
+    func pulse(_ index: Int, forMs: Int64, _ now: AgentTime) {
+        precondition(forMs > 0, "a pulse lasts")
+        plan.pulse(index, untilNs: now.monotonic.nanoseconds + forMs * 1_000_000)
+    }
+
     /// `locus gpio clear`: the caller has logged it.
     func clearLatch(_ output: Int) { plan.setLatch(output, false) }
 

@@ -27,6 +27,9 @@ final class Persistence {
     }
     /// The last record the uplink delivered (nil: none).
     var uplinkDelivered: UInt64? { uplinkCursor?.delivered }
+    /// The fleet's configuration version applied (0: none), stated by every checkpoint, so a
+    /// start knows whether `remote.toml`'s version has its record.
+    var remoteApplied: UInt64 = 0
 
     struct Summary {
         var records = 0
@@ -41,6 +44,9 @@ final class Persistence {
         var consumers: [(FixedName, UInt64)] = []
         var uplinkCursor: UplinkCursor? = nil
         var uplinkDelivered: UInt64? { uplinkCursor?.delivered }
+        var remoteApplied: UInt64 = 0
+        /// The fleet's commands the log holds (run or refused): never run again.
+        var commandIDs: Set<String> = []
         /// The newest record's time (UTC ns): the clock at start should not be behind it.
         var newestTimeNs: Int64? = nil
     }
@@ -155,6 +161,10 @@ final class Persistence {
                 case .uplink:
                     guard let cursor = LogPayload.readUplink(&reader) else { summary.undecodable += 1; return }
                     summary.uplinkCursor = cursor
+                case .remote:
+                    guard let remote = LogPayload.readRemote(&reader) else { summary.undecodable += 1; return }
+                    if remote.kind == .config && remote.result == .applied { summary.remoteApplied = max(summary.remoteApplied, remote.version) }
+                    if remote.kind == .command && !remote.id.isEmpty { summary.commandIDs.insert(String(decoding: remote.id, as: UTF8.self)) }
                 default:
                     break
                 }
@@ -179,6 +189,7 @@ final class Persistence {
         if !reader.isAtEnd && reader.uint8() == 1, let cursor = LogPayload.readUplink(&reader) {
             summary.uplinkCursor = cursor
         }
+        if !reader.isAtEnd { summary.remoteApplied = max(summary.remoteApplied, reader.uint64()) }
     }
 
     static func set<Value>(_ entries: inout [(FixedName, Value)], _ name: FixedName, _ value: Value) {
@@ -200,11 +211,12 @@ final class Persistence {
         let latched = self.latched
         let consumers = self.consumers
         let uplinkCursor = self.uplinkCursor
+        let remoteApplied = self.remoteApplied
         let payload = writer.written
         let newestBefore = lastSequence
         let sequence = try store.append(type: type, time: time, payload: payload) { (store: inout LogStore) throws(LogStoreError) in
             try Persistence.writeCheckpoint(engine, latched: latched, consumers: consumers, uplinkCursor: uplinkCursor,
-                                            into: &store, time: time)
+                                            remoteApplied: remoteApplied, into: &store, time: time)
         }
         // Strictly increasing and without gaps: a segment's checkpoints may come first, but the
         // record is the newest.
@@ -279,6 +291,15 @@ final class Persistence {
         }
     }
 
+    /// A configuration or command from the fleet: appended and synced whatever the sync policy,
+    /// since the fleet takes it as the gateway's word (and a command's id keeps it from running
+    /// twice).
+    func remote(_ remote: LogPayload.RemoteResult, time: UTCTime) throws(LogStoreError) {
+        _ = try append(.remote, time: time.totalNanoseconds) { LogPayload.write(remote, &$0) }
+        try store.sync()
+        if remote.kind == .config && remote.result == .applied { remoteApplied = max(remoteApplied, remote.version) }
+    }
+
     func fix(_ fix: LogPayload.LoggedFix) throws(LogStoreError) {
         _ = try append(.fix, time: fix.timeNs) { LogPayload.write(fix, &$0) }
     }
@@ -292,17 +313,18 @@ final class Persistence {
 
     /// Writes a checkpoint group now (e.g. after start-up, so the next start reads little).
     func checkpoint(time: UTCTime) throws(LogStoreError) {
-        try Persistence.writeCheckpoint(engine, latched: latched, consumers: consumers, uplinkCursor: uplinkCursor, into: &store,
-                                        time: time.totalNanoseconds)
+        try Persistence.writeCheckpoint(engine, latched: latched, consumers: consumers, uplinkCursor: uplinkCursor,
+                                        remoteApplied: remoteApplied, into: &store, time: time.totalNanoseconds)
     }
 
     /// Every record of every monitor as checkpoint records: as many (condition, lastEvent)
     /// entries per record as fit, the group marked with `.moreFollow` / `.continuation`. The
     /// group's last record ends with the latched outputs (count, names), the consumers' cursors
-    /// (count, entries) and the uplink's (a presence byte, then the sequence number), in a record
-    /// of its own when the entries leave no room.
+    /// (count, entries), the uplink's (a presence byte, then the sequence number) and the fleet's
+    /// configuration version applied (u64), in a record of its own when the entries leave no room.
     static func writeCheckpoint(_ engine: MonitorEngine, latched: [FixedName], consumers: [(FixedName, UInt64)] = [],
-                                uplinkCursor: UplinkCursor? = nil, into store: inout LogStore, time: Int64) throws(LogStoreError) {
+                                uplinkCursor: UplinkCursor? = nil, remoteApplied: UInt64 = 0, into store: inout LogStore,
+                                time: Int64) throws(LogStoreError) {
         var entries: [(LogPayload.ConditionEntry, MonitorEvent)] = []
         engine.forEachRecord { monitor, identifier, record in
             entries.append((LogPayload.ConditionEntry(monitor: monitor, identifier: identifier, condition: record.condition,
@@ -312,7 +334,7 @@ final class Persistence {
         let perRecord = (LogRecord.maximumPayloadSize - 2) / (LogPayload.maximumConditionSize + LogPayload.maximumEventSize)
         let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: LogRecord.maximumPayloadSize, alignment: 8)
         defer { bytes.deallocate() }
-        let latchBytes = 2 + latched.count * (FixedName.capacity + 1) + consumers.count * (FixedName.capacity + 9) + 1 + 17
+        let latchBytes = 2 + latched.count * (FixedName.capacity + 1) + consumers.count * (FixedName.capacity + 9) + 1 + 17 + 8
         precondition(perRecord >= 1, "a checkpoint record holds at least one condition")
         precondition(latchBytes <= bytes.count, "the latches, consumers and uplink cursor fit a record of their own")
         precondition(latched.count <= Int(UInt8.max), "a checkpoint counts its latched outputs in one byte")
@@ -338,6 +360,7 @@ final class Persistence {
                 for (monitor, sequence) in consumers { LogPayload.writeConsumer(monitor: monitor, sequence: sequence, &writer) }
                 writer.put(UInt8(uplinkCursor == nil ? 0 : 1))
                 if let uplinkCursor { LogPayload.writeUplink(uplinkCursor, &writer) }
+                writer.put(remoteApplied)
                 latchesWritten = true
             }
             if !latchesWritten { flags.insert(.moreFollow) }

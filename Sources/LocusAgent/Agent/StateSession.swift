@@ -11,6 +11,8 @@ final class StateSession {
     private(set) var restoredLatches: [FixedName] = []
     /// The newest record's time (UTC ns), nil for an empty log.
     private(set) var newestTimeNs: Int64? = nil
+    /// The fleet's commands the log holds (`Persistence.Summary.commandIDs`).
+    var commandIDs: Set<String> = []
 
     /// A log opened by its caller, who holds the locks it needs (`locus monitor NAME add`).
     init(persistence: Persistence) {
@@ -55,6 +57,8 @@ final class StateSession {
         persistence.latched = summary.latched
         persistence.consumers = summary.consumers
         persistence.uplinkCursor = summary.uplinkCursor
+        persistence.remoteApplied = summary.remoteApplied
+        session.commandIDs = summary.commandIDs
         for cut in summary.recovery {
             Console.error("locus: log: cut \(cut.length) bytes at \(cut.fileName):\(cut.offset) (\(cut.reason)); records before it are kept\n")
         }

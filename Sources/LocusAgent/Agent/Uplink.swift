@@ -15,6 +15,10 @@ import LocusDevices
 ///   `<prefix>/gpio/<output>`                 retained: the line's last change
 ///   `<prefix>/visit`, `<prefix>/fix`         visits and fixes, when `what` has them
 ///   `<prefix>/status`                        retained "online"; the will says "offline"
+///   `<prefix>/config`, `<prefix>/command`    what the gateway did with the fleet's messages
+/// With `[remote]` it subscribes to `<prefix>/remote/+` (the fleet's configuration and commands,
+/// docs/remote.md) and hands each message to the loop (`nextRemote`), which acknowledges it
+/// once handled.
 /// and, with `home_assistant = true`, discovery configs under `homeassistant/`.
 ///
 /// Steady state: a turn reads only the log's new bytes (`LogTail`), renders into buffers
@@ -44,12 +48,19 @@ final class Uplink: LoopComponent {
     private var sightings = SightingLimits(capacity: Uplink.sightingSlots)
     private(set) var counters = UplinkCounters()
     private var lastError: String? = nil
+    /// The fleet's configurations and commands (nil without `[remote]`), and the messages read
+    /// for the loop and not yet handled.
+    let remote: RemoteSteering?
+    private var remoteMessages: [RemoteInbox.Message] = []
+    /// The packet id of the remote subscription's SUBSCRIBE (its SUBACK's).
+    private var remoteSubscription: UInt16? = nil
 
     var gateway: String { String(decoding: rendering.topics.gateway, as: UTF8.self) }
 
     struct Announcement {
         var status = false
         var subscribe = false
+        var subscribeRemote = false
         /// Next condition (then output) to announce to Home Assistant; nil: none.
         var discovery: Int? = nil
         /// Next record whose state is announced again; nil: none.
@@ -58,19 +69,30 @@ final class Uplink: LoopComponent {
 
     /// The settings made concrete: gateway id, prefix and client id. Fails with the reason when
     /// the gateway id cannot be known.
-    init(_ settings: SiteConfig.Uplink, cursor: UplinkCursor?, places: PlaceLabels? = nil, machineID: () -> String?) throws(UplinkSetupError) {
+    init(_ settings: SiteConfig.Uplink, cursor: UplinkCursor?, places: PlaceLabels? = nil, remote: RemoteSteering? = nil,
+         machineID: () -> String?) throws(UplinkSetupError) {
         self.settings = settings
-        guard let gateway = settings.gateway ?? machineID() else {
-            throw UplinkSetupError("no gateway id: /etc/machine-id cannot be read; set uplink.gateway")
-        }
+        let gateway = try Uplink.gateway(settings, machineID: machineID)
         let prefix = settings.topicPrefix ?? UplinkTopics.defaultPrefix(gateway: gateway)
         rendering = UplinkRendering(topics: UplinkTopics(prefix: prefix, gateway: gateway), places: places)
         outbox = UplinkOutbox(cursor: cursor)
         let options = Uplink.connectOptions(settings, clientID: settings.clientID ?? gateway, statusTopic: prefix + "/status", will: true)
         precondition(Uplink.eventRoom <= Uplink.outputBytes, "the output holds at least one step's messages")
+        precondition(Uplink.eventRoom >= UplinkJSON.maximumRemoteBytes + UplinkTopics.maximumPrefixBytes + 16, "a remote record fits the room kept")
         precondition(settings.maxInflight >= 2, "the window holds an event and its state")
+        self.remote = remote
+        remoteMessages.reserveCapacity(16)
         connection = BrokerConnection(settings: BrokerConnection.Settings(broker: settings.broker, tls: nil, connect: options),
-                                      outputBytes: Uplink.outputBytes, windowCapacity: settings.maxInflight)
+                                      outputBytes: Uplink.outputBytes, windowCapacity: settings.maxInflight,
+                                      remoteTopic: remote.map { _ in Array((prefix + "/remote/").utf8) }, remoteBytes: remote?.settings.maximumBytes ?? 0)
+    }
+
+    /// The gateway id: `uplink.gateway`, else the machine id.
+    static func gateway(_ settings: SiteConfig.Uplink, machineID: () -> String?) throws(UplinkSetupError) -> String {
+        guard let gateway = settings.gateway ?? machineID() else {
+            throw UplinkSetupError("no gateway id: /etc/machine-id cannot be read; set uplink.gateway")
+        }
+        return gateway
     }
 
     /// The machine id (/etc/machine-id), the default gateway id: stable across restarts.
@@ -112,6 +134,7 @@ final class Uplink: LoopComponent {
         line.integer("unknown_acknowledgements", counters.unknownAcknowledgements)
         if let lastError { line.string("last_error", lastError) } else { line.null("last_error") }
         line.endObject()
+        remote?.status(into: &line)
     }
 
     /// The backlog's part of the status, which needs the log.
@@ -235,8 +258,8 @@ final class Uplink: LoopComponent {
     /// CONNACK accepted: sending goes on from the delivered position (`lost` put the tail there).
     private func opened(sessionPresent: Bool, _ now: AgentTime) {
         let delivered = outbox.position
-        announcement = Announcement(status: true, subscribe: settings.homeAssistant, discovery: settings.homeAssistant ? 0 : nil,
-                                    states: sessionPresent ? nil : 0)
+        announcement = Announcement(status: true, subscribe: settings.homeAssistant, subscribeRemote: remote != nil,
+                                    discovery: settings.homeAssistant ? 0 : nil, states: sessionPresent ? nil : 0)
         lastError = nil
         AgentLog.notice("locus: uplink: connected to \(settings.broker) as \(gateway); sending from log record \(delivered + 1)")
     }
@@ -249,8 +272,19 @@ final class Uplink: LoopComponent {
             outbox.acknowledged()
         case .unknownAcknowledgement:
             counters.unknownAcknowledgements += 1
-        case .subscribed(_, let refused):
-            if refused { AgentLog.warning("locus: uplink: the broker refused the subscription to homeassistant/status; Home Assistant's restarts are not followed") }
+        case .subscribed(let packetID, let refused):
+            guard refused else { break }
+            if packetID == remoteSubscription {
+                AgentLog.warning("locus: uplink: the broker refused the subscription to \(String(decoding: rendering.topics.remoteInbox(), as: UTF8.self))+; the fleet's configurations and commands do not reach this gateway (the broker's ACL?)")
+            } else {
+                AgentLog.warning("locus: uplink: the broker refused the subscription to homeassistant/status; Home Assistant's restarts are not followed")
+            }
+        case .remote(let message):
+            if message.kind == .other {
+                connection.releaseRemote(message, acknowledge: true)
+            } else {
+                remoteMessages.append(message)
+            }
         case .homeAssistantOnline:
             // Home Assistant came back: announce again (its configs are retained, but a broker
             // without persistence lost them).
@@ -258,6 +292,27 @@ final class Uplink: LoopComponent {
             announcement.states = 0
         case .packet, .none:
             break // the connection's own: never handed over
+        }
+    }
+
+    // MARK: the fleet's messages
+
+    /// The next message from the fleet read this turn, oldest first, with its bytes (valid until
+    /// `release`). The loop handles each before the uplink's next turn.
+    func nextRemote() -> (message: RemoteInbox.Message, bytes: UnsafeRawBufferPointer)? {
+        guard let message = remoteMessages.first else { return nil }
+        return (message, connection.remoteBytes(message))
+    }
+
+    /// The oldest message handled: acknowledged (PUBACK) when `acknowledge`. Not acknowledging
+    /// closes the connection, so that the broker sends it again when the next one opens (the
+    /// log could not take its record: nothing acted on it).
+    func release(acknowledge: Bool, _ now: AgentTime) {
+        let message = remoteMessages.removeFirst()
+        connection.releaseRemote(message, acknowledge: acknowledge)
+        if !acknowledge && connection.isOpen {
+            connection.close()
+            lost("a message from the fleet could not be logged; reconnecting to have it again", now)
         }
     }
 
@@ -288,6 +343,14 @@ final class Uplink: LoopComponent {
         if announcement.status && connection.session.window.free >= 1 && hasRoom {
             announcement.status = false
             send(rendering.topics.status(), retain: true, sequence: 0, text: "online")
+        }
+        if announcement.subscribeRemote && connection.session.window.free >= 1 && hasRoom {
+            announcement.subscribeRemote = false
+            let packetID = connection.session.window.add(sequence: 0)
+            remoteSubscription = packetID
+            var filter = Array(rendering.topics.remoteInbox())
+            filter.append(UInt8(ascii: "+"))
+            _ = filter.withUnsafeBytes { connection.output.subscribe(packetID: packetID, filter: $0, qos: .atLeastOnce) }
         }
         if announcement.subscribe && connection.session.window.free >= 1 && hasRoom {
             announcement.subscribe = false
@@ -374,6 +437,12 @@ final class Uplink: LoopComponent {
             guard let visit = LogPayload.readVisit(&reader) else { return true }
             rendering.visit(visit, sequence: sequence, previous: before)
             send(rendering.topics.visit(), retain: false, sequence: sequence, timeNs: timeNs, chained: before)
+            outbox.chain(sequence)
+        case .remote?:
+            guard let remote = LogPayload.readRemote(&reader) else { return true }
+            rendering.remote(remote, timeNs: timeNs, sequence: sequence, previous: before)
+            send(remote.kind == .config ? rendering.topics.remoteConfig() : rendering.topics.remoteCommand(), retain: false,
+                 sequence: sequence, timeNs: timeNs, chained: before)
             outbox.chain(sequence)
         case .fix? where settings.content.contains(.fixes) && outbox.wantsFix(timeNs: timeNs):
             guard let fix = LogPayload.readFix(&reader) else { return true }

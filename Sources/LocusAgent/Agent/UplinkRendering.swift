@@ -7,7 +7,7 @@ import LocusCore
 /// `payload`, replacing what it held; nothing here allocates after `init`.
 struct UplinkRendering: ~Copyable {
     var topics: UplinkTopics
-    private(set) var payload = JSONWriter(capacity: max(UplinkJSON.maximumDiscoveryBytes, UplinkJSON.maximumEventBytes))
+    private(set) var payload = JSONWriter(capacity: max(UplinkJSON.maximumDiscoveryBytes, UplinkJSON.maximumEventBytes, UplinkJSON.maximumRemoteBytes))
     /// The agent's version, for Home Assistant's device.
     private let version: UnsafeMutableRawBufferPointer
     private let places: PlaceLabels?
@@ -36,6 +36,12 @@ struct UplinkRendering: ~Copyable {
         payload.reset()
         UplinkJSON.gpio(change, time: UTCTime(nanoseconds: timeNs), sequence: sequence, previous: previous, gateway: topics.gateway,
                         into: &payload)
+    }
+
+    mutating func remote(_ remote: LogPayload.RemoteResult, timeNs: Int64, sequence: UInt64, previous: UInt64?) {
+        payload.reset()
+        UplinkJSON.remote(remote, time: UTCTime(nanoseconds: timeNs), sequence: sequence, previous: previous, gateway: topics.gateway,
+                          into: &payload)
     }
 
     mutating func visit(_ visit: Visit, sequence: UInt64, previous: UInt64?) {

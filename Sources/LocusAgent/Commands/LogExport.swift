@@ -223,6 +223,9 @@ enum LogExport {
         case .visit?:
             guard let visit = LogPayload.readVisit(&reader) else { line.string("error", "undecodable visit payload"); break }
             UpdateJSON.writeMembers(visit, places: places, into: &line)
+        case .remote?:
+            guard let remote = LogPayload.readRemote(&reader) else { line.string("error", "undecodable remote payload"); break }
+            writeMembers(remote, into: &line)
         case .checkpoint?:
             line.integer("records", Int(reader.uint16()))
             if header.flags.contains(.moreFollow) { line.boolean("more_follow", true) }
@@ -241,6 +244,23 @@ enum LogExport {
         ConditionJSON.write(entry.settings, into: &line)
         line.string("assuming", entry.assuming.name)
         line.boolean("site_file", entry.fromSiteFile)
+    }
+
+    /// A configuration's version or a command's id and action, the result, the message's digest
+    /// and the reason of a refusal or failure.
+    static func writeMembers(_ remote: LogPayload.RemoteResult, into line: inout JSONWriter) {
+        switch remote.kind {
+        case .config:
+            line.string("remote", "config")
+            line.integer("version", remote.version)
+        case .command:
+            line.string("remote", "command")
+            line.string("id", String(decoding: remote.id, as: UTF8.self))
+            line.string("action", String(decoding: remote.action, as: UTF8.self))
+        }
+        line.string("result", remote.result.name)
+        if !remote.digest.isEmpty { line.string("digest", remote.digest.withUnsafeBytes { HexText.string($0) }) }
+        if !remote.reason.isEmpty { line.string("reason", String(decoding: remote.reason, as: UTF8.self)) }
     }
 
     static func writeMembers(_ change: LogPayload.GPIOChange, into line: inout JSONWriter) {

@@ -122,6 +122,12 @@ public struct OutputPlan {
 
     public mutating func setLatch(_ output: Int, _ value: Bool) { latched[output] = value }
 
+    /// An output active until `untilNs` (a command's pulse; a longer pulse running stays).
+    public mutating func pulse(_ output: Int, untilNs: Int64) {
+        precondition(radioRoles[output] == nil, "radio lines are the self-healing's")
+        pulseEndNs[output] = max(pulseEndNs[output], untilNs)
+    }
+
     /// The self-healing's cut of a power line, or pulse of a reset line, until `untilNs`.
     public mutating func driveRadioLine(_ output: Int, untilNs: Int64) {
         precondition(radioRoles[output] != nil, "only radio lines are driven by the self-healing")

@@ -270,6 +270,9 @@ public struct TableReader {
         return result
     }
 
+    /// Counts `key` as known without reading it (a key the fleet's configuration replaces).
+    public mutating func skip(_ key: String) { known.append(key) }
+
     /// Reports every key the schema did not ask for.
     public func finish() {
         for entry in table.entries where !known.contains(entry.key) {

@@ -276,6 +276,8 @@ public struct SiteConfig {
     public var fixPrivacy: FixPrivacy = .full
     public var access = Access()
     public var uplink: Uplink? = nil
+    /// `[remote]`: what the fleet may set and do here (nil: nothing).
+    public var remote: Remote? = nil
     public var geocoding: Geocoding? = nil
     public var health = Health()
     public var monitors: [MonitorConfig] = []
@@ -299,9 +301,27 @@ public struct SiteConfig {
 
     /// Reads and checks a site file on its own; `check(against:)` checks what needs the board.
     public static func parse(_ source: [UInt8], file: String) throws(ConfigError) -> SiteConfig {
+        try parse(source, file: file, fleet: nil)
+    }
+
+    /// A configuration from the fleet over a site file: its keys (each one `settable` lists)
+    /// replace the site file's whole. Its diagnostics name it (`FleetMessage.header`'s report).
+    public struct FleetFragment {
+        public let report: ConfigReport
+        public let settable: [String]
+        public init(report: ConfigReport, settable: [String]) {
+            self.report = report
+            self.settable = settable
+        }
+    }
+
+    /// The site file with the fleet's configuration over it; the diagnostics of both, the fleet's
+    /// first.
+    public static func parse(_ source: [UInt8], file: String, fleet: FleetFragment?) throws(ConfigError) -> SiteConfig {
         let report = try ConfigReport.parse(source, file: file)
-        let site = SiteSchema.read(report)
-        if report.hasErrors { throw ConfigError(report.diagnostics) }
+        let site = SiteSchema.read(report, fleet: fleet)
+        let fleetDiagnostics = fleet?.report.diagnostics ?? []
+        if report.hasErrors || !fleetDiagnostics.isEmpty { throw ConfigError(fleetDiagnostics + report.diagnostics) }
         return site!
     }
 

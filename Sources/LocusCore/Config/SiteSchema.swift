@@ -1,7 +1,21 @@
 /// Reads the site file's tables into `SiteConfig`, reporting every problem it finds.
 enum SiteSchema {
-    static func read(_ report: ConfigReport) -> SiteConfig? {
+    /// The site file's keys at the top, in the order they are read.
+    static let topLevelKeys = ["board", "state_dir", "capacity", "log", "updates", "privacy", "access", "uplink", "remote", "geocoding",
+                               "health", "monitor", "action"]
+
+    /// `fleet`: a configuration from the fleet (docs/remote.md), whose keys replace the site
+    /// file's whole; each must be one `settable` lists.
+    static func read(_ report: ConfigReport, fleet: SiteConfig.FleetFragment? = nil) -> SiteConfig? {
         var root = TableReader(report.document.root, report: report, path: "")
+        var overlay = fleet.map { TableReader($0.report.document.root, report: $0.report, path: "") }
+        if let fleet { checkSettable(fleet, &overlay!) }
+        /// Whether the fleet's configuration has `key` (the site file's is then not read).
+        func fromFleet(_ key: String) -> Bool {
+            guard overlay?.has(key) == true else { return false }
+            root.skip(key)
+            return true
+        }
         var site = SiteConfig(board: root.string("board", required: true) ?? "")
         if let directory = root.string("state_dir") {
             if directory.isEmpty { report.fail(at: root.offset(of: "state_dir"), "'state_dir' must not be empty") }
@@ -19,7 +33,7 @@ enum SiteSchema {
             readUpdates(&section, into: &site.updates)
             section.finish()
         }
-        if var section = root.table("privacy") {
+        if var section = fromFleet("privacy") ? overlay!.table("privacy") : root.table("privacy") {
             site.fixPrivacy = section.choice("fixes", [("full", SiteConfig.FixPrivacy.full), ("coarse", .coarse), ("none", .none)]) ?? .full
             section.finish()
         }
@@ -29,6 +43,13 @@ enum SiteSchema {
         }
         if var section = root.table("uplink") {
             site.uplink = readUplink(&section)
+            section.finish()
+        }
+        if var section = root.table("remote") {
+            site.remote = readRemote(&section)
+            if site.uplink == nil && root.has("uplink") == false {
+                report.fail(at: section.offset, "[remote] needs [uplink]: the fleet's configurations and commands come through its broker")
+            }
             section.finish()
         }
         if var section = root.table("geocoding") {
@@ -52,19 +73,31 @@ enum SiteSchema {
             if let rounds = section.integer("rounds", in: 1...10) { site.health.rounds = Int(rounds) }
             section.finish()
         }
-        if var section = root.table("monitor") {
+        if var section = fromFleet("monitor") ? overlay!.table("monitor") : root.table("monitor") {
             site.monitors = readMonitors(&section)
             section.finish()
         }
-        for var reader in root.tables("action") {
+        for var reader in fromFleet("action") ? overlay!.tables("action") : root.tables("action") {
             if let action = readAction(&reader, monitors: site.monitors) { site.actions.append(action) }
             reader.finish()
         }
         root.finish()
+        overlay?.finish()
         if site.conditionCount > site.capacity.conditions {
             report.fail(at: root.offset(of: "monitor"), "\(site.conditionCount) conditions exceed capacity.conditions = \(site.capacity.conditions); raise the capacity or remove conditions")
         }
         return site
+    }
+
+    /// The fleet's `[fleet]` is its own; every other key must be settable here, or it is refused
+    /// (and not read). A key no site file has is left to `finish`, which names it.
+    private static func checkSettable(_ fleet: SiteConfig.FleetFragment, _ overlay: inout TableReader) {
+        overlay.skip("fleet")
+        for entry in overlay.table.entries where entry.key != "fleet" && topLevelKeys.contains(entry.key) && !fleet.settable.contains(entry.key) {
+            overlay.skip(entry.key)
+            let allowed = fleet.settable.isEmpty ? "nothing: [remote] settable is empty" : "only \(fleet.settable.joined(separator: ", ")) ([remote] settable)"
+            fleet.report.fail(at: entry.keyOffset, "'\(entry.key)' cannot be set by the fleet on this gateway: it may set \(allowed)")
+        }
     }
 
     private static func readCapacity(_ section: inout TableReader, into capacity: inout SiteConfig.Capacity) {

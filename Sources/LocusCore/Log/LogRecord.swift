@@ -53,7 +53,9 @@ public enum LogRecordType: UInt8, Sendable, CaseIterable, CustomStringConvertibl
     case visit = 11
     /// How far the MQTT uplink has delivered the log to the broker (see `LogPayload.writeUplink`).
     case uplink = 12
-    // 13...127 reserved for later record kinds; 128...255 for site or test use.
+    /// A configuration or a command from the fleet, applied, run or refused (`LogPayload.RemoteResult`).
+    case remote = 13
+    // 14...127 reserved for later record kinds; 128...255 for site or test use.
 
     /// The name in the export (a static string, for writers that must not allocate).
     public var name: StaticString {
@@ -70,6 +72,7 @@ public enum LogRecordType: UInt8, Sendable, CaseIterable, CustomStringConvertibl
         case .consumer: return "consumer"
         case .visit: return "visit"
         case .uplink: return "uplink"
+        case .remote: return "remote"
         }
     }
 

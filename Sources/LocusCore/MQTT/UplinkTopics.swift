@@ -127,6 +127,13 @@ public struct UplinkTopics: ~Copyable {
     @_noAllocation
     public mutating func status() -> UnsafeRawBufferPointer { topic(to: afterPrefix("/status")) }
 
+    /// `<prefix>/config` and `<prefix>/command`: what the gateway did with the fleet's
+    /// configurations and commands (docs/remote.md).
+    public mutating func remoteConfig() -> UnsafeRawBufferPointer { topic(to: afterPrefix("/config")) }
+    public mutating func remoteCommand() -> UnsafeRawBufferPointer { topic(to: afterPrefix("/command")) }
+    /// `<prefix>/remote/`: where the fleet's messages for this gateway are (`+` after it subscribes).
+    public mutating func remoteInbox() -> UnsafeRawBufferPointer { topic(to: afterPrefix("/remote/")) }
+
     @_noAllocation
     public mutating func test() -> UnsafeRawBufferPointer { topic(to: afterPrefix("/test")) }
 

@@ -31,6 +31,9 @@ public enum UplinkJSON {
     public static let maximumTestBytes = 160
     /// Home Assistant discovery configs (`discoveryCondition`, `discoveryOutput`).
     public static let maximumDiscoveryBytes = 2048
+    /// A remote record: its fixed members, an id of safe bytes, and a reason every byte of which
+    /// may need a six-byte escape.
+    public static let maximumRemoteBytes = 320 + 2 * LogPayload.RemoteResult.maximumIDBytes + 6 * LogPayload.RemoteResult.maximumReasonBytes
 
     /// A condition's kind, which picks the Home Assistant device class.
     public enum ConditionKind: Sendable {
@@ -89,6 +92,32 @@ public enum UplinkJSON {
         if let monitor = change.monitor, let identifier = change.identifier {
             line.string("monitor", monitor)
             line.string("identifier", identifier)
+        }
+        writePrevious(previous, into: &line)
+        line.endObject()
+    }
+
+    /// What the gateway did with a configuration or a command from the fleet (docs/remote.md):
+    /// gateway, seq, time, then version, result and digest, or id, action and result; the reason
+    /// of a refusal or failure; prev.
+    public static func remote(_ remote: LogPayload.RemoteResult, time: UTCTime, sequence: UInt64, previous: UInt64?,
+                              gateway: UnsafeRawBufferPointer, into line: inout JSONWriter) {
+        begin(gateway, sequence, into: &line)
+        line.time("time", time)
+        switch remote.kind {
+        case .config:
+            line.integer("version", remote.version)
+        case .command:
+            line.key("id")
+            remote.id.withUnsafeBytes { line.string(bytes: $0) }
+            line.key("action")
+            remote.action.withUnsafeBytes { line.string(bytes: $0) }
+        }
+        line.string("result", remote.result.name)
+        if !remote.digest.isEmpty { line.string("digest", remote.digest.withUnsafeBytes { HexText.string($0) }) }
+        if !remote.reason.isEmpty {
+            line.key("reason")
+            remote.reason.withUnsafeBytes { line.string(bytes: $0) }
         }
         writePrevious(previous, into: &line)
         line.endObject()

@@ -1,0 +1,261 @@
+import LocusCore
+import LocusDevices
+
+/// The fleet's configurations and commands on this gateway (docs/remote.md): every message
+/// checked in one order (size, signature, `[fleet]`, then what it asks), and what to do decided.
+/// It acts on nothing itself: the loop logs the decision, then applies or runs it.
+///
+/// The applied configuration is `<state_dir>/remote.toml`, the whole signed message, checked
+/// again at every start and SIGHUP; the log's `remote` records say which version the fleet was
+/// told of, and which commands ran.
+final class RemoteSteering {
+    static let fileName = "remote.toml"
+
+    let settings: SiteConfig.Remote
+    /// The fleet's public key (PEM), read at start.
+    private let key: [UInt8]
+    let gateway: String
+    /// `<state_dir>/remote.toml`.
+    let path: String
+    /// The version applied (0: the site file alone).
+    private(set) var applied: UInt64
+    /// The commands the log holds: never run again.
+    private var commandIDs: Set<String>
+    private(set) var counters = Counters()
+    private(set) var lastRefusal: String? = nil
+
+    struct Counters {
+        var configurations = 0
+        var refused = 0
+        var commands = 0
+        var duplicates = 0
+    }
+
+    struct SetupError: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    init(_ settings: SiteConfig.Remote, sitePath: String, gateway: String, directory: String, applied: UInt64,
+         commandIDs: Set<String>) throws(SetupError) {
+        self.settings = settings
+        let keyPath = Paths.resolve(settings.keyFile, relativeTo: Paths.directory(of: sitePath))
+        do { key = try Files.read(keyPath, limit: 16 << 10) } catch {
+            throw SetupError(description: "[remote] key: cannot read the fleet's public key \(keyPath): \(error)")
+        }
+        self.gateway = gateway
+        path = Paths.join(directory, RemoteSteering.fileName)
+        self.applied = applied
+        self.commandIDs = commandIDs
+    }
+
+    // MARK: configurations
+
+    enum ConfigDecision {
+        /// The version applied, again (the broker's retained copy at every connection).
+        case same
+        case refuse(LogPayload.RemoteResult)
+        /// Checked: the site file with the configuration over it.
+        case apply(LoadedConfig, LogPayload.RemoteResult)
+    }
+
+    /// A configuration from the broker, checked against the site file as it is now.
+    func configuration(_ message: UnsafeRawBufferPointer, sitePath: String) -> ConfigDecision {
+        counters.configurations += 1
+        var result = LogPayload.RemoteResult(kind: .config, result: .refused)
+        result.digest = Signatures.sha256(message)
+        switch RemoteSteering.check(message, key: key, gateway: gateway, settings: settings, sitePath: sitePath, applied: applied) {
+        case .failure(let refusal):
+            if refusal.reason.isEmpty { return .same }
+            result.version = refusal.version
+            return refuse(result, refusal.reason)
+        case .success(let checked):
+            result.version = checked.remoteVersion
+            result.result = .applied
+            return .apply(checked, result)
+        }
+    }
+
+    /// The configuration is in `remote.toml` and its record in the log: it is the applied one.
+    func applied(_ version: UInt64) {
+        precondition(version > applied, "a configuration applied is newer than the one before")
+        applied = version
+    }
+
+    /// A message checked as a configuration: the site file at `sitePath` with it over it.
+    /// `applied` 0 accepts any version (the start's check of `remote.toml`).
+    static func check(_ message: UnsafeRawBufferPointer, key: [UInt8], gateway: String, settings: SiteConfig.Remote, sitePath: String,
+                      applied: UInt64) -> Result<LoadedConfig, Refusal> {
+        let header: FleetHeader
+        let report: ConfigReport
+        switch verified(message, key: key, settings: settings, name: "fleet configuration") {
+        case .failure(let refusal): return .failure(refusal)
+        case .success(let read): (header, report) = read
+        }
+        let version = UInt64(header.version)
+        guard header.kind == .config else { return .failure(Refusal("a command on the configuration topic")) }
+        guard header.gateway == gateway else {
+            return .failure(Refusal("it is for gateway '\(header.gateway)', not this one ('\(gateway)')", version: version))
+        }
+        if version == applied && applied > 0 { return .failure(Refusal("", version: version)) } // the retained copy again
+        if version < applied {
+            return .failure(Refusal("version \(version) is older than the applied version \(applied) (an old message replayed?)", version: version))
+        }
+        let source: [UInt8]
+        do { source = try Files.read(sitePath) } catch { return .failure(Refusal("cannot read the site file \(sitePath): \(error)", version: version)) }
+        var problems: [String] = []
+        let fragment = SiteConfig.FleetFragment(report: report, settable: settings.settable)
+        guard case .success(var loaded) = LoadedConfig.check(source, path: sitePath, fleet: fragment, say: { problems.append($0) }) else {
+            var reason = problems.first ?? "it does not check"
+            if problems.count > 1 { reason += " (and \(problems.count - 1) more)" }
+            return .failure(Refusal(reason, version: version))
+        }
+        loaded.remoteVersion = version
+        loaded.remoteDigest = Signatures.sha256(message)
+        return .success(loaded)
+    }
+
+    /// Size, signature and `[fleet]`, the checks every message passes first.
+    private static func verified(_ message: UnsafeRawBufferPointer, key: [UInt8], settings: SiteConfig.Remote,
+                                 name: String) -> Result<(FleetHeader, ConfigReport), Refusal> {
+        guard message.count <= settings.maximumBytes else {
+            return .failure(Refusal("\(message.count) bytes, more than [remote] max_size (\(settings.maximumBytes))"))
+        }
+        let split: FleetMessage
+        switch FleetMessage.split(message) {
+        case .failure(let refusal): return .failure(Refusal(refusal.reason))
+        case .success(let parts): split = parts
+        }
+        let body = UnsafeRawBufferPointer(rebasing: message[0..<split.bodyCount])
+        if let why = Signatures.verify(key: key, message: body, signature: UnsafeRawBufferPointer(rebasing: message[split.signature])) {
+            return .failure(Refusal(why))
+        }
+        switch FleetMessage.header(Array(body), name: name) {
+        case .failure(let refusal): return .failure(Refusal(refusal.reason))
+        case .success(let read): return .success(read)
+        }
+    }
+
+    struct Refusal: Error {
+        let reason: String
+        var version: UInt64 = 0
+        var id = ""
+        init(_ reason: String, version: UInt64 = 0, id: String = "") {
+            self.reason = reason
+            self.version = version
+            self.id = id
+        }
+    }
+
+    private func refuse(_ result: LogPayload.RemoteResult, _ reason: String) -> ConfigDecision {
+        var refused = result
+        refused.reason = Array(reason.utf8.prefix(LogPayload.RemoteResult.maximumReasonBytes))
+        counters.refused += 1
+        lastRefusal = reason
+        return .refuse(refused)
+    }
+
+    // MARK: commands
+
+    enum CommandDecision {
+        /// Its id is in the log: it ran (or was refused) before.
+        case duplicate
+        case refuse(LogPayload.RemoteResult)
+        case run(FleetCommand, LogPayload.RemoteResult)
+    }
+
+    /// A command from the broker, at `now` (UTC).
+    func command(_ message: UnsafeRawBufferPointer, now: UTCTime) -> CommandDecision {
+        var result = LogPayload.RemoteResult(kind: .command, result: .refused)
+        result.digest = Signatures.sha256(message)
+        let header: FleetHeader
+        switch RemoteSteering.verified(message, key: key, settings: settings, name: "fleet command") {
+        case .failure(let refusal): return refuseCommand(result, refusal.reason)
+        case .success(let read): header = read.0
+        }
+        result.id = Array(header.id.utf8)
+        guard header.kind == .command, let command = header.command else { return refuseCommand(result, "a configuration on the command topic") }
+        result.action = Array(command.action.name.utf8)
+        guard header.gateway == gateway else { return refuseCommand(result, "it is for gateway '\(header.gateway)', not this one ('\(gateway)')") }
+        guard !commandIDs.contains(header.id) else {
+            counters.duplicates += 1
+            return .duplicate
+        }
+        commandIDs.insert(header.id)
+        counters.commands += 1
+        let late = now.totalNanoseconds / 1_000_000_000 - header.expires
+        if late > 0 { return refuseCommand(result, "expired \(Quantity.describe(nanoseconds: late * 1_000_000_000)) before it arrived") }
+        guard settings.commands.contains(command.action) else {
+            let allowed = settings.commands.isEmpty ? "none" : settings.commands.map { $0.name }.joined(separator: ", ")
+            return refuseCommand(result, "'\(command.action.name)' is not a command this gateway takes ([remote] commands: \(allowed))")
+        }
+        result.result = .done
+        return .run(command, result)
+    }
+
+    private func refuseCommand(_ result: LogPayload.RemoteResult, _ reason: String) -> CommandDecision {
+        var refused = result
+        refused.reason = Array(reason.utf8.prefix(LogPayload.RemoteResult.maximumReasonBytes))
+        counters.refused += 1
+        lastRefusal = reason
+        return .refuse(refused)
+    }
+
+    /// A command that was logged as done but could not act (an output that is not there): the
+    /// loop logs it failed as well.
+    func failed(_ result: LogPayload.RemoteResult, _ reason: String) -> LogPayload.RemoteResult {
+        var failed = result
+        failed.result = .failed
+        failed.reason = Array(reason.utf8.prefix(LogPayload.RemoteResult.maximumReasonBytes))
+        lastRefusal = reason
+        return failed
+    }
+
+    // MARK: the start
+
+    /// The site file with `remote.toml` over it, checked again (the key or the site file may
+    /// have changed since it was applied); the site file alone, with a warning, when it does not
+    /// check.
+    static func overlay(_ base: LoadedConfig, directory: String, gateway: String) -> LoadedConfig {
+        guard let settings = base.site.remote else { return base }
+        let path = Paths.join(directory, fileName)
+        guard let message = try? Files.read(path, limit: settings.maximumBytes + 1) else { return base }
+        let keyPath = Paths.resolve(settings.keyFile, relativeTo: Paths.directory(of: base.sitePath))
+        guard let key = try? Files.read(keyPath, limit: 16 << 10) else { return base }
+        let checked = message.withUnsafeBytes { bytes in
+            check(bytes, key: key, gateway: gateway, settings: settings, sitePath: base.sitePath, applied: 0)
+        }
+        switch checked {
+        case .success(let loaded):
+            return loaded
+        case .failure(let refusal):
+            AgentLog.warning("locus: remote: \(path) no longer checks (\(refusal.reason)); running on \(base.sitePath) alone until the fleet sends a configuration that does")
+            return base
+        }
+    }
+
+    /// `overlay` for a SIGHUP's fresh site file, with the key read at start.
+    func overlay(_ base: LoadedConfig) -> LoadedConfig {
+        guard base.site.remote != nil, let message = try? Files.read(path, limit: settings.maximumBytes + 1) else { return base }
+        let checked = message.withUnsafeBytes { bytes in
+            RemoteSteering.check(bytes, key: key, gateway: gateway, settings: settings, sitePath: base.sitePath, applied: 0)
+        }
+        switch checked {
+        case .success(let loaded):
+            return loaded
+        case .failure(let refusal):
+            AgentLog.warning("locus: remote: \(path) no longer checks (\(refusal.reason)); running on \(base.sitePath) alone until the fleet sends a configuration that does")
+            return base
+        }
+    }
+
+    func status(into line: inout JSONWriter) {
+        line.beginObject("remote")
+        line.integer("applied_version", applied)
+        line.integer("configurations", counters.configurations)
+        line.integer("commands", counters.commands)
+        line.integer("refused", counters.refused)
+        line.integer("duplicates", counters.duplicates)
+        if let lastRefusal { line.string("last_refusal", lastRefusal) } else { line.null("last_refusal") }
+        line.endObject()
+    }
+}

@@ -1,0 +1,27 @@
+import CLocus
+
+/// The fleet's signatures over its configurations and commands (docs/remote.md): ECDSA P-256
+/// with SHA-256, checked by the mbedTLS the uplink's TLS links anyway.
+public enum Signatures {
+    /// SHA-256 of `bytes`.
+    public static func sha256(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: 32)
+        digest.withUnsafeMutableBufferPointer { locus_sha256(bytes.baseAddress, bytes.count, $0.baseAddress) }
+        return digest
+    }
+
+    /// nil when `signature` (base64 of a DER ECDSA signature) signs `message` under the PEM
+    /// public key `key`; otherwise why not, in a sentence.
+    public static func verify(key: [UInt8], message: UnsafeRawBufferPointer, signature: UnsafeRawBufferPointer) -> String? {
+        var why = [CChar](repeating: 0, count: 256)
+        let result = key.withUnsafeBytes { pem in
+            why.withUnsafeMutableBufferPointer { text in
+                locus_signature_verify(pem.baseAddress, pem.count, message.baseAddress, message.count, signature.baseAddress, signature.count,
+                                       text.baseAddress, text.count)
+            }
+        }
+        guard result != 0 else { return nil }
+        let end = why.firstIndex(of: 0) ?? why.count
+        return String(decoding: why[..<end].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
