@@ -12,7 +12,8 @@ extension Agent {
         let remote: RemoteSteering
         do {
             remote = try RemoteSteering(settings, sitePath: loaded.sitePath, gateway: gateway, directory: directory,
-                                        applied: loaded.remoteVersion, commandIDs: log.restoredCommandIDs)
+                                        applied: loaded.remoteVersion, commandIDs: log.restoredCommandIDs,
+                                        refusedDigests: log.restoredRefusals)
         } catch {
             throw UplinkSetupError(error.description)
         }

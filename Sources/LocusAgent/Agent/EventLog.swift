@@ -389,6 +389,8 @@ final class EventLog: LoopComponent {
     var remoteApplied: UInt64 { session?.persistence.remoteApplied ?? 0 }
     /// The fleet's commands the log held at start.
     var restoredCommandIDs: Set<String> { session?.commandIDs ?? [] }
+    /// The configurations the log held as refused at start (their SHA-256).
+    var restoredRefusals: Set<[UInt8]> { session?.refusedDigests ?? [] }
 
     /// What the gateway did with a configuration or a command from the fleet, appended and synced
     /// before anything acts on it. False when the log cannot take it (or there is no log to keep

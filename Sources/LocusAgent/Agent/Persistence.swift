@@ -47,6 +47,9 @@ final class Persistence {
         var remoteApplied: UInt64 = 0
         /// The fleet's commands the log holds (run or refused): never run again.
         var commandIDs: Set<String> = []
+        /// The SHA-256 of every configuration the log says was refused: the broker's retained
+        /// copy of one, at every connection, is not refused (and logged) again.
+        var refusedDigests: Set<[UInt8]> = []
         /// The newest record's time (UTC ns): the clock at start should not be behind it.
         var newestTimeNs: Int64? = nil
     }
@@ -165,6 +168,7 @@ final class Persistence {
                     guard let remote = LogPayload.readRemote(&reader) else { summary.undecodable += 1; return }
                     if remote.kind == .config && remote.result == .applied { summary.remoteApplied = max(summary.remoteApplied, remote.version) }
                     if remote.kind == .command && !remote.id.isEmpty { summary.commandIDs.insert(String(decoding: remote.id, as: UTF8.self)) }
+                    if remote.kind == .config && remote.result == .refused && !remote.digest.isEmpty { summary.refusedDigests.insert(remote.digest) }
                 default:
                     break
                 }

@@ -21,6 +21,9 @@ final class RemoteSteering {
     private(set) var applied: UInt64
     /// The commands the log holds: never run again.
     private var commandIDs: Set<String>
+    /// The configurations refused (SHA-256): a retained one comes at every connection, and is
+    /// refused once.
+    private var refusedDigests: Set<[UInt8]>
     private(set) var counters = Counters()
     private(set) var lastRefusal: String? = nil
 
@@ -36,7 +39,7 @@ final class RemoteSteering {
     }
 
     init(_ settings: SiteConfig.Remote, sitePath: String, gateway: String, directory: String, applied: UInt64,
-         commandIDs: Set<String>) throws(SetupError) {
+         commandIDs: Set<String>, refusedDigests: Set<[UInt8]>) throws(SetupError) {
         self.settings = settings
         let keyPath = Paths.resolve(settings.keyFile, relativeTo: Paths.directory(of: sitePath))
         do { key = try Files.read(keyPath, limit: 16 << 10) } catch {
@@ -46,6 +49,7 @@ final class RemoteSteering {
         path = Paths.join(directory, RemoteSteering.fileName)
         self.applied = applied
         self.commandIDs = commandIDs
+        self.refusedDigests = refusedDigests
     }
 
     // MARK: configurations
@@ -63,6 +67,10 @@ final class RemoteSteering {
         counters.configurations += 1
         var result = LogPayload.RemoteResult(kind: .config, result: .refused)
         result.digest = Signatures.sha256(message)
+        if refusedDigests.contains(result.digest) {
+            counters.duplicates += 1
+            return .same
+        }
         switch RemoteSteering.check(message, key: key, gateway: gateway, settings: settings, sitePath: sitePath, applied: applied) {
         case .failure(let refusal):
             if refusal.reason.isEmpty { return .same }
@@ -151,6 +159,7 @@ final class RemoteSteering {
         refused.reason = Array(reason.utf8.prefix(LogPayload.RemoteResult.maximumReasonBytes))
         counters.refused += 1
         lastRefusal = reason
+        refusedDigests.insert(result.digest)
         return .refuse(refused)
     }
 

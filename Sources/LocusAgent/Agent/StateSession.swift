@@ -13,6 +13,7 @@ final class StateSession {
     private(set) var newestTimeNs: Int64? = nil
     /// The fleet's commands the log holds (`Persistence.Summary.commandIDs`).
     var commandIDs: Set<String> = []
+    var refusedDigests: Set<[UInt8]> = []
 
     /// A log opened by its caller, who holds the locks it needs (`locus monitor NAME add`).
     init(persistence: Persistence) {
@@ -59,6 +60,7 @@ final class StateSession {
         persistence.uplinkCursor = summary.uplinkCursor
         persistence.remoteApplied = summary.remoteApplied
         session.commandIDs = summary.commandIDs
+        session.refusedDigests = summary.refusedDigests
         for cut in summary.recovery {
             Console.error("locus: log: cut \(cut.length) bytes at \(cut.fileName):\(cut.offset) (\(cut.reason)); records before it are kept\n")
         }

@@ -1,0 +1,164 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// The fleet steering a gateway (docs/remote.md), end to end: `locus run` on the simulated board
+/// with `[uplink]` to a real broker (Debian's mosquitto on 127.0.0.1) and `[remote]`; the fleet's
+/// messages signed by OpenSSL (`openssl dgst -sha256 -sign`, the outside reference for the
+/// agent's mbedTLS check) and published with mosquitto_pub; what the gateway did read back from
+/// its log and from what its uplink published.
+@Suite(.serialized) struct RemoteSteeringTests {
+    static let gateway = UplinkAgentTests.gateway
+
+    /// An EC P-256 key pair made by openssl: (private, public) paths.
+    static func keyPair(_ directory: String, _ name: String) throws -> (String, String) {
+        let key = "\(directory)/\(name).key", pub = "\(directory)/\(name).pub"
+        try run("/usr/bin/openssl", ["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", key])
+        try run("/usr/bin/openssl", ["ec", "-in", key, "-pubout", "-out", pub])
+        return (key, pub)
+    }
+
+    @discardableResult
+    static func run(_ path: String, _ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let text = String(decoding: data, as: UTF8.self)
+        guard process.terminationStatus == 0 else { throw TestBroker.BrokerError("\(path) \(arguments.joined(separator: " ")): \(text)") }
+        return text
+    }
+
+    /// `body` with its signature line, signed with `key` by openssl.
+    static func signed(_ body: String, key: String, directory: String) throws -> String {
+        let bodyPath = directory + "/body-\(UUID().uuidString.prefix(8))"
+        try body.write(toFile: bodyPath, atomically: true, encoding: .utf8)
+        try run("/usr/bin/openssl", ["dgst", "-sha256", "-sign", key, "-out", bodyPath + ".sig", bodyPath])
+        let signature = try Data(contentsOf: URL(fileURLWithPath: bodyPath + ".sig")).base64EncodedString()
+        return body + "# locus-signature: ecdsa-p256-sha256 \(signature)\n"
+    }
+
+    static func config(_ version: Int, gateway: String = gateway, _ fragment: String) -> String {
+        "[fleet]\nkind = \"config\"\ngateway = \"\(gateway)\"\nversion = \(version)\nissued = \"2026-11-28T15:00:00Z\"\n\n\(fragment)\n"
+    }
+
+    static func command(_ id: String, expires: Int, output: String = "buzzer", gateway: String = gateway) -> String {
+        "[fleet]\nkind = \"command\"\ngateway = \"\(gateway)\"\nid = \"\(id)\"\nexpires = \(expires)\n\n[command]\naction = \"pulse\"\noutput = \"\(output)\"\nduration = \"200ms\"\n"
+    }
+
+    static func publish(_ message: String, topic: String, retain: Bool, port: UInt16, directory: String) throws {
+        let path = directory + "/message-\(UUID().uuidString.prefix(8))"
+        try message.write(toFile: path, atomically: true, encoding: .utf8)
+        try run("/usr/bin/mosquitto_pub", ["-h", "127.0.0.1", "-p", "\(port)", "-q", "1"] + (retain ? ["-r"] : []) + ["-t", topic, "-f", path])
+    }
+
+    /// The log's remote records, oldest first.
+    static func remoteRecords(_ site: AgentEndToEndTests.Site) throws -> [[String: Any]] {
+        try locus(["log", "export", "--state", site.state]).output.split(separator: "\n").compactMap { line in
+            guard let record = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], record["type"] as? String == "remote" else { return nil }
+            return record
+        }
+    }
+
+    static func status(_ site: AgentEndToEndTests.Site) throws -> [String: Any] {
+        let output = try locus(["status", "--state", site.state]).output
+        return (try? JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any]) ?? [:]
+    }
+
+    static let yard = """
+        [[monitor.yard.condition]]
+        id = "gate"
+        circle = { lat = 45.5, lon = 7.5, radius = 40.0 }
+        """
+
+    @Test func signedConfigurationsApplyWholeRefusalsChangeNothingAndCommandsRunOnce() throws {
+        let broker = try TestBroker(listeners: [[]])
+        let port = broker.ports[0]
+        let prefix = "locus/\(Self.gateway)"
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("locus-remote-keys-\(getpid())").path
+        try? FileManager.default.removeItem(atPath: scratch)
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let (fleetKey, fleetPublic) = try Self.keyPair(scratch, "fleet")
+        let (otherKey, _) = try Self.keyPair(scratch, "other")
+        let remote = "\n[remote]\nkey = \"\(fleetPublic)\"\nsettable = [\"monitor\", \"action\"]\ncommands = [\"pulse\"]\n"
+        let site = try UplinkAgentTests.site("remote", broker: "mqtt://127.0.0.1:\(port)", uplinkExtra: remote)
+        defer { try? FileManager.default.removeItem(atPath: site.directory) }
+        let collector = try TestCollector(port: port, filters: ["\(prefix)/config", "\(prefix)/command"])
+        var agent = try UplinkAgentTests.startAgent(site)
+        func results(_ count: Int) -> [[String: Any]] {
+            _ = collector.wait(seconds: 20) { $0.count >= count }
+            return collector.messages.compactMap { $0.json }
+        }
+        func publishConfig(_ version: Int, _ fragment: String, key: String? = nil, gateway: String = Self.gateway) throws {
+            try Self.publish(try Self.signed(Self.config(version, gateway: gateway, fragment), key: key ?? fleetKey, directory: scratch),
+                             topic: "\(prefix)/remote/config", retain: true, port: port, directory: scratch)
+        }
+
+        // Version 1 replaces the site's monitors with one: applied, logged, published.
+        try publishConfig(1, Self.yard)
+        var published = results(1)
+        #expect(published.first?["version"] as? Int == 1 && published.first?["result"] as? String == "applied", "\(published); \(agent.log)")
+        #expect((try Self.status(site)["engine"] as? [String: Any])?["conditions"] as? Int == 1, "\(agent.log)")
+        // The retained copy again, at a reconnection or republished: nothing new.
+        try publishConfig(1, Self.yard)
+
+        // Refused, each with its reason, none changing anything.
+        try publishConfig(2, Self.yard + "\n[monitr.x]\n")
+        try publishConfig(3, "[uplink]\nbroker = \"mqtt://127.0.0.1:1\"\n")
+        try publishConfig(4, Self.yard, key: otherKey)
+        try publishConfig(5, Self.yard, gateway: "gw-other")
+        published = results(5)
+        let reasons = published.dropFirst().map { ($0["version"] as? Int ?? -1, $0["result"] as? String ?? "", $0["reason"] as? String ?? "") }
+        #expect(reasons.count == 4, "\(published)")
+        if reasons.count == 4 {
+            #expect(reasons[0].0 == 2 && reasons[0].1 == "refused" && reasons[0].2.contains("unknown key 'monitr' (did you mean 'monitor'?)"), "\(reasons[0])")
+            #expect(reasons[1].0 == 3 && reasons[1].2.contains("'uplink' cannot be set by the fleet"), "\(reasons[1])")
+            #expect(reasons[2].1 == "refused" && reasons[2].2.contains("does not verify"), "\(reasons[2])")
+            #expect(reasons[3].0 == 5 && reasons[3].2.contains("for gateway 'gw-other'"), "\(reasons[3])")
+        }
+        #expect((try Self.status(site)["engine"] as? [String: Any])?["conditions"] as? Int == 1)
+
+        // Version 7, then an older one replayed.
+        try publishConfig(7, Self.yard + "\n[[monitor.yard.condition]]\nid = \"dock\"\ncircle = { lat = 45.6, lon = 7.5, radius = 40.0 }\n")
+        try publishConfig(6, Self.yard)
+        published = results(7)
+        #expect(published.count == 7 && published[5]["version"] as? Int == 7 && published[5]["result"] as? String == "applied", "\(published)")
+        #expect(published.count == 7 && (published[6]["reason"] as? String ?? "").contains("older than the applied version 7"), "\(published)")
+        #expect((try Self.status(site)["engine"] as? [String: Any])?["conditions"] as? Int == 2)
+
+        // A pulse, delivered twice: run once. An expired one and one for an output the board lacks.
+        let now = Int(Date().timeIntervalSince1970)
+        let pulse = try Self.signed(Self.command("c-1", expires: now + 600), key: fleetKey, directory: scratch)
+        for _ in 0..<2 { try Self.publish(pulse, topic: "\(prefix)/remote/command", retain: false, port: port, directory: scratch) }
+        try Self.publish(try Self.signed(Self.command("c-2", expires: now - 60), key: fleetKey, directory: scratch),
+                         topic: "\(prefix)/remote/command", retain: false, port: port, directory: scratch)
+        try Self.publish(try Self.signed(Self.command("c-3", expires: now + 600, output: "relay9"), key: fleetKey, directory: scratch),
+                         topic: "\(prefix)/remote/command", retain: false, port: port, directory: scratch)
+        published = results(10)
+        let commands = published.filter { $0["id"] != nil }.map { ($0["id"] as? String ?? "", $0["result"] as? String ?? "", $0["reason"] as? String ?? "") }
+        #expect(commands.map { $0.0 } == ["c-1", "c-2", "c-3"], "\(published); \(agent.log)")
+        #expect(commands.map { $0.1 } == ["done", "refused", "failed"], "\(commands)")
+        #expect(commands.count == 3 && commands[1].2.contains("expired"), "\(commands)")
+        let gpio = try locus(["log", "export", "--state", site.state]).output.split(separator: "\n").filter { $0.contains("\"buzzer\"") && $0.contains("pulse-start") }
+        #expect(gpio.count == 1, "\(gpio)")
+
+        // A restart runs version 7 again from remote.toml, with no new record; the same command
+        // delivered again after it is still not run twice.
+        #expect(agent.stop() == 0)
+        let before = try Self.remoteRecords(site).count
+        agent = try UplinkAgentTests.startAgent(site)
+        try Self.publish(pulse, topic: "\(prefix)/remote/command", retain: false, port: port, directory: scratch)
+        Thread.sleep(forTimeInterval: 2)
+        #expect((try Self.status(site)["engine"] as? [String: Any])?["conditions"] as? Int == 2, "\(agent.log)")
+        #expect((try Self.status(site)["remote"] as? [String: Any])?["applied_version"] as? Int == 7)
+        let after = try Self.remoteRecords(site)
+        #expect(after.count == before, "\(after)")
+        #expect(agent.stop() == 0)
+    }
+}
