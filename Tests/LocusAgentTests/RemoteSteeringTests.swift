@@ -44,7 +44,7 @@ import TestSupport
     }
 
     static func config(_ version: Int, gateway: String = gateway, _ fragment: String) -> String {
-        "[fleet]\nkind = \"config\"\ngateway = \"\(gateway)\"\nversion = \(version)\nissued = \"2026-11-28T15:00:00Z\"\n\n\(fragment)\n"
+        "\(fragment)\n\n[fleet]\nkind = \"config\"\ngateway = \"\(gateway)\"\nversion = \(version)\nissued = \"2026-11-28T15:00:00Z\"\n"
     }
 
     static func command(_ id: String, expires: Int, output: String = "buzzer", gateway: String = gateway) -> String {
@@ -89,6 +89,9 @@ import TestSupport
         let remote = "\n[remote]\nkey = \"\(fleetPublic)\"\nsettable = [\"monitor\", \"action\"]\ncommands = [\"pulse\"]\n"
         let site = try UplinkAgentTests.site("remote", broker: "mqtt://127.0.0.1:\(port)", uplinkExtra: remote)
         defer { try? FileManager.default.removeItem(atPath: site.directory) }
+        // The state directory named in the file too, for check-config.
+        let text = try String(contentsOfFile: site.sitePath, encoding: .utf8)
+        try ("state_dir = \"state\"\n" + text).write(toFile: site.sitePath, atomically: true, encoding: .utf8)
         let collector = try TestCollector(port: port, filters: ["\(prefix)/config", "\(prefix)/command"])
         var agent = try UplinkAgentTests.startAgent(site)
         func results(_ count: Int) -> [[String: Any]] {
@@ -160,5 +163,8 @@ import TestSupport
         let after = try Self.remoteRecords(site)
         #expect(after.count == before, "\(after)")
         #expect(agent.stop() == 0)
+        let check = try locus(["check-config", site.sitePath])
+        #expect(check.status == 0 && check.output.contains("remote: the fleet's configuration version 7 (") && check.output.contains("replaces monitor: "),
+                "\(check.output)\(check.error)")
     }
 }

@@ -375,7 +375,12 @@ struct RemoteInbox {
         guard message.topic.count > prefix.count, message.topic.starts(with: prefix) else { return nil }
         let suffix = UnsafeRawBufferPointer(rebasing: message.topic[prefix.count...])
         var kind = Kind.other
-        if suffix.elementsEqual("config".utf8) { kind = .config } else if suffix.elementsEqual("command".utf8) { kind = .command }
+        let config: StaticString = "config", command: StaticString = "command"
+        if suffix.elementsEqual(UnsafeRawBufferPointer(start: config.utf8Start, count: config.utf8CodeUnitCount)) {
+            kind = .config
+        } else if suffix.elementsEqual(UnsafeRawBufferPointer(start: command.utf8Start, count: command.utf8CodeUnitCount)) {
+            kind = .command
+        }
         let count = min(message.payload.count, storage.count - used)
         precondition(used + count <= storage.count, "a remote message fits the inbox")
         if count > 0 { (storage.baseAddress! + used).copyMemory(from: message.payload.baseAddress!, byteCount: count) }

@@ -257,6 +257,12 @@ final class RemoteSteering {
         }
     }
 
+    /// Whether a configuration (already checked) sets top-level `key`.
+    static func sets(_ key: String, _ message: [UInt8]) -> Bool {
+        guard let report = try? ConfigReport.parse(message, file: "fleet configuration") else { return false }
+        return report.document.root[key] != nil
+    }
+
     func status(into line: inout JSONWriter) {
         line.beginObject("remote")
         line.integer("applied_version", applied)

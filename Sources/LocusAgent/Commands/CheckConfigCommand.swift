@@ -41,7 +41,38 @@ enum CheckConfigCommand {
         case .success(let loaded):
             Console.out("ok: \(path): \(ConfigFiles.summary(of: loaded.site)); board '\(loaded.board.name)' (\(loaded.boardPath))\n")
             for line in placeLines(loaded) { Console.out(line + "\n") }
+            return checkRemote(loaded)
+        }
+    }
+
+    /// With `[remote]`: the fleet's configuration the state directory holds, checked over the
+    /// site file as the agent checks it at start (signature, gateway, the site's rules).
+    private static func checkRemote(_ loaded: LoadedConfig) -> Int32 {
+        guard let settings = loaded.site.remote, let uplink = loaded.site.uplink else { return 0 }
+        let directory = Paths.resolve(loaded.site.stateDirectory, relativeTo: Paths.directory(of: loaded.sitePath))
+        let path = Paths.join(directory, RemoteSteering.fileName)
+        guard let message = try? Files.read(path, limit: settings.maximumBytes + 1) else {
+            Console.out("remote: no configuration from the fleet in \(directory) (the site file alone)\n")
             return 0
+        }
+        let keyPath = Paths.resolve(settings.keyFile, relativeTo: Paths.directory(of: loaded.sitePath))
+        guard let key = try? Files.read(keyPath, limit: 16 << 10) else {
+            return CommandLineInterface.failure("check-config", "[remote] key: cannot read the fleet's public key \(keyPath)")
+        }
+        guard let gateway = try? Uplink.gateway(uplink, machineID: Uplink.machineID) else {
+            return CommandLineInterface.failure("check-config", "no gateway id: /etc/machine-id cannot be read; set uplink.gateway")
+        }
+        let checked = message.withUnsafeBytes {
+            RemoteSteering.check($0, key: key, gateway: gateway, settings: settings, sitePath: loaded.sitePath, applied: 0)
+        }
+        switch checked {
+        case .success(let overlaid):
+            let replaced = SiteConfig.Remote.settableKeys.filter { RemoteSteering.sets($0, message) }
+            Console.out("remote: the fleet's configuration version \(overlaid.remoteVersion) (\(path)) replaces \(replaced.isEmpty ? "nothing" : replaced.joined(separator: ", ")): \(ConfigFiles.summary(of: overlaid.site))\n")
+            return 0
+        case .failure(let refusal):
+            Console.error("remote: \(path) does not check: \(refusal.reason); the agent runs on the site file alone\n")
+            return 1
         }
     }
 

@@ -93,6 +93,8 @@ enum SiteSchema {
     /// (and not read). A key no site file has is left to `finish`, which names it.
     private static func checkSettable(_ fleet: SiteConfig.FleetFragment, _ overlay: inout TableReader) {
         overlay.skip("fleet")
+        // Known before any is read, so that a misspelt key is told the settable one it resembles.
+        for key in fleet.settable { overlay.skip(key) }
         for entry in overlay.table.entries where entry.key != "fleet" && topLevelKeys.contains(entry.key) && !fleet.settable.contains(entry.key) {
             overlay.skip(entry.key)
             let allowed = fleet.settable.isEmpty ? "nothing: [remote] settable is empty" : "only \(fleet.settable.joined(separator: ", ")) ([remote] settable)"
