@@ -37,6 +37,9 @@ extension FleetCommandLine {
                 index += 1
                 continue
             }
+            guard ["--gateways", "--database", "--prefix", "--fleet-user", "--out"].contains(argument) else {
+                throw UsageError(message: "unknown option '\(argument)'")
+            }
             guard index + 1 < arguments.count else { throw UsageError(message: "\(argument) needs a value") }
             let value = arguments[index + 1]
             index += 2
@@ -45,8 +48,7 @@ extension FleetCommandLine {
             case "--database": options.database = value
             case "--prefix": options.prefix = value
             case "--fleet-user": options.fleetUser = value
-            case "--out": options.out = value
-            default: throw UsageError(message: "unknown option '\(argument)'")
+            default: options.out = value
             }
         }
         if options.out?.isEmpty ?? true { throw UsageError(message: "give --out DIR (where the acl, passwords and credentials go)") }
