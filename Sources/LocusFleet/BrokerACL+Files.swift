@@ -24,6 +24,9 @@ extension BrokerACL {
         if gateways.contains(fleetUser) {
             throw Failure("gateway '\(fleetUser)' has the fleet's own login name: give --fleet-user another name")
         }
+        if prefix.gatewayLevel == 0, let id = gateways.first(where: { $0.hasPrefix("$") }) {
+            throw Failure("gateway '\(id)' would make topics that start with '$', which the broker keeps from wildcards ($SYS): give the prefix a first level (locus/+)")
+        }
         let credentials = out + "/credentials"
         for (path, mode) in [(out, Int32(0o755)), (credentials, Int32(0o700))] {
             if let error = Files.makeDirectory(path, mode: mode) { throw Failure("cannot make the directory \(path): \(error)") }

@@ -75,8 +75,8 @@ import TestSupport
         init(_ executable: String, _ arguments: [String], directory: String) throws {
             let name = "\(directory)/client-\(UInt32.random(in: 0...UInt32.max))"
             (outputPath, errorPath) = (name + ".out", name + ".err")
-            FileManager.default.createFile(atPath: outputPath, contents: nil)
-            FileManager.default.createFile(atPath: errorPath, contents: nil)
+            _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
+            _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
             process.executableURL = URL(fileURLWithPath: executable)
             process.arguments = arguments
             process.standardInput = FileHandle.nullDevice
@@ -218,6 +218,15 @@ import TestSupport
         #expect(run.status == 1)
         #expect(run.error == "locus-fleet: broker-acl: " + message.replacingOccurrences(of: "GATEWAYS", with: work + "/gateways") + "\n", "\(run.error)")
         #expect(!FileManager.default.fileExists(atPath: work + "/out/acl"))
+    }
+
+    @Test func anIdStartingWithDollarIsRefusedWhenItWouldStartTheTopic() throws {
+        let work = try Fleet.temporaryDirectory("acl-dollar")
+        try "gw-1\n$gw-2\n".write(toFile: work + "/gateways", atomically: true, encoding: .utf8)
+        let first = try Fleet.fleet(["broker-acl", "--gateways", work + "/gateways", "--prefix", "+/locus", "--out", work + "/out"])
+        #expect(first.status == 1 && first.error.contains("gateway '$gw-2' would make topics that start with '$'"), "\(first.error)")
+        let inside = try Fleet.fleet(["broker-acl", "--gateways", work + "/gateways", "--out", work + "/out"])
+        #expect(inside.status == 0, "\(inside.error)")
     }
 
     @Test(arguments: [
