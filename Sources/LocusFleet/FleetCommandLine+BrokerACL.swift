@@ -3,15 +3,16 @@ import LocusDevices
 
 extension FleetCommandLine {
     static let brokerACLHelp = """
-          broker-acl  writes mosquitto's logins and ACL for the fleet into DIR: each gateway
-                    logs in with its gateway id and may publish only under its own prefix and
-                    read only its <prefix>/remote/#; the fleet's login reads every gateway's
-                    topics and writes their remote/ topics. Options:
+          broker-acl
+                    writes mosquitto's logins and ACL for the fleet into DIR: each gateway logs
+                    in with its gateway id and may publish only under its own prefix and read
+                    only its <prefix>/remote/#; the fleet's login reads every gateway's topics
+                    and writes their remote/ topics. Options:
                       --gateways FILE    the gateway ids, one a line
                       --from-database    the ids of the gateways table instead (with --database
                                          or LOCUS_FLEET_DATABASE)
                       --prefix FILTER    the gateways' topic prefix with + for the gateway, default locus/+
-                      --fleet-user NAME  the fleet's own login (ingest, config, command), default fleet
+                      --fleet-user NAME  the fleet's own login (the ingest's --username), default fleet
                       --out DIR          DIR/acl, DIR/passwords, DIR/credentials/<login>.password (0600);
                                          run again on the same DIR: existing passwords are kept
 
