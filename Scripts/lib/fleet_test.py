@@ -88,8 +88,11 @@ class Postgres(servers.Postgres):
 
 
 class Broker(servers.Broker):
-    """mosquitto on 127.0.0.1 at a port kept across restarts, with persistence, so that sessions
-    and their queued messages survive a graceful restart:
+    """mosquitto on 127.0.0.1 at a port kept across restarts, TLS only, a login per gateway and
+    the ACL of `locus-fleet broker-acl` (Logins), with persistence, so that sessions and their
+    queued messages survive a graceful restart:
+      listener PORT 127.0.0.1 with cafile, certfile, keyfile   TLS (certificates made for the run)
+      allow_anonymous false, password_file, acl_file           broker-acl's files
       persistence true, persistence_location DIR/   sessions, subscriptions, queued messages
       autosave_interval 0        the database is written when mosquitto exits (SIGTERM): the
                                  test's restart is graceful, and saving a queue of up to a
@@ -100,11 +103,13 @@ class Broker(servers.Broker):
       max_inflight_messages 1000 QoS 1 messages sent to a client and not yet acknowledged
     """
 
-    def __init__(self, directory, port):
+    def __init__(self, directory, port, logins):
         super().__init__(directory, [
             "persistence true", "persistence_location %s/" % directory, "autosave_interval 0",
             "max_queued_bytes 0", "max_inflight_messages 1000", "log_type notice",
-            "listener %d 127.0.0.1" % port])
+            "listener %d 127.0.0.1" % port, "cafile %s" % logins.ca_file, "certfile %s" % logins.certificate("server.crt"),
+            "keyfile %s" % logins.certificate("server.key"), "allow_anonymous false",
+            "password_file %s" % logins.password_file, "acl_file %s" % logins.acl_file])
         self.cpu_before_restarts = 0.0
 
     def restart(self):
@@ -114,6 +119,47 @@ class Broker(servers.Broker):
         if STOPPING.is_set():
             raise TestFailure("the run is ending: the broker is not started again")
         self.start()
+
+
+class Logins:
+    """The broker's logins: certificates made for the run (Tests/Fixtures/make-test-certs.sh: a CA
+    and the server's certificate for localhost), then `locus-fleet broker-acl` for every gateway,
+    the two pseudo-gateways of the injections (gw-reordered, gw-bad) and the fleet's login
+    (`fleet`): the ACL, the password file and each login's clear password."""
+
+    FLEET = "fleet"
+
+    def __init__(self, root, fleet_binary, work, gateway_ids):
+        self.certificates = os.path.join(work, "certificates")
+        done = subprocess.run([os.path.join(root, "Tests/Fixtures/make-test-certs.sh"), self.certificates], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise TestFailure("make-test-certs.sh: " + (done.stderr.strip() or done.stdout.strip()))
+        self.ca_file = self.certificate("ca.crt")
+        self.directory = os.path.join(work, "broker-logins")
+        listing = os.path.join(work, "gateway-ids")
+        with open(listing, "w") as f:
+            f.write("".join(i + "\n" for i in gateway_ids))
+        done = subprocess.run([fleet_binary, "broker-acl", "--gateways", listing, "--fleet-user", self.FLEET, "--out", self.directory],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise TestFailure("locus-fleet broker-acl: " + done.stderr.strip())
+        self.summary = done.stdout.splitlines()[0]
+        self.password_file = os.path.join(self.directory, "passwords")
+        self.acl_file = os.path.join(self.directory, "acl")
+
+    def certificate(self, name):
+        return os.path.join(self.certificates, name)
+
+    def credential(self, login):
+        """The file of the login's clear password ([uplink] password_file, --password-file)."""
+        return os.path.join(self.directory, "credentials", login + ".password")
+
+    def client_arguments(self, port, login):
+        """mosquitto_pub's and mosquitto_sub's options: TLS to localhost (the certificate's name)
+        with the run's CA, as `login`."""
+        with open(self.credential(login)) as f:
+            password = f.read().strip()
+        return ["-h", "localhost", "-p", str(port), "--cafile", self.ca_file, "-u", login, "-P", password]
 
 
 def process_seconds(pid):
@@ -141,8 +187,9 @@ class IngestWorker:
     """`locus-fleet ingest`: its standard error goes to a file (appended across restarts), where
     the line saying `subscribed` is waited for."""
 
-    def __init__(self, fleet, broker_port, database, log, client_id=None, share=None):
-        self.command = [fleet, "ingest", "--broker", "mqtt://127.0.0.1:%d" % broker_port, "--database", database]
+    def __init__(self, fleet, broker_port, logins, database, log, client_id=None, share=None):
+        self.command = [fleet, "ingest", "--broker", "mqtts://localhost:%d" % broker_port, "--ca-file", logins.ca_file,
+                        "--username", logins.FLEET, "--password-file", logins.credential(logins.FLEET), "--database", database]
         if client_id:
             self.command += ["--client-id", client_id]
         if share:
@@ -402,15 +449,21 @@ def agent_status(state):
         return None
 
 
+def gateway_id(index):
+    return "gw-%04d" % index
+
+
 class Gateway:
-    def __init__(self, index, variant, site_text, work, broker_port):
-        self.id = "gw-%04d" % index
+    def __init__(self, index, variant, site_text, work, broker_port, logins):
+        self.id = gateway_id(index)
         self.variant = variant
         self.directory = os.path.join(work, "gateways", self.id)
         self.state = os.path.join(self.directory, "state")
         self.site = os.path.join(self.directory, "site.toml")
         self.log = os.path.join(self.directory, "agent.log")
-        self.site_text = site_text + "\n[uplink]\nbroker = \"mqtt://127.0.0.1:%d\"\ngateway = \"%s\"\nmax_inflight = 32\n" % (broker_port, self.id)
+        self.site_text = site_text + "\n".join([
+            "", "[uplink]", 'broker = "mqtts://localhost:%d"' % broker_port, 'gateway = "%s"' % self.id, "max_inflight = 32",
+            'ca_file = "%s"' % logins.ca_file, 'username = "%s"' % self.id, 'password_file = "%s"' % logins.credential(self.id), ""])
         self.process = None
         self.runs = 0
         self.kill_fraction = None     # first run: kill -9 once this share of its backlog is delivered
@@ -479,28 +532,30 @@ def kill_mid_drain(gateway, faults):
 
 
 def run_mosquitto_pub(arguments, stdin):
-    """mosquitto_pub, again after a failure (the broker's restart may fall in the middle: what
-    went through goes twice, which every check allows), at most 20 times over 10 s."""
+    """mosquitto_pub (arguments: Logins.client_arguments and the message's), again after a failure
+    (the broker's restart may fall in the middle: what went through goes twice, which every check
+    allows), at most 20 times over 10 s."""
     for attempt in range(20):
-        done = subprocess.run(["mosquitto_pub", "-h", "127.0.0.1", "-q", "1"] + arguments, input=stdin, capture_output=True)
+        done = subprocess.run(["mosquitto_pub", "-q", "1"] + arguments, input=stdin, capture_output=True)
         if done.returncode == 0:
             return
         time.sleep(0.5)
     raise TestFailure("mosquitto_pub %s: %s" % (" ".join(arguments), done.stderr.decode(errors="replace").strip()))
 
 
-def mosquitto_pub(port, topic, payloads):
+def mosquitto_pub(client, topic, payloads):
     """Publishes payloads (bytes without newlines) at QoS 1 in order on one connection,
-    50,000 a process (mosquitto_pub -l stops early once its packet ids wrap)."""
+    50,000 a process (mosquitto_pub -l stops early once its packet ids wrap). `client`:
+    Logins.client_arguments of the login that publishes."""
     for start in range(0, len(payloads), 50000):
         chunk = payloads[start:start + 50000]
-        run_mosquitto_pub(["-p", str(port), "-i", "fleet-test-pub-%d" % os.getpid(), "-t", topic, "-l"], b"\n".join(chunk) + b"\n")
+        run_mosquitto_pub(client + ["-i", "fleet-test-pub-%d" % os.getpid(), "-t", topic, "-l"], b"\n".join(chunk) + b"\n")
 
 
-def mosquitto_pub_one(port, topic, payload):
+def mosquitto_pub_one(client, topic, payload):
     """One message whose bytes are exactly `payload` (any bytes: -s reads standard input whole;
     -n sends an empty one, which -s refuses)."""
-    run_mosquitto_pub(["-p", str(port), "-i", "fleet-test-bad-%d" % os.getpid(), "-t", topic, "-s" if payload else "-n"], payload)
+    run_mosquitto_pub(client + ["-i", "fleet-test-bad-%d" % os.getpid(), "-t", topic, "-s" if payload else "-n"], payload)
 
 
 def malformed_messages():
@@ -544,30 +599,51 @@ def malformed_messages():
 
 
 class Capture:
-    """mosquitto_sub on the record topics of a few gateways, with a persistent session so that
-    it misses nothing across the broker's restart: the payloads exactly as the gateways sent
-    them, for the duplicated and reordered deliveries."""
+    """mosquitto_sub, with the fleet's login, on the record topics of a few gateways, with a
+    persistent session so that it misses nothing across the broker's restart: the payloads
+    exactly as the gateways sent them, for the duplicated and reordered deliveries, and the proof
+    that a forgery was dropped. Its probes go where the fleet may both write and read."""
 
-    def __init__(self, port, gateways, path):
+    PROBE = "locus/fleet-test/remote/probe"
+
+    def __init__(self, client, gateways, path):
         self.path = path
-        topics = ["fleet-test/probe"]
+        self.client = client
+        topics = [self.PROBE]
         for gateway in gateways:
             topics += ["locus/%s/event/#" % gateway, "locus/%s/gpio/+" % gateway, "locus/%s/visit" % gateway]
-        command = ["mosquitto_sub", "-h", "127.0.0.1", "-p", str(port), "-q", "1", "-c", "-i", "fleet-test-capture", "-F", "%t %x"]
+        command = ["mosquitto_sub"] + client + ["-q", "1", "-c", "-i", "fleet-test-capture", "-F", "%t %x"]
         for topic in topics:
             command += ["-t", topic]
         self.file = open(path, "w")
         self.process = subprocess.Popen(command, stdout=self.file, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 10
         while True:
-            subprocess.run(["mosquitto_pub", "-h", "127.0.0.1", "-p", str(port), "-q", "1", "-t", "fleet-test/probe", "-m", "probe"],
-                           capture_output=True)
-            with open(path) as f:
-                if "fleet-test/probe" in f.read():
-                    return
+            if self.probe("probe", wait=0.1):
+                return
             if time.monotonic() > deadline or self.process.poll() is not None:
                 raise TestFailure("the capture subscriber did not subscribe: " + tail(path))
-            time.sleep(0.1)
+
+    def probe(self, text, wait):
+        """Publishes `text` on the probe topic as the fleet; True once the capture holds it
+        (within `wait` seconds): everything published before it has reached the capture too."""
+        subprocess.run(["mosquitto_pub"] + self.client + ["-q", "1", "-t", self.PROBE, "-m", text], capture_output=True)
+        deadline = time.monotonic() + wait
+        while True:
+            if self.holds(self.PROBE, text.encode()):
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+
+    def holds(self, topic, payload):
+        """True when the capture received `payload` (bytes) on `topic`."""
+        with open(self.path) as f:
+            for line in f:
+                got, _, hexadecimal = line.rstrip("\n").partition(" ")
+                if got == topic and bytes.fromhex(hexadecimal) == payload:
+                    return True
+        return False
 
     def messages(self, gateway):
         """(topic, payload bytes, seq) of the gateway's records, each once, in arrival order."""
@@ -592,9 +668,16 @@ class Capture:
         self.file.close()
 
 
-def inject(port, capture, sources, reorder_source, rng, faults, expected_extra, quarantine_expected):
-    """Duplicates of real payloads, a fabricated gateway in reverse order, malformed payloads.
-    Runs once the source gateways are stopped (their logs exported) and captured in full."""
+def inject(logins, port, capture, sources, reorder_source, rng, faults, expected_extra, quarantine_expected, forgeries):
+    """Duplicates of real payloads (published again with the source gateway's own login: what a
+    redelivery is), a fabricated gateway in reverse order (gw-reordered's login), malformed
+    payloads (gw-bad's login), forgeries (one gateway's login under another's prefix). Each
+    pseudo-gateway has a login of its own rather than the fleet's: the fleet may write only the
+    gateways' remote/ topics, and gives no gateway's records. Runs once the source gateways are
+    stopped (their logs exported) and captured in full."""
+    def client(login):
+        return logins.client_arguments(port, login)
+
     captured = {}
     for gateway in sources:
         deadline = time.monotonic() + 30
@@ -615,7 +698,7 @@ def inject(port, capture, sources, reorder_source, rng, faults, expected_extra, 
         for i in sample:
             by_topic.setdefault(messages[i][0], []).append(messages[i][1])
         for topic, payloads in by_topic.items():
-            mosquitto_pub(port, topic, payloads)
+            mosquitto_pub(client(gateway.id), topic, payloads)
         faults["duplicated deliveries"] += len(sample)
         say("FAULT duplicated deliveries: %d of %s's payloads published again (mosquitto_pub -q 1)" % (len(sample), gateway.id))
 
@@ -636,7 +719,7 @@ def inject(port, capture, sources, reorder_source, rng, faults, expected_extra, 
     for topic, payload, _ in copies:
         by_topic.setdefault(topic, []).append(payload)
     for topic, payloads in by_topic.items():
-        mosquitto_pub(port, topic, payloads)
+        mosquitto_pub(client("gw-reordered"), topic, payloads)
     expected_extra["gw-reordered"] = [seq for _, _, seq in copies]
     faults["reordered deliveries"] += len(copies)
     say("FAULT reordered deliveries: %d records of %s published as gw-reordered in reverse seq order" % (len(copies), reorder_source.id))
@@ -646,24 +729,52 @@ def inject(port, capture, sources, reorder_source, rng, faults, expected_extra, 
     for topic, payload in bad:
         quarantine_expected[(topic, payload)] = 0
     for topic, payload in bad + bad:
-        mosquitto_pub_one(port, topic, payload)
+        mosquitto_pub_one(client("gw-bad"), topic, payload)
     faults["malformed payloads"] += len(bad)
     say("FAULT malformed payloads: %d distinct ones, each published twice, to locus/gw-bad/..." % len(bad))
+
+    forge(client, capture, sources[0], sources[1], captured[sources[1].id], faults, forgeries)
+
+
+def forge(client, capture, forger, victim, victim_messages, faults, forgeries):
+    """The forger's login publishes two records under the victim's prefix: a copy of the
+    victim's newest record with the next seq (a record its log does not have) and one of its
+    records with another time (a conflict). The broker must drop both: the capture (the fleet's
+    login) must not receive them, and the store must hold exactly the victim's log (verify()).
+    A probe published after them reaches the capture behind anything the broker let through."""
+    topic, payload, seq = max(victim_messages, key=lambda m: m[2])
+    record = json.loads(payload)
+    invented = dict(record, seq=seq + 1, prev=seq)
+    changed = dict(record)
+    for key in ("date", "time", "arrival"):
+        if key in changed:
+            changed[key] = "2001-01-01T00:00:00.000Z"
+            break
+    for forged in (invented, changed):
+        forged_payload = json.dumps(forged, separators=(",", ":")).encode()
+        mosquitto_pub_one(client(forger.id), topic, forged_payload)
+        forgeries.append((victim.id, topic, forged_payload, forged["seq"]))
+    faults["forged publications"] += 2
+    if not capture.probe("after-forgeries", wait=30):
+        raise TestFailure("the capture did not receive the probe published after the forgeries")
+    say("FAULT forged publications: %s's login published 2 records under %s (seq %d, new; seq %d, another time)" % (
+        forger.id, topic, seq + 1, seq))
 
 
 # MARK: the run
 
 
 class Fleet:
-    def __init__(self, args, work, rng, broker, postgres, workers, variants):
+    def __init__(self, args, work, rng, broker, postgres, workers, variants, logins):
         self.args, self.rng = args, rng
+        self.logins = logins
         self.broker, self.postgres, self.workers = broker, postgres, workers
         self.faults = collections.Counter()
         self.problems = []
         self.gateways = []
         for index in range(1, args.gateways + 1):
             variant = variants[(index - 1) % len(variants)]
-            self.gateways.append(Gateway(index, variant, variant["site_text"], work, broker.port))
+            self.gateways.append(Gateway(index, variant, variant["site_text"], work, broker.port, logins))
         self.exporter = concurrent.futures.ThreadPoolExecutor(max_workers=1)
         self.exports = []
         self.background = []
@@ -758,7 +869,7 @@ class Fleet:
         self.faults["PostgreSQL restart"] += 1
         say("FAULT PostgreSQL restarted (pg_ctl restart -m fast): %.2f s" % (time.monotonic() - began))
 
-    def run(self, capture, sources, reorder_source, expected_extra, quarantine_expected):
+    def run(self, capture, sources, reorder_source, expected_extra, quarantine_expected, forgeries):
         rng = self.rng
         # Where in the run each fault comes, as the share of every gateway's backlog delivered.
         planned = sorted([
@@ -844,8 +955,8 @@ class Fleet:
                 self.spawn(name, action)
             if not injected and all(g.expected is not None for g in sources) and (progress >= 0.3 or not pending and not again):
                 injected = True
-                self.spawn("injection", inject, self.broker.port, capture, sources, reorder_source, inject_rng, self.faults,
-                           expected_extra, quarantine_expected)
+                self.spawn("injection", inject, self.logins, self.broker.port, capture, sources, reorder_source, inject_rng, self.faults,
+                           expected_extra, quarantine_expected, forgeries)
             if now - last_report >= 5:
                 last_report = now
                 stored = self.postgres.try_count("select count(*) from records")
@@ -856,8 +967,8 @@ class Fleet:
         for future in self.exports:
             future.result()
         if not injected:  # the sources' logs were read after the last gateway stopped
-            self.spawn("injection", inject, self.broker.port, capture, sources, reorder_source, inject_rng, self.faults,
-                       expected_extra, quarantine_expected)
+            self.spawn("injection", inject, self.logins, self.broker.port, capture, sources, reorder_source, inject_rng, self.faults,
+                       expected_extra, quarantine_expected, forgeries)
         for thread in self.background:
             thread.join()
 
@@ -916,7 +1027,7 @@ def verify(postgres, fleet_binary, expected, quarantine_expected):
 
     status = subprocess.run([fleet_binary, "status", "--database", postgres.url], capture_output=True, text=True)
     if status.returncode != 0:
-        gaps = [line for line in status.stdout.splitlines() if line.startswith("GAP")]
+        gaps = [line for line in status.stdout.splitlines() if line.startswith(("GAP", "CONFLICT"))]
         findings.append("locus-fleet status exited %d: %s" % (status.returncode, " | ".join(gaps[:10]) or status.stderr.strip()))
 
     # The quarantine: each malformed payload once, nothing else.
@@ -937,6 +1048,23 @@ def verify(postgres, fleet_binary, expected, quarantine_expected):
     totals = {"expected": expected_total, "stored": count, "missing": missing_total, "doubled": doubled_total,
               "unexpected": unexpected_total, "quarantined": len(rows), "still online": [g for (g,) in online]}
     return findings, totals, status
+
+
+def verify_forgeries(postgres, capture, expected, forgeries, findings):
+    """Each forged publication: not received by the capture (the fleet's login), and nothing of
+    it in the store (no row for a seq the victim's log lacks, no conflict for one it has).
+    Returns how many were dropped that way."""
+    dropped = 0
+    for victim, topic, payload, seq in forgeries:
+        where = "gateway = '%s' and seq = %d" % (victim, seq)
+        stored = seq not in expected[victim] and int(postgres.query("select count(*) from records where " + where)[0][0]) > 0
+        conflicted = int(postgres.query("select count(*) from conflicts where " + where)[0][0]) > 0
+        if capture.holds(topic, payload) or stored or conflicted:
+            findings.append("the forgery under %s (seq %d) got through the broker: %s" % (
+                topic, seq, "stored" if stored else "a conflict in the store" if conflicted else "received by the fleet's capture"))
+        else:
+            dropped += 1
+    return dropped
 
 
 def abbreviate(values, limit=8):
@@ -984,16 +1112,19 @@ def main():
         migrate = subprocess.run([fleet_binary, "migrate", "--database", postgres.url], capture_output=True, text=True)
         if migrate.returncode != 0:
             raise TestFailure("locus-fleet migrate: " + migrate.stderr.strip())
-        broker = Broker(os.path.join(work, "broker"), free_port())
+        logins = Logins(args.root, fleet_binary, work, [gateway_id(i) for i in range(1, args.gateways + 1)] + ["gw-reordered", "gw-bad"])
+        say("logins: " + logins.summary)
+        broker = Broker(os.path.join(work, "broker"), free_port(), logins)
         broker.start()
-        say("mosquitto on 127.0.0.1:%d with persistence (%s)" % (broker.port, broker.directory))
+        say("mosquitto on 127.0.0.1:%d, TLS, allow_anonymous false, broker-acl's logins and ACL, with persistence (%s)" % (
+            broker.port, broker.directory))
 
         # The ingest subscribes before anything is published: its persistent session is what
         # makes the broker keep messages for it.
         if args.workers == 1:
-            workers = [IngestWorker(fleet_binary, broker.port, postgres.url, os.path.join(work, "ingest.log"))]
+            workers = [IngestWorker(fleet_binary, broker.port, logins, postgres.url, os.path.join(work, "ingest.log"))]
         else:
-            workers = [IngestWorker(fleet_binary, broker.port, postgres.url, os.path.join(work, "ingest-%d.log" % n),
+            workers = [IngestWorker(fleet_binary, broker.port, logins, postgres.url, os.path.join(work, "ingest-%d.log" % n),
                                     client_id="fleet-%d" % n, share="fleet") for n in (1, 2)]
         for worker in workers:
             worker.start()
@@ -1011,21 +1142,22 @@ def main():
         say("gateway logs: %d variants of %d published records each (%s), %.1f s" % (
             len(variants), args.events_per_gateway, ", ".join(v["name"] for v in variants), time.monotonic() - began))
 
-        fleet = Fleet(args, work, rng, broker, postgres, workers, variants)
+        fleet = Fleet(args, work, rng, broker, postgres, workers, variants, logins)
         fleet.watch_workers()
         first_wave = fleet.gateways[:min(args.parallel, len(fleet.gateways))]
         sources = rng.sample(first_wave, min(3, len(first_wave)))
         # The harbour variant has GPIO changes and visits: copied in reverse, every kind comes out of order.
         reorder_source = next((g for g in sources if g.variant["demo"]), sources[0])
-        capture = Capture(broker.port, [g.id for g in sources], os.path.join(work, "capture.txt"))
+        capture = Capture(logins.client_arguments(broker.port, Logins.FLEET), [g.id for g in sources], os.path.join(work, "capture.txt"))
         say("capturing the payloads of %s for duplicates; %s's copied as gw-reordered" % (
             ", ".join(g.id for g in sources), reorder_source.id))
 
         expected_extra = {}
         quarantine_expected = {}
+        forgeries = []
         run_began = time.monotonic()
         broker_cpu_before = broker.cpu_seconds()
-        fleet.run(capture, sources, reorder_source, expected_extra, quarantine_expected)
+        fleet.run(capture, sources, reorder_source, expected_extra, quarantine_expected, forgeries)
         drained = time.monotonic() - run_began
         say("every gateway drained and stopped: %.1f s" % drained)
 
@@ -1049,16 +1181,17 @@ def main():
                 fleet.problem("ingest %s exited %s after SIGTERM (0 expected): %s" % (worker.name, code, tail(worker.log)))
 
         findings, totals, status = verify(postgres, fleet_binary, expected, quarantine_expected)
+        dropped = verify_forgeries(postgres, capture, expected, forgeries, findings)
         rate = postgres.query("select count(*), extract(epoch from max(received_at) - min(received_at)) from records")[0]
         span = float(rate[1] or 0)
         ingest_rate = int(rate[0]) / span if span > 0 else 0
 
         print()
-        print("| gateways | events | stored | missing | doubled | quarantined | faults injected | wall time | ingest rate |")
-        print("|---:|---:|---:|---:|---:|---:|---|---:|---:|")
-        print("| %d (+ gw-reordered) | %d | %d | %d | %d | %d of %d | %s | %.1f s (drain %.1f s, all stored %.1f s) | %.0f records/s |" % (
+        print("| gateways | events | stored | missing | doubled | quarantined | forgeries dropped | faults injected | wall time | ingest rate |")
+        print("|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|")
+        print("| %d (+ gw-reordered) | %d | %d | %d | %d | %d of %d | %d of %d | %s | %.1f s (drain %.1f s, all stored %.1f s) | %.0f records/s |" % (
             len(fleet.gateways), totals["expected"], totals["stored"], totals["missing"], totals["doubled"],
-            totals["quarantined"], len(quarantine_expected),
+            totals["quarantined"], len(quarantine_expected), dropped, len(forgeries),
             ", ".join("%d %s" % (n, name) for name, n in sorted(fleet.faults.items())),
             time.monotonic() - START, drained, all_stored, ingest_rate))
         print()
@@ -1071,7 +1204,7 @@ def main():
             print("note: " + note)
         problems = fleet.problems + findings
         expected_faults = {"gateway kill -9", "ingest kill -9", "broker restart", "PostgreSQL restart", "duplicated deliveries",
-                           "reordered deliveries", "malformed payloads"}
+                           "reordered deliveries", "malformed payloads", "forged publications"}
         for name in sorted(expected_faults - set(fleet.faults)):
             problems.append("the fault '%s' was not injected" % name)
         for line in problems:

@@ -9,6 +9,8 @@ public enum FleetCommandLine {
                locus-fleet import [--database URL] [--gateway ID] [--batch N] DIR...
                locus-fleet status [--database URL] [--json]
                locus-fleet ingest [--database URL] --broker URL [--client-id ID] [--share GROUP] [options]
+               locus-fleet broker-acl (--gateways FILE | --from-database [--database URL]) [--prefix FILTER]
+                                      [--fleet-user NAME] --out DIR
         """
 
     static let help = usage + """
@@ -30,7 +32,7 @@ public enum FleetCommandLine {
                     one 'GAP' line per hole in a gateway's records and one 'CONFLICT' line per
                     (gateway, seq) that came again with other contents; exit 1 when there is either
 
-        """ + ingestHelp + """
+        """ + ingestHelp + brokerACLHelp + """
 
         docs/fleet.md describes the tables, the views and the broker's settings.
 
@@ -60,6 +62,8 @@ public enum FleetCommandLine {
             return 0
         case "ingest":
             return ingest(rest)
+        case "broker-acl":
+            return brokerACL(rest)
         case "migrate", "import", "status":
             break
         default:

@@ -9,6 +9,8 @@ import Testing
                locus-fleet import [--database URL] [--gateway ID] [--batch N] DIR...
                locus-fleet status [--database URL] [--json]
                locus-fleet ingest [--database URL] --broker URL [--client-id ID] [--share GROUP] [options]
+               locus-fleet broker-acl (--gateways FILE | --from-database [--database URL]) [--prefix FILTER]
+                                      [--fleet-user NAME] --out DIR
 
         """
 
