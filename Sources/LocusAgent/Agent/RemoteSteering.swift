@@ -226,27 +226,18 @@ final class RemoteSteering {
     /// check.
     static func overlay(_ base: LoadedConfig, directory: String, gateway: String) -> LoadedConfig {
         guard let settings = base.site.remote else { return base }
-        let path = Paths.join(directory, fileName)
-        guard let message = try? Files.read(path, limit: settings.maximumBytes + 1) else { return base }
         let keyPath = Paths.resolve(settings.keyFile, relativeTo: Paths.directory(of: base.sitePath))
         guard let key = try? Files.read(keyPath, limit: 16 << 10) else { return base }
-        let checked = message.withUnsafeBytes { bytes in
-            check(bytes, key: key, gateway: gateway, settings: settings, sitePath: base.sitePath, applied: 0)
-        }
-        switch checked {
-        case .success(let loaded):
-            return loaded
-        case .failure(let refusal):
-            AgentLog.warning("locus: remote: \(path) no longer checks (\(refusal.reason)); running on \(base.sitePath) alone until the fleet sends a configuration that does")
-            return base
-        }
+        return overlay(base, key: key, path: Paths.join(directory, fileName), gateway: gateway)
     }
 
     /// `overlay` for a SIGHUP's fresh site file, with the key read at start.
-    func overlay(_ base: LoadedConfig) -> LoadedConfig {
-        guard base.site.remote != nil, let message = try? Files.read(path, limit: settings.maximumBytes + 1) else { return base }
+    func overlay(_ base: LoadedConfig) -> LoadedConfig { RemoteSteering.overlay(base, key: key, path: path, gateway: gateway) }
+
+    private static func overlay(_ base: LoadedConfig, key: [UInt8], path: String, gateway: String) -> LoadedConfig {
+        guard let settings = base.site.remote, let message = try? Files.read(path, limit: settings.maximumBytes + 1) else { return base }
         let checked = message.withUnsafeBytes { bytes in
-            RemoteSteering.check(bytes, key: key, gateway: gateway, settings: settings, sitePath: base.sitePath, applied: 0)
+            check(bytes, key: key, gateway: gateway, settings: settings, sitePath: base.sitePath, applied: 0)
         }
         switch checked {
         case .success(let loaded):

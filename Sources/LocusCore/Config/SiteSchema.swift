@@ -57,20 +57,7 @@ enum SiteSchema {
             section.finish()
         }
         if var section = root.table("health") {
-            if let silence = section.duration("gnss_silence", in: 0...3_600_000) {
-                if silence > 0 && silence < 2_000 {
-                    section.report.fail(at: section.offset(of: "gnss_silence"), "'health.gnss_silence' must be \"0s\" (off) or at least 2s")
-                }
-                site.health.gnssSilenceMs = silence
-            }
-            if let silence = section.duration("ble_silence", in: 0...86_400_000) {
-                if silence > 0 && silence < 10_000 {
-                    section.report.fail(at: section.offset(of: "ble_silence"), "'health.ble_silence' must be \"0s\" (off) or at least 10s")
-                }
-                site.health.bleSilenceMs = silence
-            }
-            if let settle = section.duration("settle", in: 1_000...600_000) { site.health.settleMs = settle }
-            if let rounds = section.integer("rounds", in: 1...10) { site.health.rounds = Int(rounds) }
+            readHealth(&section, into: &site.health)
             section.finish()
         }
         if var section = fromFleet("monitor") ? overlay!.table("monitor") : root.table("monitor") {
@@ -87,6 +74,23 @@ enum SiteSchema {
             report.fail(at: root.offset(of: "monitor"), "\(site.conditionCount) conditions exceed capacity.conditions = \(site.capacity.conditions); raise the capacity or remove conditions")
         }
         return site
+    }
+
+    private static func readHealth(_ section: inout TableReader, into health: inout SiteConfig.Health) {
+        if let silence = section.duration("gnss_silence", in: 0...3_600_000) {
+            if silence > 0 && silence < 2_000 {
+                section.report.fail(at: section.offset(of: "gnss_silence"), "'health.gnss_silence' must be \"0s\" (off) or at least 2s")
+            }
+            health.gnssSilenceMs = silence
+        }
+        if let silence = section.duration("ble_silence", in: 0...86_400_000) {
+            if silence > 0 && silence < 10_000 {
+                section.report.fail(at: section.offset(of: "ble_silence"), "'health.ble_silence' must be \"0s\" (off) or at least 10s")
+            }
+            health.bleSilenceMs = silence
+        }
+        if let settle = section.duration("settle", in: 1_000...600_000) { health.settleMs = settle }
+        if let rounds = section.integer("rounds", in: 1...10) { health.rounds = Int(rounds) }
     }
 
     /// The fleet's `[fleet]` is its own; every other key must be settable here, or it is refused
