@@ -1,4 +1,6 @@
+import AllocCounter
 import Foundation
+import LocusAgent
 import Testing
 import TestSupport
 
@@ -75,6 +77,51 @@ import TestSupport
         id = "gate"
         circle = { lat = 45.5, lon = 7.5, radius = 40.0 }
         """
+
+    /// Applying a configuration allocates (the site is read and checked again); the loop's turns
+    /// after it, with a fix and an event each, allocate nothing.
+    @Test func theTurnsAfterAnApplyAllocateNothing() throws {
+        let broker = try TestBroker(listeners: [[]])
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("locus-remote-turn-\(getpid())").path
+        try? FileManager.default.removeItem(atPath: directory)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        unsetenv("WATCHDOG_USEC")
+        let (key, publicKey) = try Self.keyPair(directory, "fleet")
+        let bench = try #require(AgentBenchmark(directory: directory + "/bench", brokerPort: Int(broker.ports[0]), remoteKey: publicKey))
+        for _ in 0..<50 where !bench.uplinkConnected { bench.turn() }
+        #expect(bench.uplinkConnected)
+        let fragment = "[[monitor.bench.condition]]\nid = \"fence\"\ncircle = { lat = 45.0, lon = 7.0, radius = 100.0 }\nexit_margin = 0.0\n"
+            + "dwell = \"0s\"\naccuracy_gate = false\n[[monitor.bench.condition]]\nid = \"yard\"\ncircle = { lat = 45.1, lon = 7.0, radius = 50.0 }\n"
+        let message = try Self.signed(Self.config(1, gateway: "bench", fragment), key: key, directory: directory)
+        try Self.publish(message, topic: "locus/bench/remote/config", retain: true, port: broker.ports[0], directory: directory)
+        for _ in 0..<50 where bench.remoteApplied == 0 { bench.turn() }
+        #expect(bench.remoteApplied == 1 && bench.conditions == 2)
+        func epoch(_ second: Int) -> [UInt8] {
+            func checksummed(_ body: String) -> String {
+                var checksum: UInt8 = 0
+                for byte in body.utf8.dropFirst() { checksum ^= byte }
+                return body + String(format: "*%02X\r\n", checksum)
+            }
+            let time = String(format: "10%02d%02d.00", (second / 60) % 60, second % 60)
+            // Alternately 80 m and 120 m north of the 100 m fence's centre: an event every turn.
+            let lat = String(format: "45%010.7f,N", (second % 2 == 0 ? 80.0 : 120.0) / 111_132.0 * 60)
+            return Array((checksummed("$GPRMC,\(time),A,\(lat),00700.0000000,E,0.0,0.0,150324,,,A")
+                + checksummed("$GPGGA,\(time),\(lat),00700.0000000,E,1,09,0.8,20.0,M,-30.0,M,,")).utf8)
+        }
+        for second in 0..<20 {
+            bench.write(epoch(second))
+            bench.turn()
+        }
+        let events = bench.events
+        var counted = 0
+        for second in 20..<60 {
+            bench.write(epoch(second))
+            counted += allocations { bench.turn() }
+        }
+        #expect(bench.events - events == 40, "an event every turn")
+        #expect(counted == 0, "\(counted) allocations in 40 turns after the apply")
+    }
 
     @Test func signedConfigurationsApplyWholeRefusalsChangeNothingAndCommandsRunOnce() throws {
         let broker = try TestBroker(listeners: [[]])

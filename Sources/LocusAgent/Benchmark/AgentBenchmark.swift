@@ -12,14 +12,15 @@ import LocusDevices
 /// `[uplink]` to an MQTT broker on 127.0.0.1 at that port (Scripts/bench starts mosquitto), so
 /// the fix turn also publishes the event and its state at QoS 1 and reads earlier PUBACKs. With
 /// `placeIndex` the site has `[geocoding]` over that index with `annotate = true`: events, their
-/// log lines and what subscribers and streams get name the place nearest them.
+/// log lines and what subscribers and streams get name the place nearest them. With `remoteKey`
+/// (and a broker) the site has `[remote]` with that public key: the fleet may set its monitors.
 public final class AgentBenchmark {
     let agent: Agent
     let master: Int32
     let directory: String
 
     /// nil (with the reason on standard error) when the site cannot be set up.
-    public init?(directory: String, brokerPort: Int? = nil, placeIndex: String? = nil) {
+    public init?(directory: String, brokerPort: Int? = nil, placeIndex: String? = nil, remoteKey: String? = nil) {
         self.directory = directory
         let state = Paths.join(directory, "state")
         _ = Files.makeDirectory(directory, mode: 0o750)
@@ -38,6 +39,7 @@ public final class AgentBenchmark {
 
         """ + (brokerPort.map { "[uplink]\nbroker = \"mqtt://127.0.0.1:\($0)\"\ngateway = \"bench\"\nmax_inflight = 16\n" } ?? "")
             + (placeIndex.map { "[geocoding]\nindex = \"\($0)\"\nannotate = true\n" } ?? "")
+            + (remoteKey.map { "[remote]\nkey = \"\($0)\"\nsettable = [\"monitor\"]\ncommands = [\"pulse\"]\n" } ?? "")
         _ = Files.replace(Paths.join(directory, "board.toml"), contents: board)
         _ = Files.replace(Paths.join(directory, "site.toml"), contents: site)
         guard case .success(let (master, slave)) = Files.openPseudoTerminal(), Files.symlink(slave, at: Paths.join(state, "gnss")) == nil else {
@@ -71,6 +73,9 @@ public final class AgentBenchmark {
     /// QoS 1 messages published and acknowledged (PUBACK) since start.
     public var uplinkPublished: Int { agent.uplink?.counters.published ?? 0 }
     public var uplinkAcknowledged: Int { agent.uplink?.counters.acknowledged ?? 0 }
+    /// The fleet's configuration version applied (0: none).
+    public var remoteApplied: UInt64 { agent.uplink?.remote?.applied ?? 0 }
+    public var conditions: Int { agent.engine.conditionCount }
 
     // MARK: single location request
 
