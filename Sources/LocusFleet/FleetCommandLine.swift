@@ -9,7 +9,7 @@ public enum FleetCommandLine {
                locus-fleet import [--database URL] [--gateway ID] [--batch N] DIR...
                locus-fleet status [--database URL] [--json]
                locus-fleet ingest [--database URL] --broker URL [--client-id ID] [--share GROUP] [options]
-        """
+        """ + "\n" + configUsage + "\n" + commandUsage
 
     static let help = usage + """
 
@@ -30,9 +30,9 @@ public enum FleetCommandLine {
                     one 'GAP' line per hole in a gateway's records and one 'CONFLICT' line per
                     (gateway, seq) that came again with other contents; exit 1 when there is either
 
-        """ + ingestHelp + """
-
-        docs/fleet.md describes the tables, the views and the broker's settings.
+        """ + ingestHelp + configHelp + commandHelp + """
+        docs/fleet.md describes the tables, the views and the broker's settings; docs/remote.md
+        the signed configuration and commands.
 
         """
 
@@ -60,6 +60,12 @@ public enum FleetCommandLine {
             return 0
         case "ingest":
             return ingest(rest)
+        case "config":
+            return config(rest)
+        case "group":
+            return group(rest)
+        case "command":
+            return commands(rest)
         case "migrate", "import", "status":
             break
         default:
