@@ -31,6 +31,7 @@ public enum FleetCommandLine {
                     (gateway, seq) that came again with other contents; exit 1 when there is either
 
         """ + ingestHelp + configHelp + commandHelp + """
+
         docs/fleet.md describes the tables, the views and the broker's settings; docs/remote.md
         the signed configuration and commands.
 
