@@ -46,6 +46,9 @@ import TestSupport
         #expect(again.status == 1 && again.error == "locus-fleet: config keygen: \(key) exists already: the key pair is not overwritten (remove it first, or give another --out)\n",
                 "\(again.error)")
         let signer = try FleetSigner(keyFile: key)
+        #expect(signer.exposure == nil)
+        chmod(key, 0o640)
+        #expect(signer.exposure == "the signing key \(key) is readable by other users (mode 640): chmod 600 \(key)")
         let body = Array("[fleet]\nkind = \"config\"\ngateway = \"gw-1\"\nversion = 1\n".utf8)
         let signature = try signer.signature(of: body)
         #expect(try Self.opensslVerifies(body, signature, publicKey: directory + "/fleet.pub"))

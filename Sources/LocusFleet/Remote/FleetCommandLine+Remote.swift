@@ -84,7 +84,9 @@ extension FleetCommandLine {
     /// The signer of `--key` (required).
     static func signer(_ arguments: RemoteArguments) throws(FleetError) -> FleetSigner {
         guard let path = arguments["--key"] else { throw FleetError("--key FILE is needed: the fleet's private key that signs the message") }
-        return try FleetSigner(keyFile: path)
+        let signer = try FleetSigner(keyFile: path)
+        if let exposure = signer.exposure { notice("warning: \(exposure)") }
+        return signer
     }
 
     /// The database of `--database` or LOCUS_FLEET_DATABASE, connected and at this schema.

@@ -27,6 +27,13 @@ public struct FleetSigner: Sendable {
         _ = try publicKeyPEM()
     }
 
+    /// A sentence when other users may read the key file (it should be 0600, as keygen writes it).
+    public var exposure: String? {
+        var kind: Int32 = 0, major: UInt32 = 0, minor: UInt32 = 0, mode: UInt32 = 0, group: UInt32 = 0
+        guard locus_stat_node(path, &kind, &major, &minor, &mode, &group) == 0, mode & 0o077 != 0 else { return nil }
+        return "the signing key \(path) is readable by other users (mode \(String(mode & 0o777, radix: 8))): chmod 600 \(path)"
+    }
+
     /// The public key of this private key, PEM (`BEGIN PUBLIC KEY`): what the gateways hold.
     public func publicKeyPEM() throws(FleetError) -> String {
         var output = [CChar](repeating: 0, count: Int(LOCUS_SIGN_PEM_BYTES))
