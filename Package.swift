@@ -54,7 +54,7 @@ let package = Package(
         // The fleet's PostgreSQL side (docs/fleet.md): full Swift, host only, never in the device
         // binary. libpq is Debian's libpq-dev; only these targets see it.
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
-        .target(name: "LocusFleet", dependencies: ["LocusCore", "LocusDevices", "CLibPQ"]),
+        .target(name: "LocusFleet", dependencies: ["LocusCore", "LocusDevices", "CLocus", "CLibPQ"]),
         .executableTarget(name: "locus-fleet", dependencies: ["LocusFleet"]),
         // The deterministic simulator (docs/simulator.md): host only, like the fleet's tools.
         .executableTarget(name: "locus-sim", dependencies: ["LocusAgent", "LocusDevices", "LocusCore", "TestSupport"]),

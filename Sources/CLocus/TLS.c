@@ -9,9 +9,7 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 
-#include <mbedtls/base64.h>
 #include <mbedtls/ctr_drbg.h>
-#include <mbedtls/ecdsa.h>
 #include <mbedtls/entropy.h>   // MBEDTLS_ERR_ENTROPY_SOURCE_FAILED
 #include <mbedtls/error.h>
 #include <mbedtls/net_sockets.h>
@@ -299,89 +297,6 @@ void locus_tls_explain(const locus_tls *session, int error, char *out, size_t si
 
 void locus_sha256(const void *data, size_t length, unsigned char *digest) {
     mbedtls_sha256_ret(data, length, digest, 0);
-}
-
-/// A PEM buffer as mbedTLS reads it: NUL-terminated, its length counting the NUL (NULL with `why`).
-static unsigned char *terminated_pem(const void *pem, size_t length, char *why, size_t why_size) {
-    if (length == 0 || length > 16384) {
-        snprintf(why, why_size, "the key is empty or longer than 16 KiB");
-        return NULL;
-    }
-    unsigned char *copy = malloc(length + 1);
-    if (copy == NULL) {
-        snprintf(why, why_size, "out of memory reading the key");
-        return NULL;
-    }
-    memcpy(copy, pem, length);
-    copy[length] = 0;
-    return copy;
-}
-
-int locus_signature_sign(const void *key_pem, size_t key_length, const void *message, size_t message_length,
-                         char *signature_base64, size_t signature_size, char *why, size_t why_size) {
-    unsigned char *pem = terminated_pem(key_pem, key_length, why, why_size);
-    if (pem == NULL) return -1;
-    mbedtls_pk_context key;
-    mbedtls_pk_init(&key);
-    mbedtls_ctr_drbg_context random;
-    mbedtls_ctr_drbg_init(&random);
-    int result = mbedtls_pk_parse_key(&key, pem, key_length + 1, NULL, 0);
-    free(pem);
-    if (result != 0) {
-        say(why, why_size, "cannot read the private key", "(PEM)", result);
-    } else if (!mbedtls_pk_can_do(&key, MBEDTLS_PK_ECDSA)) {
-        snprintf(why, why_size, "the private key is not an EC key");
-        result = -1;
-    } else if ((result = mbedtls_ctr_drbg_seed(&random, kernel_entropy, NULL, NULL, 0)) != 0) {
-        say(why, why_size, "cannot seed the random generator", "(getrandom)", result);
-    } else {
-        unsigned char digest[32], signature[MBEDTLS_ECDSA_MAX_LEN];
-        size_t length = 0, written = 0;
-        mbedtls_sha256_ret(message, message_length, digest, 0);
-        // The ECDSA value is RFC 6979's (deterministic); the generator only blinds the computation.
-        result = mbedtls_pk_sign(&key, MBEDTLS_MD_SHA256, digest, sizeof digest, signature, &length, mbedtls_ctr_drbg_random, &random);
-        if (result != 0) {
-            say(why, why_size, "cannot sign", "", result);
-        } else if (mbedtls_base64_encode((unsigned char *)signature_base64, signature_size, &written, signature, length) != 0) {
-            snprintf(why, why_size, "the signature's base64 does not fit %zu bytes", signature_size);
-            result = -1;
-        }
-    }
-    mbedtls_ctr_drbg_free(&random);
-    mbedtls_pk_free(&key);
-    return result == 0 ? 0 : -1;
-}
-
-int locus_signature_verify(const void *key_pem, size_t key_length, const void *message, size_t message_length,
-                           const void *signature_base64, size_t signature_length, char *why, size_t why_size) {
-    unsigned char *pem = terminated_pem(key_pem, key_length, why, why_size);
-    if (pem == NULL) return -1;
-    mbedtls_pk_context key;
-    mbedtls_pk_init(&key);
-    int result = mbedtls_pk_parse_public_key(&key, pem, key_length + 1);
-    free(pem);
-    if (result != 0) {
-        say(why, why_size, "cannot read the fleet's public key", "(PEM)", result);
-        mbedtls_pk_free(&key);
-        return -1;
-    }
-    unsigned char signature[160];
-    size_t decoded = 0;
-    result = mbedtls_base64_decode(signature, sizeof signature, &decoded, signature_base64, signature_length);
-    if (result != 0 || decoded == 0) {
-        snprintf(why, why_size, "the signature is not base64 of at most %zu bytes", sizeof signature);
-        mbedtls_pk_free(&key);
-        return -1;
-    }
-    unsigned char digest[32];
-    mbedtls_sha256_ret(message, message_length, digest, 0);
-    result = mbedtls_pk_verify(&key, MBEDTLS_MD_SHA256, digest, sizeof digest, signature, decoded);
-    mbedtls_pk_free(&key);
-    if (result != 0) {
-        snprintf(why, why_size, "the signature does not verify with the fleet's public key (signed by another key, or the message was changed)");
-        return -1;
-    }
-    return 0;
 }
 
 #ifdef LOCUS_MUSL

@@ -11,7 +11,7 @@ public enum FleetCommandLine {
                locus-fleet ingest [--database URL] --broker URL [--client-id ID] [--share GROUP] [options]
                locus-fleet broker-acl (--gateways FILE | --from-database [--database URL]) [--prefix FILTER]
                                       [--fleet-user NAME] --out DIR
-        """
+        """ + "\n" + configUsage + "\n" + commandUsage
 
     static let help = usage + """
 
@@ -32,9 +32,10 @@ public enum FleetCommandLine {
                     one 'GAP' line per hole in a gateway's records and one 'CONFLICT' line per
                     (gateway, seq) that came again with other contents; exit 1 when there is either
 
-        """ + ingestHelp + brokerACLHelp + """
+        """ + ingestHelp + brokerACLHelp + configHelp + commandHelp + """
 
-        docs/fleet.md describes the tables, the views and the broker's settings.
+        docs/fleet.md describes the tables, the views and the broker's settings; docs/remote.md
+        the signed configuration and commands.
 
         """
 
@@ -64,6 +65,12 @@ public enum FleetCommandLine {
             return ingest(rest)
         case "broker-acl":
             return brokerACL(rest)
+        case "config":
+            return config(rest)
+        case "group":
+            return group(rest)
+        case "command":
+            return commands(rest)
         case "migrate", "import", "status":
             break
         default:

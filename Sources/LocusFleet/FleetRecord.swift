@@ -1,7 +1,8 @@
 import LocusCore
 
-/// One row of `records`: a published record of one gateway's log (an event, a GPIO change or a
-/// visit), from either road into the database, mapped the same way:
+/// One row of `records`: a published record of one gateway's log (an event, a GPIO change, a
+/// visit, or what the gateway did with a configuration or a command of the fleet: docs/remote.md,
+/// "The records"), from either road into the database, mapped the same way:
 /// - `exported`: a line of `locus log export --format jsonl` (`import`), whose `prev` the
 ///   importer computes from the file;
 /// - `published`: an MQTT payload of the uplink (`ingest`), which names its gateway and carries
@@ -11,7 +12,7 @@ import LocusCore
 /// column already (gateway, seq, prev, time, and the export's type): the same jsonb whichever
 /// road the record came by.
 public struct FleetRecord: Sendable, Equatable {
-    public enum Kind: String, Sendable, CaseIterable { case event, gpio, visit }
+    public enum Kind: String, Sendable, CaseIterable { case event, gpio, visit, config, command }
     public enum Source: String, Sendable { case mqtt, logImport = "import" }
 
     public var gateway: String
@@ -40,13 +41,13 @@ public struct FleetRecord: Sendable, Equatable {
     public static let maximumGatewayBytes = 255
     static let states: Set<String> = ["satisfied", "unsatisfied", "unknown"]
 
-    /// A line of the export whose type is event, gpio or visit (`{"seq":..,"time":..,"type":..,...}`;
+    /// A line of the export whose type is event, gpio, visit, config or command (`{"seq":..,"time":..,"type":..,...}`;
     /// an event's members are in its `event` object).
     public static func exported(_ line: JSONValue, gateway: String, prev: Int64?) throws(FleetRecordError) -> FleetRecord {
         guard case .object(var members) = line else { throw FleetRecordError("not a JSON object") }
         let seq = try sequence(line["seq"])
         guard let name = line["type"]?.string, let kind = Kind(rawValue: name) else {
-            throw FleetRecordError("type is not event, gpio or visit")
+            throw FleetRecordError("type is not event, gpio, visit, config or command")
         }
         members.removeAll { $0.key == "seq" || $0.key == "type" }
         if kind == .event {
@@ -63,8 +64,8 @@ public struct FleetRecord: Sendable, Equatable {
     }
 
     /// An uplink payload for a record of `kind` (the topic says which: `<prefix>/event/...`,
-    /// `<prefix>/gpio/...`, `<prefix>/visit`): gateway, seq, prev when the gateway sends it, and
-    /// the record's members.
+    /// `<prefix>/gpio/...`, `<prefix>/visit`, `<prefix>/config`, `<prefix>/command`): gateway,
+    /// seq, prev when the gateway sends it, and the record's members.
     public static func published(_ payload: JSONValue, kind: Kind) throws(FleetRecordError) -> FleetRecord {
         guard case .object(let members) = payload else { throw FleetRecordError("not a JSON object") }
         guard let gateway = payload["gateway"]?.string else { throw FleetRecordError("no gateway (a string)") }
@@ -108,6 +109,7 @@ public struct FleetRecord: Sendable, Equatable {
         case .event: try record.readEvent(object)
         case .gpio: try record.readGPIO(object)
         case .visit: try record.readVisit(object)
+        case .config, .command: try record.readRemote(object)
         }
         return record
     }
@@ -155,6 +157,26 @@ public struct FleetRecord: Sendable, Equatable {
             }
         }
         time = departure ?? arrival
+    }
+
+    /// A configuration's or a command's result: the time, `result`, and the version (a
+    /// configuration, 0 when the gateway could not read it) or the id (a command, "" likewise);
+    /// a refusal's `reason` is a string. No column but the time: the rest stays in the payload.
+    private mutating func readRemote(_ result: JSONValue) throws(FleetRecordError) {
+        time = try Self.timestamp(result, "time")
+        let results: [String] = kind == .config ? ["applied", "refused"] : ["done", "refused", "failed"]
+        guard let outcome = result["result"]?.string, results.contains(outcome) else {
+            throw FleetRecordError("result is not \(results.dropLast().joined(separator: ", ")) or \(results.last!)")
+        }
+        if kind == .config {
+            guard let version = result["version"], version.integer(in: 0...Self.maximumSeq) != nil else {
+                throw FleetRecordError("version is not a version number (0 to 2^53)")
+            }
+        } else {
+            guard result["id"]?.string != nil else { throw FleetRecordError("id is not a string") }
+            if let action = result["action"], action.string == nil { throw FleetRecordError("action is not a string") }
+        }
+        if let reason = result["reason"], reason.string == nil { throw FleetRecordError("reason is not a string") }
     }
 
     private static func name(_ object: JSONValue, _ key: String) throws(FleetRecordError) -> String {

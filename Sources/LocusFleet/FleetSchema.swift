@@ -13,6 +13,8 @@ public enum FleetSchema {
         Migration(version: 1, description: "records, gateways, quarantine; the events, gpio_changes, visits, current_state, gaps and gateway_summary views",
                   sql: migration1),
         Migration(version: 2, description: "conflicts: a second, different record for a (gateway, seq) already stored", sql: migration2),
+        Migration(version: 3, description: "config and command records; fleet_groups, config_versions, config_deliveries, commands; the config_status view",
+                  sql: migration3),
     ]
 
     /// The version this program reads and writes.

@@ -74,16 +74,22 @@ public enum RecordBatch {
             insert into records (\(columns), received_at)
             select \(columns), clock_timestamp() from \(source) order by gateway, seq
             on conflict (gateway, seq) do nothing
-            returning 1
+            returning gateway, seq
+        ), left_out as materialized (
+            -- The batch's rows the insert left out (a hash anti-join against what it stored):
+            -- none in the common case. Only these are looked up in `records`, each by its key
+            -- (the lateral subquery's limit keeps it an index probe: joined whole, the planner,
+            -- who knows nothing of the staging table's size, scans and hashes all of `records`).
+            select * from \(source) n where not exists (select 1 from stored s where s.gateway = n.gateway and s.seq = n.seq)
         ), conflicting as (
             -- Rows for a key stored before this statement with other contents, and two rows of
-            -- the batch itself for one key that differ (the first of them is stored).
-            -- The batch's own duplicates are looked at only for keys it holds twice (a hash
-            -- aggregate), not row against row.
+            -- the batch itself for one key that differ (the first of them is stored); the
+            -- batch's own duplicates are looked for only among keys it holds twice (a hash
+            -- aggregate), never row against row.
             insert into conflicts (gateway, seq, kind, time, payload, source)
-            select n.gateway, n.seq, n.kind, n.time, n.payload, n.source from \(source) n
-            where exists (select 1 from records r where r.gateway = n.gateway and r.seq = n.seq
-                          and (r.kind, r.time, r.payload) is distinct from (n.kind, n.time, n.payload))
+            select n.gateway, n.seq, n.kind, n.time, n.payload, n.source from left_out n
+            join lateral (select r.kind, r.time, r.payload from records r where r.gateway = n.gateway and r.seq = n.seq limit 1) r
+                on (r.kind, r.time, r.payload) is distinct from (n.kind, n.time, n.payload)
             union all
             select n.gateway, n.seq, n.kind, n.time, n.payload, n.source from \(source) n
             join (select gateway, seq from \(source) group by gateway, seq having count(*) > 1) twice using (gateway, seq)

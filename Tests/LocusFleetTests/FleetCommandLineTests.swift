@@ -11,6 +11,17 @@ import Testing
                locus-fleet ingest [--database URL] --broker URL [--client-id ID] [--share GROUP] [options]
                locus-fleet broker-acl (--gateways FILE | --from-database [--database URL]) [--prefix FILTER]
                                       [--fleet-user NAME] --out DIR
+               locus-fleet config keygen --out FILE
+               locus-fleet config set (--gateway ID | --group NAME | --all) [--note TEXT] --key FILE [broker options] FRAGMENT.toml
+               locus-fleet config publish --key FILE [broker options]
+               locus-fleet config rollback --to VERSION (--gateway ID | --group NAME | --all) --key FILE [broker options]
+               locus-fleet config show [--version N | --gateway ID]
+               locus-fleet config diff VERSION VERSION
+               locus-fleet config status [--json]
+               locus-fleet group set NAME GATEWAY...
+               locus-fleet group show [NAME]
+               locus-fleet command send --gateway ID [--expires DURATION] --key FILE [broker options] ACTION ARGUMENTS
+               locus-fleet command status [--gateway ID] [--json]
 
         """
 
@@ -19,7 +30,7 @@ import Testing
         #expect(help.status == 0 && help.output.hasPrefix(Self.usage) && help.output.contains("LOCUS_FLEET_DATABASE")
                 && help.output.contains("--share GROUP"))
         let version = try Fleet.fleet(["--version"])
-        #expect(version.status == 0 && version.output == "locus-fleet \(LocusVersion.string) (schema version 2)\n")
+        #expect(version.status == 0 && version.output == "locus-fleet \(LocusVersion.string) (schema version 3)\n")
     }
 
     @Test(arguments: [

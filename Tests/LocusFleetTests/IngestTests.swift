@@ -368,7 +368,8 @@ import TestSupport
 
     @Test func topicsAreClassifiedByThePrefix() throws {
         let topics = try IngestTopics(prefix: "site/+/locus", share: nil)
-        #expect(topics.filters == ["site/+/locus/event/#", "site/+/locus/gpio/+", "site/+/locus/visit", "site/+/locus/status"])
+        #expect(topics.filters == ["site/+/locus/event/#", "site/+/locus/gpio/+", "site/+/locus/visit", "site/+/locus/config", "site/+/locus/command",
+                                  "site/+/locus/status"])
         #expect(topics.classify("site/gw-1/locus/event/yard/fence") == .record(.event, gateway: "gw-1"))
         #expect(topics.classify("site/gw-1/locus/gpio/relay1") == .record(.gpio, gateway: "gw-1"))
         #expect(topics.classify("site/gw-1/locus/visit") == .record(.visit, gateway: "gw-1"))
@@ -378,7 +379,8 @@ import TestSupport
         #expect(topics.classify("site/gw-1/other/status") == .foreign)
         #expect(topics.classify("site/gw-1/locus/gpio") == .foreign)
         #expect(try IngestTopics(prefix: "locus/+", share: "g").filters
-                == ["$share/g/locus/+/event/#", "$share/g/locus/+/gpio/+", "$share/g/locus/+/visit", "locus/+/status"])
+                == ["$share/g/locus/+/event/#", "$share/g/locus/+/gpio/+", "$share/g/locus/+/visit", "$share/g/locus/+/config",
+                    "$share/g/locus/+/command", "locus/+/status"])
         #expect(FleetJSON.timestampMs("2024-03-15T00:00:01.250Z") == 1_710_460_801_250)
         #expect(FleetJSON.timestampMs("1970-01-01T00:00:00Z") == 0)
         #expect(FleetJSON.timestampMs("2024-03-15T00:00:01.2Z") == 1_710_460_801_200)

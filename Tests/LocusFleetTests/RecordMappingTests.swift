@@ -44,6 +44,9 @@ import Testing
                 #expect(record.payload == Self.members(line))
                 let departure = line["departure"]?.string
                 #expect(record.time == departure ?? line["arrival"]?.string)
+            case .config, .command:
+                #expect(record.monitor == nil && record.output == nil && record.state == nil)
+                #expect(record.payload == Self.members(line))
             }
             mapped += 1
         }

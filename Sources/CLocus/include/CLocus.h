@@ -12,6 +12,7 @@
 // The uplink's internet sockets and TLS, in files of their own (Net.c, TLS.c).
 #include "CLocusNet.h"
 #include "CLocusTLS.h"
+#include "CLocusSign.h"
 // What blocking host programs (locus-fleet) need, in a file of its own (Host.c).
 #include "CLocusHost.h"
 // The kernel seam a simulation answers (locus replay, the simulator).

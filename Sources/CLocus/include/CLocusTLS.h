@@ -51,18 +51,7 @@ void locus_tls_explain(const locus_tls *session, int error, char *out, size_t si
 
 /// SHA-256 of `length` bytes into `digest` (32 bytes).
 void locus_sha256(const void *data, size_t length, unsigned char *digest);
-
-/// Whether `signature_base64` (the base64 of a DER ECDSA signature) signs SHA-256 of `message`
-/// under the PEM public key `key_pem` (`key_length` bytes, no NUL needed). 0 when it does; -1
-/// with a sentence in `why` when it does not, or the key or signature cannot be read.
-/// Signs SHA-256 of `message` with the PEM private key `key_pem` (SEC1 or PKCS#8, EC P-256:
-/// deterministic ECDSA, RFC 6979), writing the base64 of the DER signature and a NUL into
-/// `signature_base64`. 0 on success; -1 with a sentence in `why`.
-int locus_signature_sign(const void *key_pem, size_t key_length, const void *message, size_t message_length,
-                         char *signature_base64, size_t signature_size, char *why, size_t why_size);
-
-int locus_signature_verify(const void *key_pem, size_t key_length, const void *message, size_t message_length,
-                           const void *signature_base64, size_t signature_length, char *why, size_t why_size);
+/// (Signing and checking signatures: CLocusSign.h.)
 
 #ifdef __cplusplus
 }

@@ -19,6 +19,8 @@ final class FleetBroker {
         var connect: MQTTConnectOptions
         /// The connect sequence, a write and an unanswered PINGREQ each have this long.
         var timeoutMs: Int32 = 10_000
+        /// The output queue (a publisher's holds its largest message).
+        var outputBytes = FleetBroker.outputBytes
     }
 
     /// What the broker sent the ingest acts on.
@@ -64,7 +66,7 @@ final class FleetBroker {
     init(_ settings: Settings) throws(FleetError) {
         self.settings = settings
         let connect = settings.connect
-        session = MQTTSession(outputBytes: max(FleetBroker.outputBytes, 512 + connect.clientID.count + (connect.username?.count ?? 0)
+        session = MQTTSession(outputBytes: max(settings.outputBytes, 512 + connect.clientID.count + (connect.username?.count ?? 0)
                                                + (connect.password?.count ?? 0) + (connect.will.map { $0.topic.count + $0.payload.count } ?? 0)),
                               windowCapacity: 2, pingIntervalNs: Int64(connect.keepAliveS) * 500_000_000,
                               answerTimeoutNs: Int64(settings.timeoutMs) * 1_000_000)
@@ -140,6 +142,29 @@ final class FleetBroker {
             }
             guard granted != 0x80 else {
                 throw FleetError("\(settings.broker): the broker refused the subscription to '\(filter)' (check its ACL for this user)")
+            }
+        }
+    }
+
+    /// PUBLISH at QoS 1 and wait for its PUBACK: one message in flight (`config` and `command`
+    /// publish a few, each acknowledged before the next).
+    func publish(topic: String, payload: [UInt8], retain: Bool) throws(FleetError) {
+        let deadline = FleetClock.monotonicMs() + Int64(settings.timeoutMs)
+        let id = session.window.add(sequence: 0)
+        session.output.reset()
+        let written = Array(topic.utf8).withUnsafeBytes { name in
+            payload.withUnsafeBytes { session.output.publish(topic: name, payload: $0, qos: .atLeastOnce, retain: retain, packetID: id) }
+        }
+        guard written else {
+            _ = session.window.acknowledge(id)
+            throw FleetError("the message for '\(topic)' (\(payload.count) bytes) is too large to send")
+        }
+        try sendOutput(deadline: deadline)
+        while true {
+            for packet in try receive(until: deadline, what: "PUBACK for \(topic)") {
+                guard case .puback(let acknowledged) = packet, acknowledged == id else { continue }
+                _ = session.receive(.puback(packetID: id), nowNs: MonotonicClock.now())
+                return
             }
         }
     }
@@ -334,6 +359,7 @@ enum MQTTPacketCopy {
     case connack(sessionPresent: Bool, code: UInt8)
     case publish(FleetBroker.Message)
     case suback(UInt16, UInt8, Bool)
+    case puback(UInt16)
     case pingresp
     case other
 
@@ -351,6 +377,7 @@ enum MQTTPacketCopy {
                 case .success(.connack(let sessionPresent, let code)): return .success(.connack(sessionPresent: sessionPresent, code: code))
                 case .success(.suback(let id, let grant, let refused)): return .success(.suback(id, grant, refused))
                 case .success(.pingresp): return .success(.pingresp)
+                case .success(.puback(let id)): return .success(.puback(id))
                 case .success(.publish(let publish)):
                     guard publish.qos != .exactlyOnce else { return .failure(FleetError("a QoS 2 PUBLISH on a QoS 1 subscription")) }
                     return .success(.publish(FleetBroker.Message(

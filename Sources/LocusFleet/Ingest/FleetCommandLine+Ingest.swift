@@ -4,8 +4,9 @@ import LocusDevices
 extension FleetCommandLine {
     static let ingestHelp = """
           ingest    subscribes (QoS 1, persistent session) to the gateways' events, GPIO
-                    changes, visits and status, and stores each record once; a message is
-                    acknowledged to the broker only after its batch has committed. Runs until
+                    changes, visits, configuration and command results and status, and
+                    stores each record once; a message is acknowledged to the broker only
+                    after its batch has committed. Runs until
                     SIGTERM or SIGINT. Options:
                       --broker mqtt[s]://HOST[:PORT]   (or LOCUS_FLEET_BROKER)
                       --client-id ID     the session's name, default locus-fleet; each worker its own

@@ -5,6 +5,8 @@
 ///     <prefix>/event/#     events              (records)
 ///     <prefix>/gpio/+      GPIO changes        (records)
 ///     <prefix>/visit       visits              (records)
+///     <prefix>/config      configurations applied or refused (records; docs/remote.md)
+///     <prefix>/command     commands' results   (records)
 ///     <prefix>/status      online / offline    (the gateways table)
 ///
 /// With a share group each record filter is `$share/<group>/<filter>`: the broker hands each
@@ -44,7 +46,7 @@ struct IngestTopics: Equatable {
         self.share = share
     }
 
-    static let suffixes = ["/event/#", "/gpio/+", "/visit", "/status"]
+    static let suffixes = ["/event/#", "/gpio/+", "/visit", "/config", "/command", "/status"]
 
     var filters: [String] {
         let head = share.map { "$share/\($0)/" } ?? ""
@@ -62,6 +64,8 @@ struct IngestTopics: Equatable {
         case "event": return .record(.event, gateway: gateway)
         case "gpio" where rest == 2: return .record(.gpio, gateway: gateway)
         case "visit" where rest == 1: return .record(.visit, gateway: gateway)
+        case "config" where rest == 1: return .record(.config, gateway: gateway)
+        case "command" where rest == 1: return .record(.command, gateway: gateway)
         case "status" where rest == 1:
             return .status(gateway: gateway ?? String(levels[prefix.count - 1]))
         default: return .foreign
