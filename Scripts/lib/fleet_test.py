@@ -32,8 +32,9 @@ import time
 import servers
 
 PSQL = servers.PSQL
-# The log records the uplink publishes and the ingest stores (`type` in `locus log export`).
-RECORD_KINDS = ("event", "gpio", "visit")
+# The log records the uplink publishes and the ingest stores (`type` in `locus log export`;
+# "remote": what a gateway did with the fleet's configurations and commands).
+RECORD_KINDS = ("event", "gpio", "visit", "remote")
 
 START = time.monotonic()
 # What the run noticed that is no verdict on the store, repeated at the end.
@@ -1085,6 +1086,7 @@ def main():
     parser.add_argument("--parallel", type=int, default=25, help="gateways running at once (default 25)")
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--steer", action="store_true", help="the fleet steering its gateways (Scripts/lib/fleet_steer.py)")
     parser.add_argument("--root", required=True)
     parser.add_argument("--locus", required=True)
     parser.add_argument("--fleet", required=True)
@@ -1097,6 +1099,10 @@ def main():
     rng = random.Random(seed)
     say("fleet test: %d gateways x %d events, %d ingest worker%s, %d gateways at once, seed %d (--seed %d repeats the choices)" % (
         args.gateways, args.events_per_gateway, args.workers, "s" if args.workers > 1 else "", min(args.parallel, args.gateways), seed, seed))
+
+    if args.steer:
+        import fleet_steer
+        return fleet_steer.main(args, seed, rng, fleet_binary)
 
     work = tempfile.mkdtemp(prefix="locus-fleet.")
     os.chmod(work, 0o755)
