@@ -397,6 +397,8 @@ class Steer:
 
 
 def main(args, seed, rng, fleet_binary):
+    # Scripts/fleet-test runs fleet_test.py as __main__: this module's `ft` is a second copy.
+    ft.LOCUS = os.path.abspath(args.locus)
     work = tempfile.mkdtemp(prefix="locus-steer.")
     os.chmod(work, 0o755)
     postgres = ft.Postgres(os.path.join(work, "postgres"))

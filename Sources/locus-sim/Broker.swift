@@ -35,6 +35,8 @@ final class SimulatedBroker {
 
     let plan: Plan
     let startNs: Int64
+    /// The fleet's messages for the gateway (nil: the site has no `[remote]`).
+    var remote: RemoteFeed? = nil
     private(set) var port: UInt16 = 0
     private var listener: Int32 = -1
     private var connection: Int32 = -1
@@ -95,6 +97,7 @@ final class SimulatedBroker {
         connection = -1
         input.removeAll()
         held.removeAll()
+        remote?.subscribed = false
     }
 
     private func seconds(_ nowNs: Int64) -> Int { Int((nowNs - startNs) / 1_000_000_000) }
@@ -106,7 +109,7 @@ final class SimulatedBroker {
     var wakes: [Int64] = []
 
     /// The moments the plan acts at (drops, windows' ends), for the simulated kernel to wake at.
-    var moments: [Int] { plan.drops + plan.down.map(\.untilS) + plan.slow.map(\.untilS) }
+    var moments: [Int] { plan.drops + plan.down.map(\.untilS) + plan.slow.map(\.untilS) + (remote?.moments ?? []) }
 
     /// Between two turns: drops due, a new connection, what arrived, PUBACKs due. The problem
     /// found in what the uplink sent, if any (a copy unlike the first, a record out of order).
@@ -117,8 +120,10 @@ final class SimulatedBroker {
             nextDrop += 1
         }
         if connection < 0 { accept(now: now) }
+        remote?.publishDue(now: now)
         guard connection >= 0 else { return nil }
         if let problem = receive(nowNs: nowNs) { return problem }
+        if let remote, remote.subscribed { for message in remote.takeOutgoing() { send(message) } }
         while let first = held.first, first.dueNs <= nowNs {
             held.removeFirst()
             send([0x40, 0x02, UInt8(first.packetID >> 8), UInt8(first.packetID & 0xFF)])
@@ -193,7 +198,14 @@ final class SimulatedBroker {
                 index += 2 + Int(body[index]) << 8 + Int(body[index + 1]) + 1
                 filters += 1
             }
-            send([0x90, UInt8(2 + filters)] + id + [UInt8](repeating: 0, count: filters))
+            send([0x90, UInt8(2 + filters)] + id + [UInt8](repeating: remote != nil && filterText(body).hasSuffix("/remote/+") ? 1 : 0, count: filters))
+            // The retained configuration and the commands not yet acknowledged, after the SUBACK.
+            if let remote, filterText(body).hasSuffix("/remote/+") {
+                remote.subscribedAgain()
+                for message in remote.takeOutgoing() { send(message) }
+            }
+        case 4:  // PUBACK of one of the fleet's messages
+            if body.count >= 2 { remote?.acknowledged(UInt16(body[body.startIndex]) << 8 | UInt16(body[body.startIndex + 1])) }
         case 12:
             send([0xD0, 0x00])
         case 14:
@@ -241,7 +253,7 @@ final class SimulatedBroker {
     /// once by sequence number, in log order on a connection.
     private func keep(topic: String, payload: String) -> String? {
         let parts = topic.split(separator: "/")
-        guard parts.count >= 3, ["event", "gpio", "visit", "fix"].contains(parts[2]) else { return nil }
+        guard parts.count >= 3, ["event", "gpio", "visit", "fix", "config", "command"].contains(parts[2]) else { return nil }
         guard let sequence = SimulatedBroker.number("seq", in: payload) else { return "the broker got a record without a seq on \(topic): \(payload)" }
         let record = Published(topic: topic, payload: payload, sequence: sequence, previous: SimulatedBroker.number("prev", in: payload))
         if let first = records[sequence] {
@@ -260,6 +272,15 @@ final class SimulatedBroker {
         return nil
     }
 
+    /// The first topic filter of a SUBSCRIBE's body.
+    private func filterText(_ body: ArraySlice<UInt8>) -> String {
+        let start = body.startIndex + 2
+        guard start + 2 <= body.endIndex else { return "" }
+        let length = Int(body[start]) << 8 + Int(body[start + 1])
+        guard start + 2 + length <= body.endIndex else { return "" }
+        return String(decoding: body[(start + 2)..<(start + 2 + length)], as: UTF8.self)
+    }
+
     /// A whole-number member of a JSON payload as the agent writes it (`"name":123`).
     static func number(_ name: String, in payload: String) -> UInt64? {
         guard let range = payload.range(of: "\"\(name)\":") else { return nil }
@@ -270,5 +291,119 @@ final class SimulatedBroker {
         guard connection >= 0 else { return }
         // The uplink reads promptly and a socket buffer holds far more than a turn's answers.
         if Glibc.write(connection, bytes, bytes.count) != bytes.count { hangUp() }
+    }
+}
+
+/// The fleet's side of the simulated broker (`RemotePlan`): the retained configuration (the newest
+/// published), and the commands sent at QoS 1 and kept until the gateway acknowledges them, sent
+/// again at every subscription as a broker does for a kept session.
+final class RemoteFeed {
+    let plan: RemotePlan
+    let gateway: String
+    let startUTC: Int64
+    private(set) var retained: [UInt8]? = nil
+    /// Commands sent and not acknowledged: packet id -> PUBLISH.
+    private var unacknowledged: [(packetID: UInt16, packet: [UInt8])] = []
+    private var outgoing: [[UInt8]] = []
+    private var nextConfiguration = 0
+    private var nextCommand = 0
+    private var nextRepeat = 0
+    private var nextPacketID: UInt16 = 1
+    private let repeats: [(index: Int, atS: Int)]
+    var subscribed = false
+    /// Configurations published so far, in order (the checks read them).
+    private(set) var published: [RemotePlan.Configuration] = []
+    /// Commands published so far (their first time).
+    private(set) var commandsSent: [RemotePlan.Command] = []
+    private(set) var tally: [String: Int] = [:]
+
+    init(_ plan: RemotePlan, gateway: String, startUTC: Int64) {
+        self.plan = plan
+        self.gateway = gateway
+        self.startUTC = startUTC
+        repeats = plan.repeats.sorted { $0.atS < $1.atS }
+    }
+
+    /// The fleet's doings as the report names them (`tally`'s names with `remote-` before them).
+    static let kinds = ["remote-configurations", "remote-commands", "remote-commands-repeated", "remote-commands-redelivered"]
+
+    var moments: [Int] { plan.configurations.map(\.atS) + plan.commands.map(\.atS) + plan.repeats.map(\.atS) }
+
+    /// What is due by `now` (seconds into the run) becomes the retained configuration or a command
+    /// waiting for its acknowledgement; sent at once when the gateway is subscribed.
+    func publishDue(now: Int) {
+        while nextConfiguration < plan.configurations.count, plan.configurations[nextConfiguration].atS <= now {
+            let configuration = plan.configurations[nextConfiguration]
+            retained = RemotePlan.message(configuration, gateway: gateway)
+            published.append(configuration)
+            tally["configurations", default: 0] += 1
+            if subscribed { outgoing.append(publish(topic: "config", retained!, packetID: takeID(), retain: false)) }
+            nextConfiguration += 1
+        }
+        while nextCommand < plan.commands.count, plan.commands[nextCommand].atS <= now {
+            send(plan.commands[nextCommand])
+            commandsSent.append(plan.commands[nextCommand])
+            nextCommand += 1
+        }
+        while nextRepeat < repeats.count, repeats[nextRepeat].atS <= now {
+            let index = repeats[nextRepeat].index
+            // Only a command the fleet has sent can be sent again.
+            if index < nextCommand {
+                send(plan.commands[index])
+                tally["commands-repeated", default: 0] += 1
+            }
+            nextRepeat += 1
+        }
+    }
+
+    private func send(_ command: RemotePlan.Command) {
+        let packetID = takeID()
+        let packet = publish(topic: "command", RemotePlan.message(command, gateway: gateway, startUTC: startUTC), packetID: packetID, retain: false)
+        unacknowledged.append((packetID, packet))
+        tally["commands", default: 0] += 1
+        if subscribed { outgoing.append(packet) }
+    }
+
+    /// A SUBSCRIBE to the remote topics: the retained configuration, then every command not yet
+    /// acknowledged (again, marked as such).
+    func subscribedAgain() {
+        subscribed = true
+        if let retained { outgoing.append(publish(topic: "config", retained, packetID: takeID(), retain: true)) }
+        for (_, packet) in unacknowledged {
+            var again = packet
+            again[0] |= 0x08
+            outgoing.append(again)
+            tally["commands-redelivered", default: 0] += 1
+        }
+    }
+
+    func acknowledged(_ packetID: UInt16) {
+        unacknowledged.removeAll { $0.packetID == packetID }
+    }
+
+    func takeOutgoing() -> [[UInt8]] {
+        defer { outgoing.removeAll() }
+        return outgoing
+    }
+
+    private func takeID() -> UInt16 {
+        defer { nextPacketID = nextPacketID == UInt16.max ? 1 : nextPacketID + 1 }
+        return nextPacketID
+    }
+
+    /// PUBLISH at QoS 1 on `locus/<gateway>/remote/<topic>`.
+    private func publish(topic: String, _ payload: [UInt8], packetID: UInt16, retain: Bool) -> [UInt8] {
+        let name = Array("locus/\(gateway)/remote/\(topic)".utf8)
+        var body: [UInt8] = [UInt8(name.count >> 8), UInt8(name.count & 0xFF)] + name + [UInt8(packetID >> 8), UInt8(packetID & 0xFF)] + payload
+        var length = body.count
+        var header: [UInt8] = [0x32 | (retain ? 0x01 : 0)]
+        repeat {
+            var byte = UInt8(length & 0x7F)
+            length >>= 7
+            if length > 0 { byte |= 0x80 }
+            header.append(byte)
+        } while length > 0
+        body.insert(contentsOf: header, at: 0)
+        return body
     }
 }

@@ -68,6 +68,8 @@ struct Scenario {
     /// The fleet's broker the uplink publishes to (nil: no `[uplink]`).
     var broker: SimulatedBroker.Plan? = nil
     var publishesFixes = false
+    /// The fleet's configurations and commands (nil: no `[remote]`; only with a broker).
+    var remote: RemotePlan? = nil
     var siteText = ""
     var boardText = ""
     /// The log is synced at every event (else every `syncIntervalMs`).
@@ -97,7 +99,12 @@ struct Scenario {
         // Drawn last, so the draws before it are those of the seeds kept as tests.
         broker = Scenario.drawBroker(&random, durationS: durationS)
         publishesFixes = random.chance(30)
+        // Drawn after everything else, for the same reason.
+        if broker != nil && random.chance(60) { remote = RemotePlan.draw(&random, durationS: durationS) }
     }
+
+    /// The site file's own actions (a version from the fleet replaces them).
+    var siteActionCount: Int { siteText.split(separator: "\n").filter { $0 == "[[action]]" }.count }
 
     /// The site's `[uplink]` to the simulator's broker at `port` (none without a broker).
     func uplinkText(port: UInt16) -> String {
@@ -105,6 +112,7 @@ struct Scenario {
         return "\n[uplink]\nbroker = \"mqtt://127.0.0.1:\(port)\"\ngateway = \"sim-gw\"\n"
             + "what = [\"events\", \"gpio\", \"visits\"\(publishesFixes ? ", \"fixes\"" : "")]\n"
             + "max_inflight = \(broker.inflight)\nkeepalive = \"\(broker.keepaliveS)s\"\n"
+            + (remote == nil ? "" : RemotePlan.siteText)
     }
 
     /// Half the seeds publish to a broker that refuses for a while, drops connections, holds

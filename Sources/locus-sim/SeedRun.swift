@@ -99,6 +99,10 @@ final class SeedRun {
     let broker: SimulatedBroker?
     /// The last power cut's moment (events told before it were checked then).
     var previousCutNs: Int64 = 0
+    /// The fleet's configuration version the log last says was applied, and the command ids the
+    /// log holds (a record each at most).
+    var remoteApplied: UInt64 = 0
+    var commandRecords: [String: String] = [:]
     /// Timed actions (fault starts and ends), ascending.
     var schedule: [(atNs: Int64, fault: Scenario.Fault, starts: Bool)] = []
 
@@ -112,6 +116,10 @@ final class SeedRun {
         _ = Files.makeDirectory(state + "/sim", mode: 0o750)
         broker = scenario.broker.map { SimulatedBroker($0, startNs: SeedRun.startNs) }
         if let problem = broker?.listen() { throw Failure(atS: 0, what: "the broker cannot listen: \(problem)") }
+        if let plan = scenario.remote {
+            broker?.remote = RemoteFeed(plan, gateway: "sim-gw", startUTC: scenario.startUTC)
+            if let error = Files.replace(root + "/fleet.pub", contents: RemotePlan.publicKey) { throw Failure(atS: 0, what: "cannot write the key: \(error)") }
+        }
         let site = scenario.siteText + scenario.uplinkText(port: broker?.port ?? 0)
         if let error = Files.replace(root + "/site.toml", contents: site) ?? Files.replace(root + "/board.toml", contents: scenario.boardText) {
             throw Failure(atS: 0, what: "cannot write the site: \(error)")
@@ -168,6 +176,7 @@ final class SeedRun {
             try serveClients()
             try serveBroker()
             try checkOutputs()
+            try checkActions()
             try checkBounds()
             try act()
             let settled = agent.settled && !agent.levelsAwaitLog
@@ -233,6 +242,9 @@ final class SeedRun {
         case .conditionRemoved?:
             guard let (monitor, identifier) = LogPayload.readRemoval(&reader) else { throw fail("removal record \(record.sequence) does not read back") }
             lastLoggedState["\(monitor)/\(identifier)"] = nil
+        case .remote?:
+            guard let remote = LogPayload.readRemote(&reader) else { throw fail("remote record \(record.sequence) does not read back") }
+            try checkRemote(remote, record.sequence, checking: checking)
         case .gpio?:
             guard let change = LogPayload.readGPIO(&reader) else { throw fail("gpio record \(record.sequence) does not read back") }
             loggedLevels[change.output.description] = change.value
@@ -289,7 +301,8 @@ final class SeedRun {
     /// The log's records the uplink publishes and chains (`what` has events, GPIO changes and
     /// visits), in log order.
     private var chainedRecords: [Record] {
-        log.filter { [LogRecordType.event.rawValue, LogRecordType.gpio.rawValue, LogRecordType.visit.rawValue].contains($0.typeCode) }
+        let chained = [LogRecordType.event.rawValue, LogRecordType.gpio.rawValue, LogRecordType.visit.rawValue, LogRecordType.remote.rawValue]
+        return log.filter { chained.contains($0.typeCode) }
     }
 
     /// With the faults over, the backlog drains: every chained record of the log reaches the
@@ -319,6 +332,68 @@ final class SeedRun {
         }
         tally.checks["the uplink delivers every record, its prev chain whole", default: 0] += 1
         for (kind, name) in SimulatedBroker.faultKinds where broker.tally[name, default: 0] > 0 { tally.injected[kind] = broker.tally[name] }
+    }
+
+    // MARK: the fleet's configurations and commands
+
+    /// A remote record: a version applied is newer than the last and one the fleet drew good; a
+    /// refusal is of a bad version or an older one replayed; a command has one record at most, done
+    /// unless it had expired.
+    private func checkRemote(_ remote: LogPayload.RemoteResult, _ sequence: UInt64, checking: Bool) throws(Failure) {
+        guard let plan = scenario.remote else { throw fail("record \(sequence): a remote record, and the fleet sent nothing") }
+        let reason = String(decoding: remote.reason, as: UTF8.self)
+        switch (remote.kind, remote.result) {
+        case (.config, .applied):
+            if checking && remote.version <= remoteApplied {
+                throw fail("record \(sequence): version \(remote.version) applied after version \(remoteApplied)")
+            }
+            if plan.actionCount(version: remote.version) == nil { throw fail("record \(sequence): version \(remote.version), a bad one, applied") }
+            remoteApplied = remote.version
+            tally.checks["the fleet's versions applied only newer, only good", default: 0] += 1
+        case (.config, _):
+            let replayed = reason.contains("older than the applied version") && remote.version < remoteApplied
+            if checking && !replayed && !plan.isBad(version: remote.version) && remote.version != 0 {
+                throw fail("record \(sequence): version \(remote.version), a good one, refused: \(reason)")
+            }
+            tally.checks["the fleet's bad versions refused", default: 0] += 1
+        case (.command, _):
+            let id = String(decoding: remote.id, as: UTF8.self)
+            if let earlier = commandRecords[id] { throw fail("record \(sequence): command \(id) recorded again (\(earlier) before)") }
+            commandRecords[id] = "\(remote.result)"
+            guard let command = plan.commands.first(where: { $0.id == id }) else { throw fail("record \(sequence): command \(id) was never sent") }
+            if (remote.result == .done) == command.expired { throw fail("record \(sequence): command \(id) \(remote.result) (expired: \(command.expired)): \(reason)") }
+            tally.checks["the fleet's commands recorded once, run unless expired", default: 0] += 1
+        }
+    }
+
+    /// Never a mix: the actions running are exactly the applied version's, or the site file's.
+    private func checkActions() throws(Failure) {
+        guard let plan = scenario.remote, agent.isOpen else { return }
+        let applied = agent.remoteApplied
+        let expected = applied == 0 ? scenario.siteActionCount : plan.actionCount(version: applied)
+        if agent.actionCount != expected {
+            throw fail("version \(applied) runs \(agent.actionCount) action(s), not its \(expected.map(String.init) ?? "none (a bad version)")")
+        }
+        tally.checks["the actions running are one version's, never a mix", default: 0] += 1
+    }
+
+    /// With the faults over: every command the fleet sent has its record, and the newest version
+    /// published, when good, is the one running.
+    private func checkRemoteComplete() throws(Failure) {
+        guard let feed = broker?.remote else { return }
+        for _ in 0..<200 where feed.commandsSent.contains(where: { commandRecords[$0.id] == nil }) {
+            guard agent.turn() else { throw fail("the loop stopped by itself") }
+            try readLog()
+            try serveBroker()
+        }
+        if let missing = feed.commandsSent.first(where: { commandRecords[$0.id] == nil }) {
+            throw fail("command \(missing.id), sent at \(missing.atS) s, has no record with the broker healthy")
+        }
+        if let last = feed.published.last, case .good = last.kind, agent.remoteApplied != UInt64(last.version) {
+            throw fail("version \(last.version), the newest and good, is not running (version \(agent.remoteApplied) is)")
+        }
+        for (name, count) in feed.tally { tally.injected["remote-" + name] = count }
+        tally.checks["the fleet's commands all answered, its newest version running", default: 0] += 1
     }
 
     // MARK: invariants after a turn
@@ -432,6 +507,8 @@ final class SeedRun {
         log = []
         lastLoggedState = [:]
         loggedLevels = [:]
+        remoteApplied = 0
+        commandRecords = [:]
         for record in kept {
             log.append(record)
             try apply(record, checking: false)
@@ -532,6 +609,7 @@ final class SeedRun {
         }
         try checkClientsComplete()
         try drainUplink()
+        try checkRemoteComplete()
         if agent.levelsAwaitLog { throw fail("a line's change never reached the log, though the disk works again") }
         agent.shutdown()
         for client in clients { client.close() }

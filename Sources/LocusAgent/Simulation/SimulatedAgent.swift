@@ -94,6 +94,11 @@ public final class SimulatedAgent {
         agent?.engine.forEachRecord { monitor, identifier, record in body(monitor.description, identifier.description, record.lastEvent) }
     }
 
+    /// The fleet's configuration version running (0: the site file alone) and the actions it
+    /// runs (`[remote]`, docs/remote.md).
+    public var remoteApplied: UInt64 { agent?.uplink?.remote?.applied ?? 0 }
+    public var actionCount: Int { agent?.outputs.plan.actions.count ?? 0 }
+
     /// The board's outputs and the levels the lines have now.
     public var outputs: [(name: String, value: Bool)] {
         guard let agent, let values = agent.outputs.lineValues else { return [] }
