@@ -381,16 +381,22 @@ final class SeedRun {
     /// published, when good, is the one running.
     private func checkRemoteComplete() throws(Failure) {
         guard let feed = broker?.remote else { return }
-        for _ in 0..<200 where feed.commandsSent.contains(where: { commandRecords[$0.id] == nil }) {
+        var newestGood: UInt64? = nil
+        if let last = feed.published.last, case .good = last.kind { newestGood = UInt64(last.version) }
+        // The retained version comes at the subscription, which may be the last thing the drain did.
+        let untilNs = kernel.monotonicNs + 120_000_000_000
+        while feed.commandsSent.contains(where: { commandRecords[$0.id] == nil }) || (newestGood != nil && agent.remoteApplied != newestGood) {
+            guard kernel.monotonicNs < untilNs else { break }
             guard agent.turn() else { throw fail("the loop stopped by itself") }
             try readLog()
             try serveBroker()
+            try checkActions()
         }
         if let missing = feed.commandsSent.first(where: { commandRecords[$0.id] == nil }) {
             throw fail("command \(missing.id), sent at \(missing.atS) s, has no record with the broker healthy")
         }
-        if let last = feed.published.last, case .good = last.kind, agent.remoteApplied != UInt64(last.version) {
-            throw fail("version \(last.version), the newest and good, is not running (version \(agent.remoteApplied) is)")
+        if let newestGood, agent.remoteApplied != newestGood {
+            throw fail("version \(newestGood), the newest and good, is not running 2 minutes after the drain (version \(agent.remoteApplied) is)")
         }
         for (name, count) in feed.tally { tally.injected["remote-" + name] = count }
         tally.checks["the fleet's commands all answered, its newest version running", default: 0] += 1
