@@ -19,6 +19,7 @@ import Testing
         (66, "after the broker dropped the connection, the uplink's commit deadline stayed past while commits waited for a connection: the loop woke every millisecond"),
         (376, "at interval sync, the uplink published a record a power cut then took, and its seq went to another record: the broker had two records as one seq"),
         (9883, "at interval sync, a log whose sync failed was reopened only when an event waited: records acknowledged before the failure stayed unsynced until a power cut took them"),
+        (249, "a fleet's command whose record the failing log could not take was remembered as run: delivered again, it was taken for a duplicate and never ran"),
     ]
 
     @Test(arguments: seeds.map(\.0)) func aSeedThatFoundABugPasses(seed: UInt64) throws {

@@ -55,13 +55,13 @@ extension Agent {
             return true
         case .refuse(let record):
             AgentLog.warning("locus: remote: configuration version \(record.version) refused: \(String(decoding: record.reason, as: UTF8.self))")
-            return log.appendRemote(record, now)
+            return logRemote(record, remote, now)
         case .apply(let fresh, let record):
             if let error = Files.replace(remote.path, bytes: Array(message), mode: 0o640) {
                 AgentLog.error("locus: remote: cannot write \(remote.path): \(error); configuration version \(record.version) not applied")
                 return false
             }
-            guard log.appendRemote(record, now) else { return false }
+            guard logRemote(record, remote, now) else { return false }
             remote.applied(record.version)
             guard log.reconcile(fresh.site, engine: engine, now: now) else { return true }
             for problem in loaded.changesAtRestart(fresh) { AgentLog.warning("locus: remote: \(problem)") }
@@ -72,6 +72,17 @@ extension Agent {
         }
     }
 
+    /// The record appended and synced, and remembered (`RemoteSteering.logged`); false when the
+    /// log cannot take it now (the message is not acknowledged, and comes again).
+    private func logRemote(_ record: LogPayload.RemoteResult, _ remote: RemoteSteering, _ now: AgentTime) -> Bool {
+        guard log.appendRemote(record, now) else {
+            AgentLog.warning("locus: remote: the log cannot take the record now; the broker will send the message again")
+            return false
+        }
+        remote.logged(record)
+        return true
+    }
+
     /// A command: a duplicate (ignored), refused, or run once its record is logged.
     private func command(_ decision: RemoteSteering.CommandDecision, _ remote: RemoteSteering, _ now: AgentTime) -> Bool {
         switch decision {
@@ -79,16 +90,16 @@ extension Agent {
             return true
         case .refuse(let record):
             AgentLog.warning("locus: remote: command \(String(decoding: record.id, as: UTF8.self)) refused: \(String(decoding: record.reason, as: UTF8.self))")
-            return log.appendRemote(record, now)
+            return logRemote(record, remote, now)
         case .run(let command, let record):
             switch command.action {
             case .pulse:
                 guard let name = FixedName(command.output), let output = outputs.index(of: name), !outputs.isRadioLine(output) else {
                     let names = outputs.plan.names.map { $0.description }.joined(separator: ", ")
                     let failed = remote.failed(record, "no output '\(command.output)' the fleet may pulse (the board's outputs: \(names.isEmpty ? "none" : names))")
-                    return log.appendRemote(failed, now)
+                    return logRemote(failed, remote, now)
                 }
-                guard log.appendRemote(record, now) else { return false }
+                guard logRemote(record, remote, now) else { return false }
                 AgentLog.info("locus: remote: command \(String(decoding: record.id, as: UTF8.self)): pulse \(command.output) for \(Quantity.formatMs(command.durationMs))")
                 outputs.pulse(output, forMs: command.durationMs, now)
                 outputs.update(now, cause: .pulseStart) { log.appendGPIO($0, now) }

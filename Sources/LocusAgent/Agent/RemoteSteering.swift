@@ -83,6 +83,15 @@ final class RemoteSteering {
         }
     }
 
+    /// A record is in the log: a command's id is never run again, a refused configuration never
+    /// refused again. (Not before: a message whose record the log could not take comes again.)
+    func logged(_ record: LogPayload.RemoteResult) {
+        switch record.kind {
+        case .command: if !record.id.isEmpty { commandIDs.insert(String(decoding: record.id, as: UTF8.self)) }
+        case .config: if record.result == .refused && !record.digest.isEmpty { refusedDigests.insert(record.digest) }
+        }
+    }
+
     /// The configuration is in `remote.toml` and its record in the log: it is the applied one.
     func applied(_ version: UInt64) {
         precondition(version > applied, "a configuration applied is newer than the one before")
@@ -159,7 +168,6 @@ final class RemoteSteering {
         refused.reason = Array(reason.utf8.prefix(LogPayload.RemoteResult.maximumReasonBytes))
         counters.refused += 1
         lastRefusal = reason
-        refusedDigests.insert(result.digest)
         return .refuse(refused)
     }
 
@@ -189,7 +197,6 @@ final class RemoteSteering {
             counters.duplicates += 1
             return .duplicate
         }
-        commandIDs.insert(header.id)
         counters.commands += 1
         let late = now.totalNanoseconds / 1_000_000_000 - header.expires
         if late > 0 { return refuseCommand(result, "expired \(Quantity.describe(nanoseconds: late * 1_000_000_000)) before it arrived") }
