@@ -1,5 +1,6 @@
 // See include/CLocusSign.h.
 #define _GNU_SOURCE
+#include "Entropy.h"
 #include "CLocusSign.h"
 
 #include <errno.h>
@@ -22,24 +23,9 @@ static void say(char *out, size_t size, const char *what, int error) {
     snprintf(out, size, "%s: %s", what, reason);
 }
 
-/// The generator's seed from the kernel (getrandom(2)), as TLS.c seeds its own.
-static int sign_entropy(void *unused, unsigned char *output, size_t length) {
-    (void)unused;
-    size_t filled = 0;
-    while (filled < length) {
-        ssize_t got = getrandom(output + filled, length - filled, 0);
-        if (got < 0) {
-            if (errno == EINTR) continue;
-            return MBEDTLS_ERR_ENTROPY_SOURCE_FAILED;
-        }
-        filled += (size_t)got;
-    }
-    return 0;
-}
-
 static int seed(mbedtls_ctr_drbg_context *random, char *message, size_t message_size) {
     static const unsigned char personal[] = "locus-sign";
-    int result = mbedtls_ctr_drbg_seed(random, sign_entropy, NULL, personal, sizeof personal - 1);
+    int result = mbedtls_ctr_drbg_seed(random, locus_kernel_entropy, NULL, personal, sizeof personal - 1);
     if (result != 0) say(message, message_size, "cannot seed the random generator (getrandom)", result);
     return result;
 }

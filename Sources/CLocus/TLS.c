@@ -1,6 +1,7 @@
 // See include/CLocusTLS.h. mbedTLS over a socket the caller owns; no policy beyond "verify".
 #define _GNU_SOURCE
 #include "CLocusTLS.h"
+#include "Entropy.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -43,8 +44,8 @@ static void say(char *out, size_t size, const char *what, const char *path, int 
 
 /// The random generator's seed straight from the kernel (getrandom(2), blocking only until the
 /// pool is initialised at boot). mbedTLS's own platform source is not used: built against glibc
-/// and linked with musl in the device binary, it fails there.
-static int kernel_entropy(void *unused, unsigned char *output, size_t length) {
+/// and linked with musl in the device binary, it fails there. Sign.c seeds its generator here too.
+int locus_kernel_entropy(void *unused, unsigned char *output, size_t length) {
     (void)unused;
     size_t filled = 0;
     while (filled < length) {
@@ -70,7 +71,7 @@ locus_tls_config *locus_tls_config_new(const char *ca_file, const char *cert_fil
     mbedtls_pk_init(&config->key);
     mbedtls_ssl_config_init(&config->ssl);
     static const unsigned char personal[] = "locus uplink";
-    int result = mbedtls_ctr_drbg_seed(&config->random, kernel_entropy, NULL, personal, sizeof personal - 1);
+    int result = mbedtls_ctr_drbg_seed(&config->random, locus_kernel_entropy, NULL, personal, sizeof personal - 1);
     if (result != 0) {
         say(message, message_size, "cannot seed the random generator", "(getrandom)", result);
         goto failed;

@@ -677,6 +677,22 @@ extension LogStore {
         try dataSync()
     }
 
+    /// Syncs now, whatever the policy, for a record whose caller acts only once it is durable
+    /// (the newest, `size` bytes with its header). When the sync fails the record is cut from
+    /// the segment, as under `.everyRecord`: its caller is told it is not logged and appends it
+    /// again, and the reopen's rescan must not find it in the page cache (the log would hold it
+    /// twice).
+    public mutating func syncNewest(cutting size: Int64) throws(LogStoreError) {
+        guard !failed else { throw .unusable }
+        precondition(size >= Int64(LogRecord.headerSize) && size <= segments[segmentCount - 1].fileBytes, "the newest record lies in the active segment")
+        do throws(LogStoreError) { try dataSync() } catch {
+            let descriptor = activeDescriptor
+            let length = segments[segmentCount - 1].fileBytes - size
+            _ = _unsafePerformance { locus_ftruncate(descriptor, length) }
+            throw error
+        }
+    }
+
     /// Under `.interval(ms)`: syncs when the oldest unsynced record has waited `ms` or longer.
     /// Returns true when it synced.
     @discardableResult

@@ -380,13 +380,22 @@ final class SeedRun {
     /// With the faults over: every command the fleet sent has its record, and the newest version
     /// published, when good, is the one running.
     private func checkRemoteComplete() throws(Failure) {
-        guard let feed = broker?.remote else { return }
-        var newestGood: UInt64? = nil
-        if let last = feed.published.last, case .good = last.kind { newestGood = UInt64(last.version) }
-        // The retained version comes at the subscription, which may be the last thing the drain did.
-        let untilNs = kernel.monotonicNs + 120_000_000_000
-        while feed.commandsSent.contains(where: { commandRecords[$0.id] == nil }) || (newestGood != nil && agent.remoteApplied != newestGood) {
-            guard kernel.monotonicNs < untilNs else { break }
+        guard let feed = broker?.remote, let plan = scenario.remote else { return }
+        /// The newest version published so far, when it is good: the one that must run.
+        func newestGood() -> UInt64? {
+            guard let last = feed.published.last, case .good = last.kind else { return nil }
+            return UInt64(last.version)
+        }
+        // Until the fleet has sent everything it planned, then until what it sent has arrived (the
+        // retained version comes at a subscription, which may be the last thing the drain did).
+        let lastPlannedNs = SeedRun.ns((plan.configurations.map(\.atS) + plan.commands.map(\.atS) + plan.repeats.map(\.atS)).max() ?? 0)
+        let untilNs = max(kernel.monotonicNs, lastPlannedNs) + 120_000_000_000
+        func waiting() -> Bool {
+            kernel.monotonicNs <= lastPlannedNs || feed.commandsSent.contains { commandRecords[$0.id] == nil }
+                || newestGood().map { agent.remoteApplied != $0 } == true
+        }
+        while waiting() && kernel.monotonicNs < untilNs {
+            kernel.wake(atNs: min(untilNs, kernel.monotonicNs + 1_000_000_000))
             guard agent.turn() else { throw fail("the loop stopped by itself") }
             try readLog()
             try serveBroker()
@@ -395,8 +404,8 @@ final class SeedRun {
         if let missing = feed.commandsSent.first(where: { commandRecords[$0.id] == nil }) {
             throw fail("command \(missing.id), sent at \(missing.atS) s, has no record with the broker healthy")
         }
-        if let newestGood, agent.remoteApplied != newestGood {
-            throw fail("version \(newestGood), the newest and good, is not running 2 minutes after the drain (version \(agent.remoteApplied) is)")
+        if let newest = newestGood(), agent.remoteApplied != newest {
+            throw fail("version \(newest), the newest and good, is not running 2 minutes after it was sent (version \(agent.remoteApplied) is)")
         }
         for (name, count) in feed.tally { tally.injected["remote-" + name] = count }
         tally.checks["the fleet's commands all answered, its newest version running", default: 0] += 1

@@ -20,6 +20,7 @@ import Testing
         (376, "at interval sync, the uplink published a record a power cut then took, and its seq went to another record: the broker had two records as one seq"),
         (9883, "at interval sync, a log whose sync failed was reopened only when an event waited: records acknowledged before the failure stayed unsynced until a power cut took them"),
         (249, "a fleet's command whose record the failing log could not take was remembered as run: delivered again, it was taken for a duplicate and never ran"),
+        (510, "at interval sync, a fleet's command whose record's sync failed stayed in the page cache: the reopen found it, and the command's redelivery logged it a second time"),
     ]
 
     @Test(arguments: seeds.map(\.0)) func aSeedThatFoundABugPasses(seed: UInt64) throws {

@@ -299,8 +299,12 @@ final class Persistence {
     /// since the fleet takes it as the gateway's word (and a command's id keeps it from running
     /// twice).
     func remote(_ remote: LogPayload.RemoteResult, time: UTCTime) throws(LogStoreError) {
-        _ = try append(.remote, time: time.totalNanoseconds) { LogPayload.write(remote, &$0) }
-        try store.sync()
+        var size = 0
+        _ = try append(.remote, time: time.totalNanoseconds) { writer in
+            LogPayload.write(remote, &writer)
+            size = writer.count
+        }
+        try store.syncNewest(cutting: Int64(LogRecord.headerSize + size))
         if remote.kind == .config && remote.result == .applied { remoteApplied = max(remoteApplied, remote.version) }
     }
 

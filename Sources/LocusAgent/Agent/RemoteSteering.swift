@@ -163,12 +163,17 @@ final class RemoteSteering {
         }
     }
 
-    private func refuse(_ result: LogPayload.RemoteResult, _ reason: String) -> ConfigDecision {
+    private func refuse(_ result: LogPayload.RemoteResult, _ reason: String) -> ConfigDecision { .refuse(refused(result, reason)) }
+
+    /// `result` refused for `reason` (cut to what a record holds), counted and kept for status.
+    private func refused(_ result: LogPayload.RemoteResult, _ reason: String, as outcome: LogPayload.RemoteResult.Result = .refused)
+        -> LogPayload.RemoteResult {
         var refused = result
+        refused.result = outcome
         refused.reason = Array(reason.utf8.prefix(LogPayload.RemoteResult.maximumReasonBytes))
-        counters.refused += 1
+        if outcome == .refused { counters.refused += 1 }
         lastRefusal = reason
-        return .refuse(refused)
+        return refused
     }
 
     // MARK: commands
@@ -208,23 +213,10 @@ final class RemoteSteering {
         return .run(command, result)
     }
 
-    private func refuseCommand(_ result: LogPayload.RemoteResult, _ reason: String) -> CommandDecision {
-        var refused = result
-        refused.reason = Array(reason.utf8.prefix(LogPayload.RemoteResult.maximumReasonBytes))
-        counters.refused += 1
-        lastRefusal = reason
-        return .refuse(refused)
-    }
+    private func refuseCommand(_ result: LogPayload.RemoteResult, _ reason: String) -> CommandDecision { .refuse(refused(result, reason)) }
 
-    /// A command that was logged as done but could not act (an output that is not there): the
-    /// loop logs it failed as well.
-    func failed(_ result: LogPayload.RemoteResult, _ reason: String) -> LogPayload.RemoteResult {
-        var failed = result
-        failed.result = .failed
-        failed.reason = Array(reason.utf8.prefix(LogPayload.RemoteResult.maximumReasonBytes))
-        lastRefusal = reason
-        return failed
-    }
+    /// A command that cannot act here (an output that is not there): its record says failed.
+    func failed(_ result: LogPayload.RemoteResult, _ reason: String) -> LogPayload.RemoteResult { refused(result, reason, as: .failed) }
 
     // MARK: the start
 
