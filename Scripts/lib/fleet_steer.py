@@ -25,6 +25,7 @@ gateway applied, and the commands' round trip (send to stored result, p50 and p9
 """
 
 import base64
+import collections
 import json
 import os
 import re
@@ -313,14 +314,36 @@ class Steer:
         ft.say("steer: a replayed older version, another key's signature and another gateway's message refused; desired versions published again")
 
     def commands(self, online):
-        """A pulse for every online gateway, sent by `command send` 8 at a time; one gateway's
-        message delivered again, byte for byte."""
+        """As many pulses as the fleet has gateways, sent by `command send` 8 at a time: one for
+        every online gateway, then one more for the first few (a round later, when the first
+        pulse has ended); one gateway's message delivered again, byte for byte."""
         client = self.logins.client_arguments(self.broker.port, self.logins.FLEET)
         duplicate = online[0]
         sub = subprocess.Popen(["mosquitto_sub"] + client + ["-t", "locus/%s/remote/command" % duplicate, "-C", "1", "-N", "-W", "60"],
                                stdout=subprocess.PIPE)
         time.sleep(0.5)
-        pending = list(online)
+        self.sent = collections.Counter()
+        rounds = [list(online), list(online[:self.args.gateways - len(online)])]
+        began = time.monotonic()
+        for pending in rounds:
+            self.send_round(pending)
+            self.sent.update(pending)
+            self.wait_answered(sum(self.sent.values()))
+        self.figures["commands"] = time.monotonic() - began
+        payload, _ = sub.communicate(timeout=60)
+        done = subprocess.run(["mosquitto_pub"] + client + ["-q", "1", "-t", "locus/%s/remote/command" % duplicate, "-s"], input=payload,
+                              capture_output=True)
+        self.faults["commands delivered twice"] = 1 if done.returncode == 0 and payload else 0
+        rows = self.postgres.query(
+            "select extract(epoch from r.received_at - c.created_at) from commands c join records r "
+            "on r.kind = 'command' and r.payload->>'id' = c.id order by 1")
+        trips = sorted(float(row[0]) for row in rows)
+        self.figures["round trip"] = (trips[len(trips) // 2], trips[min(len(trips) - 1, int(len(trips) * 0.99))]) if trips else (0, 0)
+        ft.say("steer: %d pulses sent and answered in %.1f s; round trip p50 %.0f ms, p99 %.0f ms" % (
+            sum(self.sent.values()), self.figures["commands"], self.figures["round trip"][0] * 1000, self.figures["round trip"][1] * 1000))
+
+    def send_round(self, gateways):
+        pending = list(gateways)
         lock = threading.Lock()
         errors = []
 
@@ -336,34 +359,23 @@ class Steer:
                     with lock:
                         errors.append("%s: %s" % (gateway, done.stderr.strip()))
         threads = [threading.Thread(target=sender) for _ in range(8)]
-        began = time.monotonic()
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
         if errors:
             raise ft.TestFailure("command send: %s" % ft.abbreviate(errors))
-        payload, _ = sub.communicate(timeout=60)
-        done = subprocess.run(["mosquitto_pub"] + client + ["-q", "1", "-t", "locus/%s/remote/command" % duplicate, "-s"], input=payload,
-                              capture_output=True)
-        self.faults["commands delivered twice"] = 1 if done.returncode == 0 and payload else 0
-        deadline = time.monotonic() + 120 + len(online) // 5
+
+    def wait_answered(self, count):
+        deadline = time.monotonic() + 120 + count // 5
         while True:
             answered = int(self.postgres.query(
                 "select count(distinct payload->>'id') from records where kind = 'command' and payload->>'result' = 'done'")[0][0])
-            if answered >= len(online):
-                break
+            if answered >= count:
+                return
             if time.monotonic() > deadline:
-                raise ft.TestFailure("%d of %d pulses answered in time" % (answered, len(online)))
+                raise ft.TestFailure("%d of %d pulses answered in time" % (answered, count))
             time.sleep(0.25)
-        self.figures["commands"] = time.monotonic() - began
-        rows = self.postgres.query(
-            "select extract(epoch from r.received_at - c.created_at) from commands c join records r "
-            "on r.kind = 'command' and r.payload->>'id' = c.id order by 1")
-        trips = sorted(float(row[0]) for row in rows)
-        self.figures["round trip"] = (trips[len(trips) // 2], trips[min(len(trips) - 1, int(len(trips) * 0.99))]) if trips else (0, 0)
-        ft.say("steer: %d pulses sent and answered in %.1f s; round trip p50 %.0f ms, p99 %.0f ms" % (
-            len(online), self.figures["commands"], self.figures["round trip"][0] * 1000, self.figures["round trip"][1] * 1000))
 
     # MARK: the verdict
 
@@ -400,9 +412,11 @@ class Steer:
                 self.findings.append("%s: relay1, the unchanged condition's output, moved (seq %d, %s)" % (gateway, record["seq"], record.get("cause")))
         commands = [r for r in records if r.get("type") == "remote" and r.get("remote") == "command"]
         pulses = [r for r in records if r.get("type") == "gpio" and r.get("output") == "buzzer" and r.get("cause") == "pulse-start"]
-        if gateway not in self.offline and (len(commands) != 1 or commands[0].get("result") != "done" or len(pulses) != 1):
-            self.findings.append("%s: %d command records (%s) and %d pulses for one command" % (
-                gateway, len(commands), [c.get("result") for c in commands], len(pulses)))
+        sent = self.sent[gateway]
+        if len(commands) != sent or any(c.get("result") != "done" for c in commands) or len(pulses) != sent \
+                or len({c.get("id") for c in commands}) != sent:
+            self.findings.append("%s: %d command records (%s) and %d pulses for %d commands" % (
+                gateway, len(commands), [c.get("result") for c in commands], len(pulses), sent))
 
 
 def main(args, seed, rng, fleet_binary):
@@ -434,7 +448,7 @@ def main(args, seed, rng, fleet_binary):
         print("|---:|---:|---:|---:|---:|---:|---:|---|")
         print("| %d (%d offline until the end) | %.1f s | %.1f s | %d canary + %d forged | %d | %.0f / %.0f ms | %d of %d | %s |" % (
             args.gateways, len(steer.offline), steer.figures["half"], steer.figures["all"], len(steer.canary), len(steer.forgeries),
-            args.gateways - len(steer.offline), steer.figures["round trip"][0] * 1000, steer.figures["round trip"][1] * 1000,
+            sum(steer.sent.values()), steer.figures["round trip"][0] * 1000, steer.figures["round trip"][1] * 1000,
             totals["stored"], totals["expected"], ", ".join("%d %s" % (n, k) for k, n in sorted(steer.faults.items()))))
         print()
         for finding in steer.findings:
