@@ -319,7 +319,7 @@ class Steer:
         pulse has ended); one gateway's message delivered again, byte for byte."""
         client = self.logins.client_arguments(self.broker.port, self.logins.FLEET)
         duplicate = online[0]
-        sub = subprocess.Popen(["mosquitto_sub"] + client + ["-t", "locus/%s/remote/command" % duplicate, "-C", "1", "-N", "-W", "60"],
+        sub = subprocess.Popen(["mosquitto_sub"] + client + ["-t", "locus/%s/remote/command" % duplicate, "-C", "1", "-N", "-W", str(60 + len(online) // 5)],
                                stdout=subprocess.PIPE)
         time.sleep(0.5)
         self.sent = collections.Counter()
@@ -352,7 +352,7 @@ class Steer:
                 with lock:
                     if not pending:
                         return
-                    gateway = pending.pop()
+                    gateway = pending.pop(0)
                 done = self.run_fleet(["command", "send", "--gateway", gateway, "--expires", "10min", "--key", self.key]
                                       + self.broker_options() + ["pulse", "buzzer", "200ms"], check=False)
                 if done.returncode != 0:
