@@ -334,6 +334,8 @@ class Steer:
         done = subprocess.run(["mosquitto_pub"] + client + ["-q", "1", "-t", "locus/%s/remote/command" % duplicate, "-s"], input=payload,
                               capture_output=True)
         self.faults["commands delivered twice"] = 1 if done.returncode == 0 and payload else 0
+        if not self.faults["commands delivered twice"]:
+            self.findings.append("the command meant to be delivered twice was not captured: %s" % done.stderr.decode(errors="replace").strip())
         rows = self.postgres.query(
             "select extract(epoch from r.received_at - c.created_at) from commands c join records r "
             "on r.kind = 'command' and r.payload->>'id' = c.id order by 1")
