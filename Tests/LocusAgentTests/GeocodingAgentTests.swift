@@ -232,6 +232,20 @@ import Testing
 
     // MARK: the loop's allocations
 
+    /// One NMEA epoch (RMC and GGA) of second `second`, alternately 80 m and 120 m north of the
+    /// benchmark's 100 m fence centred on 45.0 N, 7.0 E: an event every turn.
+    static func fenceEpoch(_ second: Int) -> [UInt8] {
+        func checksummed(_ body: String) -> String {
+            var checksum: UInt8 = 0
+            for byte in body.utf8.dropFirst() { checksum ^= byte }
+            return body + String(format: "*%02X\r\n", checksum)
+        }
+        let time = String(format: "10%02d%02d.00", (second / 60) % 60, second % 60)
+        let lat = String(format: "45%010.7f,N", (second % 2 == 0 ? 80.0 : 120.0) / 111_132.0 * 60)
+        return Array((checksummed("$GPRMC,\(time),A,\(lat),00700.0000000,E,0.0,0.0,150324,,,A")
+            + checksummed("$GPGGA,\(time),\(lat),00700.0000000,E,1,09,0.8,20.0,M,-30.0,M,,")).utf8)
+    }
+
     /// A loop turn with a fix and an event while annotating (the event's log line, the
     /// subscriber's event and the stream's update each name the place) allocates nothing.
     @Test func aTurnWithAnnotationAllocatesNothing() throws {
@@ -243,18 +257,7 @@ import Testing
         #expect(bench.connect())
         bench.send(#"{"id":1,"op":"subscribe"}"#)
         bench.send(#"{"id":2,"op":"updates"}"#)
-        func epoch(_ second: Int) -> [UInt8] {
-            func checksummed(_ body: String) -> String {
-                var checksum: UInt8 = 0
-                for byte in body.utf8.dropFirst() { checksum ^= byte }
-                return body + String(format: "*%02X\r\n", checksum)
-            }
-            let time = String(format: "10%02d%02d.00", (second / 60) % 60, second % 60)
-            // Alternately 80 m and 120 m north of the 100 m fence's centre: an event every turn.
-            let lat = String(format: "45%010.7f,N", (second % 2 == 0 ? 80.0 : 120.0) / 111_132.0 * 60)
-            return Array((checksummed("$GPRMC,\(time),A,\(lat),00700.0000000,E,0.0,0.0,150324,,,A")
-                + checksummed("$GPGGA,\(time),\(lat),00700.0000000,E,1,09,0.8,20.0,M,-30.0,M,,")).utf8)
-        }
+        let epoch = Self.fenceEpoch
         for second in 0..<20 {
             bench.write(epoch(second))
             bench.turn()

@@ -97,18 +97,7 @@ import TestSupport
         try Self.publish(message, topic: "locus/bench/remote/config", retain: true, port: broker.ports[0], directory: directory)
         for _ in 0..<50 where bench.remoteApplied == 0 { bench.turn() }
         #expect(bench.remoteApplied == 1 && bench.conditions == 2)
-        func epoch(_ second: Int) -> [UInt8] {
-            func checksummed(_ body: String) -> String {
-                var checksum: UInt8 = 0
-                for byte in body.utf8.dropFirst() { checksum ^= byte }
-                return body + String(format: "*%02X\r\n", checksum)
-            }
-            let time = String(format: "10%02d%02d.00", (second / 60) % 60, second % 60)
-            // Alternately 80 m and 120 m north of the 100 m fence's centre: an event every turn.
-            let lat = String(format: "45%010.7f,N", (second % 2 == 0 ? 80.0 : 120.0) / 111_132.0 * 60)
-            return Array((checksummed("$GPRMC,\(time),A,\(lat),00700.0000000,E,0.0,0.0,150324,,,A")
-                + checksummed("$GPGGA,\(time),\(lat),00700.0000000,E,1,09,0.8,20.0,M,-30.0,M,,")).utf8)
-        }
+        let epoch = GeocodingAgentTests.fenceEpoch
         for second in 0..<20 {
             bench.write(epoch(second))
             bench.turn()
