@@ -63,15 +63,12 @@ extension Agent {
             }
             guard logRemote(record, remote, now) else { return false }
             remote.applied(record.version)
-            guard log.reconcile(fresh.site, engine: engine, now: now) else {
+            guard apply(fresh, now, as: "remote") else {
                 // The log took the version's record, then refused the conditions' changes: the
                 // next start applies remote.toml whole.
                 AgentLog.error("locus: remote: configuration version \(record.version) is recorded, but its conditions could not be logged; they take effect at the next start")
                 return true
             }
-            for problem in loaded.changesAtRestart(fresh) { AgentLog.warning("locus: remote: \(problem)") }
-            forEachComponent { $0.reload(fresh, now: now) }
-            outputs.refresh(engine, now, cause: .level) { log.appendGPIO($0, now) }
             AgentLog.notice("locus: remote: applied configuration version \(record.version): \(engine.conditionCount) conditions, \(outputs.plan.actions.count) actions")
             return true
         }

@@ -439,12 +439,20 @@ final class Agent {
             return AgentLog.error("locus: reload: \(loaded.sitePath) has errors (above); keeping the running configuration")
         }
         if let remote = uplink?.remote { fresh = remote.overlay(fresh) }
-        let now = self.now()
-        guard log.reconcile(fresh.site, engine: engine, now: now) else { return }
-        for problem in loaded.changesAtRestart(fresh) { AgentLog.warning("locus: reload: \(problem)") }
+        guard apply(fresh, self.now(), as: "reload") else { return }
+        AgentLog.notice("locus: reloaded: \(engine.conditionCount) conditions, \(outputs.plan.actions.count) actions")
+    }
+
+    /// A checked configuration put in place between two turns (a SIGHUP's, or the fleet's): the
+    /// conditions reconciled into the engine and the log, then every component reloaded and the
+    /// lines refreshed. False, with nothing but the log's reason said, when the log refuses the
+    /// conditions' changes. `what` heads the warnings about what waits for a restart.
+    func apply(_ fresh: LoadedConfig, _ now: AgentTime, as what: String) -> Bool {
+        guard log.reconcile(fresh.site, engine: engine, now: now) else { return false }
+        for problem in loaded.changesAtRestart(fresh) { AgentLog.warning("locus: \(what): \(problem)") }
         forEachComponent { $0.reload(fresh, now: now) }
         outputs.refresh(engine, now, cause: .level) { log.appendGPIO($0, now) }
-        AgentLog.notice("locus: reloaded: \(engine.conditionCount) conditions, \(outputs.plan.actions.count) actions")
+        return true
     }
 
     /// The end: what the loop logs as it stops first (the lines' safe levels, logged before the

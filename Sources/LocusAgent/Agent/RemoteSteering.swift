@@ -71,7 +71,8 @@ final class RemoteSteering {
             counters.duplicates += 1
             return .same
         }
-        switch RemoteSteering.check(message, key: key, gateway: gateway, settings: settings, sitePath: sitePath, applied: applied) {
+        switch RemoteSteering.check(message, key: key, gateway: gateway, settings: settings, sitePath: sitePath, applied: applied,
+                                    digest: result.digest) {
         case .failure(let refusal):
             if refusal.reason.isEmpty { return .same }
             result.version = refusal.version
@@ -99,9 +100,10 @@ final class RemoteSteering {
     }
 
     /// A message checked as a configuration: the site file at `sitePath` with it over it.
-    /// `applied` 0 accepts any version (the start's check of `remote.toml`).
+    /// `applied` 0 accepts any version (the start's check of `remote.toml`); `digest`: the
+    /// message's SHA-256 when the caller has it already.
     static func check(_ message: UnsafeRawBufferPointer, key: [UInt8], gateway: String, settings: SiteConfig.Remote, sitePath: String,
-                      applied: UInt64) -> Result<LoadedConfig, Refusal> {
+                      applied: UInt64, digest: [UInt8]? = nil) -> Result<LoadedConfig, Refusal> {
         let header: FleetHeader
         let report: ConfigReport
         switch verified(message, key: key, settings: settings, name: "fleet configuration") {
@@ -127,7 +129,7 @@ final class RemoteSteering {
             return .failure(Refusal(reason, version: version))
         }
         loaded.remoteVersion = version
-        loaded.remoteDigest = Signatures.sha256(message)
+        loaded.remoteDigest = digest ?? Signatures.sha256(message)
         return .success(loaded)
     }
 
