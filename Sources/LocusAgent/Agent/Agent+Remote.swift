@@ -31,6 +31,7 @@ extension Agent {
 
     /// Every message the uplink read this turn, in order.
     func serveRemote(_ uplink: Uplink, _ remote: RemoteSteering, _ now: AgentTime) {
+        serveRunning(remote, now)
         var handled = 0
         while let (message, bytes) = uplink.nextRemote() {
             let logged: Bool
@@ -70,6 +71,10 @@ extension Agent {
                 return true
             }
             AgentLog.notice("locus: remote: applied configuration version \(record.version): \(engine.conditionCount) conditions, \(outputs.plan.actions.count) actions")
+            let restart = loaded.restartKeysChanged(fresh)
+            if !restart.isEmpty {
+                loop.restart("the fleet's configuration version \(record.version) changes [\(restart.joined(separator: "], ["))], which a restart applies")
+            }
             return true
         }
     }
@@ -85,7 +90,9 @@ extension Agent {
         return true
     }
 
-    /// A command: a duplicate (ignored), refused, or run once its record is logged.
+    /// A command: a duplicate (ignored), refused, or run. One that acts at once logs its record
+    /// first (its id is then never run again); one that takes time (`locate`, `snapshot`) logs
+    /// its record when it ends (`serveRunning`).
     private func command(_ decision: RemoteSteering.CommandDecision, _ remote: RemoteSteering, _ now: AgentTime) -> Bool {
         switch decision {
         case .duplicate:
@@ -94,19 +101,117 @@ extension Agent {
             AgentLog.warning("locus: remote: command \(String(decoding: record.id, as: UTF8.self)) refused: \(String(decoding: record.reason, as: UTF8.self))")
             return logRemote(record, remote, now)
         case .run(let command, let record):
+            let id = String(decoding: record.id, as: UTF8.self)
+            if command.action.takesTime, let busy = remote.busy { return logRemote(remote.failed(record, busy), remote, now) }
             switch command.action {
-            case .pulse:
-                guard let name = FixedName(command.output), let output = outputs.index(of: name), !outputs.isRadioLine(output) else {
-                    let names = outputs.plan.names.map { $0.description }.joined(separator: ", ")
-                    let failed = remote.failed(record, "no output '\(command.output)' the fleet may pulse (the board's outputs: \(names.isEmpty ? "none" : names))")
-                    return logRemote(failed, remote, now)
-                }
-                guard logRemote(record, remote, now) else { return false }
-                AgentLog.info("locus: remote: command \(String(decoding: record.id, as: UTF8.self)): pulse \(command.output) for \(Quantity.formatMs(command.durationMs))")
-                outputs.pulse(output, forMs: command.durationMs, now)
-                outputs.update(now, cause: .pulseStart) { log.appendGPIO($0, now) }
+            case .pulse, .set:
+                return drive(command, record, remote, now)
+            case .locate:
+                return locate(command, record, remote, now)
+            case .snapshot:
+                guard let constraint = command.constraint else { preconditionFailure("a snapshot's [command] has its beacons") }
+                ranging.startSnapshot(constraint)
+                remote.start(record, endsAt: now.monotonic + command.durationMs * 1_000_000)
+                AgentLog.info("locus: remote: command \(id): ranging beacons for \(Quantity.formatMs(command.durationMs))")
                 return true
+            case .republish:
+                guard let uplink else { preconditionFailure("commands come through the uplink") }
+                switch uplink.republish(from: command.from, to: command.to, log: log) {
+                case .failure(let refusal):
+                    return logRemote(remote.failed(record, refusal.reason), remote, now)
+                case .success(let range):
+                    var started = record
+                    started.detail = Array("{\"from\":\(range.lowerBound),\"through\":\(range.upperBound)}".utf8)
+                    return logRemote(started, remote, now)
+                }
             }
         }
+    }
+
+    /// `pulse` and `set`: the output named, if the fleet may drive it. A pulse's record goes first;
+    /// a set's latch record first, then its command record (setting a latch twice changes nothing,
+    /// so a set that comes again because its record could not be logged does no harm).
+    private func drive(_ command: FleetCommand, _ record: LogPayload.RemoteResult, _ remote: RemoteSteering, _ now: AgentTime) -> Bool {
+        let id = String(decoding: record.id, as: UTF8.self)
+        guard let name = FixedName(command.output), let output = outputs.index(of: name), !outputs.isRadioLine(output) else {
+            let names = outputs.plan.names.map { $0.description }.joined(separator: ", ")
+            let failed = remote.failed(record, "no output '\(command.output)' the fleet may drive (the board's outputs: \(names.isEmpty ? "none" : names))")
+            return logRemote(failed, remote, now)
+        }
+        if command.action == .pulse {
+            guard logRemote(record, remote, now) else { return false }
+            AgentLog.info("locus: remote: command \(id): pulse \(command.output) for \(Quantity.formatMs(command.durationMs))")
+            outputs.pulse(output, forMs: command.durationMs, now)
+            outputs.update(now, cause: .pulseStart) { log.appendGPIO($0, now) }
+            return true
+        }
+        if outputs.isLatched(output) != command.value {
+            do { try log.appendLatch(name, set: command.value, now) } catch {
+                AgentLog.warning("locus: remote: command \(id): the latch cannot be logged now (\(error)); the broker will send it again")
+                return false
+            }
+            outputs.setLatch(output, command.value)
+            log.setLatched(outputs.latchedNames)
+        }
+        guard logRemote(record, remote, now) else { return false }
+        AgentLog.info("locus: remote: command \(id): \(command.output) latched \(command.value ? "on" : "off")")
+        outputs.update(now, cause: command.value ? .latchSet : .latchCleared) { log.appendGPIO($0, now) }
+        return true
+    }
+
+    /// `locate`: answered at once by a recent fix accurate enough, else the receiver is woken
+    /// until one comes or the timeout passes (`fleetLocated`).
+    private func locate(_ command: FleetCommand, _ record: LogPayload.RemoteResult, _ remote: RemoteSteering, _ now: AgentTime) -> Bool {
+        guard loaded.site.fixPrivacy != .none else {
+            return logRemote(remote.failed(record, "[privacy] fixes = \"none\": this gateway gives no positions"), remote, now)
+        }
+        switch updates.locate(updates.fleetSlot, id: nil, accuracy: command.accuracy, maxAgeMs: LocateRequests.defaultMaxAgeMs,
+                              timeoutMs: command.timeoutMs, now, receiver: gnss.receiverState) {
+        case .answered(let fix, let ageMs):
+            var answered = record
+            answered.detail = Array(updates.fleetLocated(fix, ageMs: ageMs, accuracyLimited: false))
+            return logRemote(answered, remote, now)
+        case .waiting:
+            remote.start(record, endsAt: nil)
+            AgentLog.info("locus: remote: command \(String(decoding: record.id, as: UTF8.self)): locating (at most \(Quantity.formatMs(command.timeoutMs)))")
+            return true
+        case .busy:
+            preconditionFailure("the fleet's location request slot is free while no command takes time")
+        }
+    }
+
+    /// The fleet's `locate` answered after its wait (`LiveUpdates.Item.fleetLocated`).
+    func fleetLocated(_ detail: UnsafeRawBufferPointer?, _ now: AgentTime) {
+        guard let remote = uplink?.remote else { return }
+        if let detail { remote.finish(detail: detail) } else { remote.finish(detail: nil, failure: "no fix with a position within the timeout") }
+        logFinished(remote, now)
+    }
+
+    /// Each turn: a snapshot whose time is up is rendered, and a finished command's record
+    /// logged (tried again at the next turn while the log cannot take it).
+    func serveRunning(_ remote: RemoteSteering, _ now: AgentTime) {
+        guard let running = remote.running else { return }
+        if !running.finished, let endsAt = running.endsAt, now.monotonic >= endsAt {
+            remote.finish(detail: ranging.takeSnapshot(beacons: Agent.snapshotBeacons, now))
+        }
+        logFinished(remote, now)
+    }
+
+    /// A snapshot's record holds its nearest beacons that fit the detail beside the frame's own
+    /// members.
+    static let snapshotBeacons = (LogPayload.RemoteResult.maximumDetailBytes - RangingJSON.maximumFrameBytes) / RangingJSON.maximumBeaconBytes
+
+    private func logFinished(_ remote: RemoteSteering, _ now: AgentTime) {
+        guard let record = remote.finishedRecord, log.appendRemote(record, now) else { return }
+        remote.logged(record)
+        AgentLog.info("locus: remote: command \(String(decoding: record.id, as: UTF8.self)) \(record.result.name)")
+    }
+
+    /// At a clean stop, the command under way ends failed, and says so.
+    func stopRemote(_ now: AgentTime) {
+        guard let remote = uplink?.remote, remote.running != nil else { return }
+        if remote.running?.endsAt != nil { _ = ranging.takeSnapshot(beacons: 0, now) }
+        remote.finish(detail: nil, failure: "the agent stopped before it answered")
+        logFinished(remote, now)
     }
 }

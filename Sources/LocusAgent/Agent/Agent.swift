@@ -165,15 +165,20 @@ final class Agent {
     // MARK: the loop
 
     /// Runs until SIGTERM or SIGINT; returns the exit status. The loop is meant never to end
-    /// otherwise: only a signal or a failing poll(2) clears `running`.
+    /// otherwise: only a signal, a failing poll(2) or a restart the fleet's configuration needs
+    /// clears `running`.
     func run() -> Int32 {
         start()
         while loop.running {
             turn()
         }
         shutdown()
-        return 0
+        return loop.restarting ? Agent.restartStatus : 0
     }
+
+    /// The exit status of a stop to be started again (EX_TEMPFAIL): the service's
+    /// `Restart=always` starts the agent again, which applies what a SIGHUP cannot.
+    static let restartStatus: Int32 = 75
 
     /// Before the first turn: start-up's freed memory back to the kernel, systemd told.
     func start() {
@@ -259,6 +264,7 @@ final class Agent {
         var next = NextDeadline(now: now)
         next.consider(engine.nextDeadline())
         forEachComponent { $0.deadlines(&next) }
+        next.consider(uplink?.remote?.running?.endsAt)
         return next.earliest
     }
 
@@ -298,6 +304,7 @@ final class Agent {
             case .visit(let visit): log.appendVisit(visit, now)
             case .stream(let slot, let line): if !control.sendStream(slot, line) { updates.endStream(slot) }
             case .reply(let slot, let line): control.sendReply(slot, line)
+            case .fleetLocated(let detail): fleetLocated(detail, now)
             }
         }
         var orders = 0
@@ -461,6 +468,7 @@ final class Agent {
     /// record.
     func shutdown() {
         let now = self.now()
+        stopRemote(now)
         outputs.recordLevels(.safe) { log.appendGPIO($0, now) }
         uplink?.commitAtShutdown(log, now: now)
         forEachComponent { $0.shutdown(now: now) }

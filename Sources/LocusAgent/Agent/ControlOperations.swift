@@ -174,11 +174,11 @@ enum ControlOperations {
             connections.ok(request, result: "not latched")
             return false
         }
-        do { try log.appendLatchCleared(name, now) } catch {
+        do { try log.appendLatch(name, set: false, now) } catch {
             connections.refuse(request, .unavailable, "the clear could not be logged: \(error)")
             return false
         }
-        outputs.clearLatch(index)
+        outputs.setLatch(index, false)
         log.setLatched(outputs.latchedNames)
         AgentLog.info("locus: control: latch \(name) cleared")
         connections.ok(request, result: "cleared")

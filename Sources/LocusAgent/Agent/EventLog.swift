@@ -513,8 +513,10 @@ final class EventLog: LoopComponent {
         engine.remove(monitor: monitor, identifier: identifier)
     }
 
-    func appendLatchCleared(_ output: FixedName, _ now: AgentTime) throws(LogStoreError) {
-        try session?.persistence.gpio(LogPayload.GPIOChange(output: output, value: false, cause: .latchCleared), time: now.utc)
+    /// A latch set (the fleet's `set ... on`) or cleared (`locus gpio clear`, `set ... off`),
+    /// logged before the output moves.
+    func appendLatch(_ output: FixedName, set: Bool, _ now: AgentTime) throws(LogStoreError) {
+        try session?.persistence.gpio(LogPayload.GPIOChange(output: output, value: set, cause: set ? .latchSet : .latchCleared), time: now.utc)
     }
 
     // MARK: readers

@@ -38,6 +38,9 @@ final class LiveUpdates: LoopComponent {
         case stream(slot: Int, line: UnsafeRawBufferPointer?)
         /// The reply to a location request that waited, for control slot `slot`.
         case reply(slot: Int, line: UnsafeRawBufferPointer)
+        /// The answer to the fleet's `locate` that waited: `fleetLocated`'s object, or nil when
+        /// no fix came within its timeout.
+        case fleetLocated(UnsafeRawBufferPointer?)
     }
 
     /// How a location request started (`locate`).
@@ -73,6 +76,8 @@ final class LiveUpdates: LoopComponent {
     private var line = JSONWriter(capacity: LiveUpdates.streamBytes)
     /// Location requests waiting, the last fix that answers one at once, what they came to.
     private var requests: LocationRequests
+    /// The fleet's `locate`'s request slot: the one past the control connections'.
+    let fleetSlot: Int
 
     /// Opens the motion input, if the site names one (the board's input of that name).
     init(loaded: LoadedConfig, slots: Int, stateDirectory: String) throws(GPIOError) {
@@ -83,7 +88,8 @@ final class LiveUpdates: LoopComponent {
         privacy = loaded.site.fixPrivacy
         places = loaded.placeLabels
         streams = UpdateStreams(slots: slots, batchCount: site.batchCount)
-        requests = LocationRequests(slots: slots)
+        requests = LocationRequests(slots: slots + 1)
+        fleetSlot = slots
         motion = try MotionInput(loaded: loaded, stateDirectory: stateDirectory)
     }
 
@@ -301,6 +307,34 @@ final class LiveUpdates: LoopComponent {
         ControlReply.located(request.id, fix, ageMs: ageMs, accuracyLimited: request.outcome == .accuracyLimited, places: places, into: &line)
     }
 
+    /// The fleet's `locate` answered after a wait: its object, nil when no fix came.
+    private func renderFleetLocated(_ request: LocateRequests.Request) -> UnsafeRawBufferPointer? {
+        guard let best = request.best, request.outcome != .unavailable else {
+            requests.answeredUnavailable()
+            return nil
+        }
+        requests.answered(located: request.outcome == .located)
+        let ageMs = (request.answeredNs - (best.time?.totalNanoseconds ?? request.answeredNs)) / 1_000_000
+        return fleetLocated(best, ageMs: ageMs, accuracyLimited: request.outcome == .accuracyLimited)
+    }
+
+    /// A fix as the fleet's `locate` answers with it, filtered per `[privacy]`:
+    /// `{"fix":{TPV},"age_s":A,"accuracy_limited":B}` (and `place` with `[geocoding] annotate`).
+    func fleetLocated(_ fix: Fix, ageMs: Int64, accuracyLimited: Bool) -> UnsafeRawBufferPointer {
+        line.reset()
+        let shown = PrivacyFilter.shownFix(fix, privacy)
+        line.beginObject()
+        line.key("fix")
+        FixJSON.write(shown, into: &line)
+        line.number("age_s", Double(max(0, ageMs)) / 1_000, decimals: 3)
+        line.boolean("accuracy_limited", accuracyLimited)
+        if let places, shown.hasPosition, let latitude = shown.latitude, let longitude = shown.longitude {
+            places.writeMember(latitude: latitude, longitude: longitude, into: &line)
+        }
+        line.endObject()
+        return line.bytes
+    }
+
     /// The last fix's position as a client may see it (`[privacy]`), for ranking places by
     /// nearness (`geocode`); nil without a fix or with `fixes = "none"`.
     var lastPosition: GeoPoint? {
@@ -358,6 +392,7 @@ final class LiveUpdates: LoopComponent {
             }
         }
         if requests.pending.answeredCount > 0, let answered = requests.pending.nextAnswered() {
+            if answered.slot == fleetSlot { return .fleetLocated(renderFleetLocated(answered.request)) }
             renderLocated(answered.request)
             return .reply(slot: answered.slot, line: line.bytes)
         }

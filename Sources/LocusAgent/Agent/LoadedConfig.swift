@@ -149,19 +149,31 @@ struct LoadedConfig {
 
     /// What of `fresh` a SIGHUP cannot apply: capacities, `[updates]`, the board file take
     /// effect at the next start (one sentence each, for the log).
+    /// The fleet's keys that a restart applies (`SiteConfig.Remote.restartKeys`) whose values
+    /// `fresh` changes: the agent restarts itself to apply them.
+    func restartKeysChanged(_ fresh: LoadedConfig) -> [String] {
+        var keys: [String] = []
+        if updatesDiffer(fresh) { keys.append("updates") }
+        if fresh.site.geocoding != site.geocoding { keys.append("geocoding") }
+        return keys
+    }
+
+    /// Whether `[updates]` differs in what the live updates set up at start.
+    private func updatesDiffer(_ fresh: LoadedConfig) -> Bool {
+        let (before, after) = (site.updates, fresh.site.updates)
+        return before.preset != after.preset || before.accuracy != after.accuracy || before.batchCount != after.batchCount
+            || before.batchAgeMs != after.batchAgeMs || before.distanceFilterM != after.distanceFilterM
+            || before.significantChange != after.significantChange || before.visitMinimumMs != after.visitMinimumMs
+            || before.stationaryWindowMs != after.stationaryWindowMs || before.motionInput != after.motionInput
+    }
+
     func changesAtRestart(_ fresh: LoadedConfig) -> [String] {
         var changes: [String] = []
         let (was, new) = (site.capacity, fresh.site.capacity)
         if was.conditions != new.conditions || was.events != new.events || was.subscribers != new.subscribers {
             changes.append("[capacity] changes take effect at the next start")
         }
-        let (before, after) = (site.updates, fresh.site.updates)
-        if before.preset != after.preset || before.accuracy != after.accuracy || before.batchCount != after.batchCount
-            || before.batchAgeMs != after.batchAgeMs || before.distanceFilterM != after.distanceFilterM
-            || before.significantChange != after.significantChange || before.visitMinimumMs != after.visitMinimumMs
-            || before.stationaryWindowMs != after.stationaryWindowMs || before.motionInput != after.motionInput {
-            changes.append("[updates] changes take effect at the next start")
-        }
+        if updatesDiffer(fresh) { changes.append("[updates] changes take effect at the next start") }
         if fresh.boardPath != boardPath { changes.append("a different board file takes effect at the next start") }
         if fresh.site.health != site.health { changes.append("[health] changes take effect at the next start") }
         if fresh.site.uplink != site.uplink { changes.append("[uplink] changes take effect at the next start") }

@@ -19,6 +19,9 @@ final class LoopHousekeeping: LoopComponent {
     private var timerIndex: PollSet.Index? = nil
     /// False once SIGTERM or SIGINT arrived, or poll(2) failed: the loop ends after this turn.
     private(set) var running = true
+    /// The loop ended to restart the agent (a fleet configuration a restart applies): the exit
+    /// status asks the service manager for it (`Agent.restartStatus`).
+    private(set) var restarting = false
     private(set) var turns = 0
     /// The poll set's refusals already logged (each new one is logged: it means a component
     /// registered more than its `maximumDescriptors`).
@@ -87,6 +90,13 @@ final class LoopHousekeeping: LoopComponent {
             return false
         }
         return true
+    }
+
+    /// Ends the loop after this turn, for the service manager to start the agent again.
+    func restart(_ why: String) {
+        AgentLog.notice("locus: restarting: \(why)")
+        running = false
+        restarting = true
     }
 
     /// Takes the timer's expiry and the signals that arrived. SIGTERM and SIGINT end the loop;

@@ -144,8 +144,8 @@ final class Outputs: LoopComponent {
         plan.pulse(index, untilNs: now.monotonic.nanoseconds + forMs * 1_000_000)
     }
 
-    /// `locus gpio clear`: the caller has logged it.
-    func clearLatch(_ output: Int) { plan.setLatch(output, false) }
+    /// `locus gpio clear`, the fleet's `set`: the caller has logged it.
+    func setLatch(_ output: Int, _ value: Bool) { plan.setLatch(output, value) }
 
     /// Level actions follow the records' states (`pending`, when given, counts as handled), then
     /// the lines move (`update`).

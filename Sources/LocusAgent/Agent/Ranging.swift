@@ -30,10 +30,14 @@ final class Ranging: LoopComponent {
     /// Lines sent since start (for status).
     private(set) var lines = 0
 
+    /// One ranger slot per control connection, and one more for the fleet's `snapshot`.
     init(slots: Int, beaconCapacity: Int = BeaconRanger.defaultBeaconCapacity) {
-        ranger = BeaconRanger(beaconCapacity: beaconCapacity, slots: max(1, slots))
+        ranger = BeaconRanger(beaconCapacity: beaconCapacity, slots: max(1, slots) + 1)
         due = Array(repeating: nil, count: max(1, slots))
     }
+
+    /// The fleet's snapshot's ranger slot: the one past the control connections'.
+    private var snapshotSlot: Int { due.count }
 
     /// Whether any connection ranges: the loop passes sightings only then.
     var isActive: Bool { ranger.activeCount > 0 }
@@ -48,7 +52,8 @@ final class Ranging: LoopComponent {
 
     func status(into line: inout JSONWriter) {
         line.beginObject("ranging")
-        line.integer("streams", ranger.activeCount)
+        line.integer("streams", ranger.activeCount - (ranger.isRanging(snapshotSlot) ? 1 : 0))
+        line.boolean("snapshot", ranger.isRanging(snapshotSlot))
         line.integer("beacons", ranger.count)
         line.integer("capacity", ranger.beaconCapacity)
         line.integer("refused_sightings", ranger.refusedSightings)
@@ -74,6 +79,29 @@ final class Ranging: LoopComponent {
         due[slot] = nil
         ranger.stop(slot: slot)
         AgentLog.info("locus: ranging: stream \(slot) closed")
+    }
+
+    /// The fleet's `snapshot`: ranged like a connection's, with no lines due; `takeSnapshot`
+    /// renders it at its end.
+    func startSnapshot(_ constraint: BeaconIdentityConstraint) {
+        ranger.start(slot: snapshotSlot, constraint)
+        AgentLog.info("locus: ranging: the fleet's snapshot started (\(ranger.activeCount) ranging)")
+    }
+
+    /// The snapshot's frame as one JSON object (its `beacons` nearest first, at most `beacons`;
+    /// the others counted in `more`), and its ranging ended.
+    func takeSnapshot(beacons: Int, _ now: AgentTime) -> UnsafeRawBufferPointer {
+        let slot = snapshotSlot
+        precondition(ranger.isRanging(slot), "the fleet's snapshot is ranging")
+        ranger.expire(now: now.utc)
+        expiredAtNs = now.utc.totalNanoseconds
+        line.reset()
+        let frame = ranger.range(slot: slot, now: now.utc)
+        RangingJSON.frame(ranger.constraint(slot), time: now.utc, frame, ranger, beaconsPerLine: beacons, into: &line)
+        ranger.stop(slot: slot)
+        let bytes = line.bytes
+        // The frame without its line's newline.
+        return UnsafeRawBufferPointer(rebasing: bytes[0..<(bytes.count - 1)])
     }
 
     // MARK: values from the loop

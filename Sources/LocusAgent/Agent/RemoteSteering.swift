@@ -26,6 +26,8 @@ final class RemoteSteering {
     private var refusedDigests: Set<[UInt8]>
     private(set) var counters = Counters()
     private(set) var lastRefusal: String? = nil
+    /// The command that takes time, under way (nil: none).
+    private(set) var running: Running? = nil
 
     struct Counters {
         var configurations = 0
@@ -87,6 +89,7 @@ final class RemoteSteering {
     /// A record is in the log: a command's id is never run again, a refused configuration never
     /// refused again. (Not before: a message whose record the log could not take comes again.)
     func logged(_ record: LogPayload.RemoteResult) {
+        if let current = running, current.finished, current.record.id == record.id { running = nil }
         switch record.kind {
         case .command: if !record.id.isEmpty { commandIDs.insert(String(decoding: record.id, as: UTF8.self)) }
         case .config: if record.result == .refused && !record.digest.isEmpty { refusedDigests.insert(record.digest) }
@@ -220,6 +223,53 @@ final class RemoteSteering {
     /// A command that cannot act here (an output that is not there): its record says failed.
     func failed(_ result: LogPayload.RemoteResult, _ reason: String) -> LogPayload.RemoteResult { refused(result, reason, as: .failed) }
 
+    // MARK: commands that take time
+
+    /// A `locate` or `snapshot` under way, one at a time. Its id is taken when it starts (a second
+    /// delivery is a duplicate); its record, with what it found, is logged when it ends, and the
+    /// broker's message was acknowledged at its start. A restart before the end leaves no record:
+    /// the fleet shows the command expired without an answer.
+    struct Running {
+        var record: LogPayload.RemoteResult
+        /// A snapshot's end; nil for a locate (the live updates answer it).
+        let endsAt: MonotonicInstant?
+        /// The record is complete and waits for the log to take it.
+        var finished = false
+    }
+
+    /// `record`'s command started; it ends at `endsAt` (a snapshot), or when the live updates
+    /// answer it (a locate).
+    func start(_ record: LogPayload.RemoteResult, endsAt: MonotonicInstant?) {
+        precondition(running == nil, "one command that takes time at a time")
+        precondition(record.result == .done, "a command starts once checked")
+        commandIDs.insert(String(decoding: record.id, as: UTF8.self))
+        running = Running(record: record, endsAt: endsAt)
+    }
+
+    /// Why a command that takes time cannot start now, or nil.
+    var busy: String? {
+        guard let running else { return nil }
+        return "command \(String(decoding: running.record.id, as: UTF8.self)) (\(String(decoding: running.record.action, as: UTF8.self))) is under way; send it again when that one has answered"
+    }
+
+    /// The command under way ends: done with what it found (`detail`, one JSON object), or failed
+    /// for `reason`. Its record waits in `running` until the log takes it (`takeFinished`).
+    func finish(detail: UnsafeRawBufferPointer?, failure reason: String? = nil) {
+        guard var current = running, !current.finished else { return }
+        if let reason {
+            current.record = failed(current.record, reason)
+        } else if let detail, detail.count <= LogPayload.RemoteResult.maximumDetailBytes {
+            current.record.detail = Array(detail)
+        } else {
+            current.record = failed(current.record, "its answer (\(detail?.count ?? 0) bytes) does not fit a record")
+        }
+        current.finished = true
+        running = current
+    }
+
+    /// The finished command's record, for the log; `logged` then ends it.
+    var finishedRecord: LogPayload.RemoteResult? { running?.finished == true ? running!.record : nil }
+
     // MARK: the start
 
     /// The site file with `remote.toml` over it, checked again (the key or the site file may
@@ -262,6 +312,12 @@ final class RemoteSteering {
         line.integer("commands", counters.commands)
         line.integer("refused", counters.refused)
         line.integer("duplicates", counters.duplicates)
+        if let running {
+            line.beginObject("running")
+            line.string("id", String(decoding: running.record.id, as: UTF8.self))
+            line.string("action", String(decoding: running.record.action, as: UTF8.self))
+            line.endObject()
+        }
         if let lastRefusal { line.string("last_refusal", lastRefusal) } else { line.null("last_refusal") }
         line.endObject()
     }

@@ -36,7 +36,8 @@ final class Uplink: LoopComponent {
     static let outputBytes = 96 << 10
     /// Room kept in the output for what one step writes (an event and its state, or a discovery
     /// config), with topics and headers.
-    static let eventRoom = UplinkJSON.maximumDiscoveryBytes + UplinkJSON.maximumEventBytes + UplinkJSON.maximumStateBytes + 1024
+    static let eventRoom = max(UplinkJSON.maximumDiscoveryBytes + UplinkJSON.maximumEventBytes + UplinkJSON.maximumStateBytes,
+                               UplinkJSON.maximumRemoteBytes + UplinkTopics.maximumPrefixBytes) + 1024
 
     let settings: SiteConfig.Uplink
     private let connection: BrokerConnection
@@ -54,6 +55,8 @@ final class Uplink: LoopComponent {
     private var remoteMessages: [RemoteInbox.Message] = []
     /// The packet id of the remote subscription's SUBSCRIBE (its SUBACK's).
     private var remoteSubscription: UInt16? = nil
+    /// The fleet's `republish` under way (nil: none).
+    private var republishing: Republish? = nil
 
     var gateway: String { String(decoding: rendering.topics.gateway, as: UTF8.self) }
 
@@ -133,6 +136,13 @@ final class Uplink: LoopComponent {
         // PUBACKs for no message in flight: a broker's mistake, counted, never acted on.
         line.integer("unknown_acknowledgements", counters.unknownAcknowledgements)
         if let lastError { line.string("last_error", lastError) } else { line.null("last_error") }
+        if let republishing {
+            line.beginObject("republishing")
+            line.integer("from", republishing.from)
+            line.integer("through", republishing.through)
+            line.integer("position", republishing.tail.position)
+            line.endObject()
+        }
         line.endObject()
         remote?.status(into: &line)
     }
@@ -193,6 +203,7 @@ final class Uplink: LoopComponent {
         guard connection.isOpen else { return }
         announce(engine: engine, outputs: outputs)
         publishFromLog(log)
+        if republishing != nil { republishFromLog(log) }
         if let problem = connection.flush(nowNs) { lost(problem, now) }
         outbox.reportDeleted(log)
     }
@@ -235,6 +246,8 @@ final class Uplink: LoopComponent {
         // What was in flight was not acknowledged: the tail goes back to the delivered position,
         // so the next connection sends it again.
         outbox.rewind(connection.session.window)
+        // A republish's messages in flight were not acknowledged either: its range starts again.
+        if let republishing { republishing.tail.reposition(after: republishing.from - 1) }
         let (delayNs, wasOpen) = connection.session.lost(now: now.monotonic, random: Randomness.next())
         if lastError != problem || wasOpen {
             AgentLog.warning("locus: uplink: \(problem); trying again in \(Quantity.describe(nanoseconds: delayNs))")
@@ -411,9 +424,15 @@ final class Uplink: LoopComponent {
     /// One log record: false when there is no room for it now, or it is not yet durable (it comes
     /// again next turn). The fleet keeps one copy per (gateway, seq): a record a power cut could
     /// still take must not leave, since its seq would then be given to another record.
-    private func publish(_ header: LogRecordHeader, _ bytes: UnsafeRawBufferPointer, durable: UInt64) -> Bool {
+    ///
+    /// `again`: a record the fleet's `republish` asked for, not the outbox's: its messages are not
+    /// retained (a retained topic keeps the newest state, not this one), carry no "prev" (the
+    /// chain is the outbox's), move no cursor (the window holds them as sequence 0), and fixes
+    /// are not thinned.
+    private func publish(_ header: LogRecordHeader, _ bytes: UnsafeRawBufferPointer, durable: UInt64, again: Bool = false) -> Bool {
         guard header.sequence <= durable else { return false }
         guard connection.session.window.free >= 2 && hasRoom else { return false }
+        if again { return publishAgain(header, bytes) }
         precondition(header.sequence > outbox.position, "the tail hands over records after its position")
         let before = outbox.read(header)
         var reader = ByteReader(bytes)
@@ -449,6 +468,88 @@ final class Uplink: LoopComponent {
             outbox.publishedFix(timeNs: timeNs, intervalMs: settings.fixIntervalMs)
             rendering.fix(fix, sequence: sequence)
             send(rendering.topics.fix(), retain: false, sequence: sequence, timeNs: timeNs, chained: before)
+        default:
+            break
+        }
+        return true
+    }
+
+    // MARK: the fleet's republish
+
+    /// A range of the log to publish again (`republish`), read by its own tail.
+    struct Republish {
+        let tail: LogTail
+        let from: UInt64
+        let through: UInt64
+        var published = 0
+    }
+
+    /// The fleet's `republish from...to`: the records the log still has in the range go out again
+    /// beside the outbox's, from the next turn. The range as it will be sent (`to` cut to the
+    /// log's newest record), or why not.
+    func republish(from: UInt64, to: UInt64, log: EventLog) -> Result<ClosedRange<UInt64>, RepublishRefusal> {
+        guard republishing == nil else { return .failure(RepublishRefusal("a republish is under way already (\(republishing!.from)...\(republishing!.through))")) }
+        guard from <= log.newest else { return .failure(RepublishRefusal("the log's newest record is \(log.newest); nothing from \(from) on")) }
+        let through = min(to, log.newest)
+        republishing = Republish(tail: LogTail(after: from - 1, bufferBytes: 16 << 10), from: from, through: through)
+        AgentLog.notice("locus: uplink: republishing log records \(from) to \(through) for the fleet")
+        return .success(from...through)
+    }
+
+    struct RepublishRefusal: Error {
+        let reason: String
+        init(_ reason: String) { self.reason = reason }
+    }
+
+    /// The range's next records, as far as the window and the output have room; done when its
+    /// tail reaches the end of the range.
+    private func republishFromLog(_ log: EventLog) {
+        guard let range = republishing, connection.session.window.free >= 2 && hasRoom else { return }
+        let durable = log.durable
+        let through = range.through
+        var published = 0
+        let read = log.readTail(range.tail) { header, bytes in
+            guard header.sequence <= through else { return false }
+            guard publish(header, bytes, durable: durable, again: true) else { return false }
+            published += 1
+            return true
+        }
+        republishing?.published += published
+        if let read, read.missing > 0 {
+            AgentLog.warning("locus: uplink: republish: \(read.missing) records of the range were deleted by retention")
+        }
+        if range.tail.position >= through {
+            AgentLog.notice("locus: uplink: republished log records \(range.from) to \(through) (\(republishing!.published) records)")
+            republishing = nil
+        }
+    }
+
+    /// One record of a republish (room checked by the caller).
+    private func publishAgain(_ header: LogRecordHeader, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        var reader = ByteReader(bytes)
+        let sequence = header.sequence, timeNs = header.time
+        switch LogRecordType(rawValue: header.typeCode) {
+        case .event? where settings.content.contains(.events):
+            guard let event = LogPayload.readEvent(&reader) else { return true }
+            rendering.event(event, sequence: sequence, previous: nil)
+            send(rendering.topics.event(monitor: event.monitor, identifier: event.identifier), retain: false, sequence: 0, timeNs: timeNs)
+        case .gpio? where settings.content.contains(.gpio):
+            guard let change = LogPayload.readGPIO(&reader) else { return true }
+            rendering.gpio(change, timeNs: timeNs, sequence: sequence, previous: nil)
+            send(rendering.topics.gpio(output: change.output), retain: false, sequence: 0, timeNs: timeNs)
+        case .visit? where settings.content.contains(.visits):
+            guard let visit = LogPayload.readVisit(&reader) else { return true }
+            rendering.visit(visit, sequence: sequence, previous: nil)
+            send(rendering.topics.visit(), retain: false, sequence: 0, timeNs: timeNs)
+        case .remote?:
+            guard let remote = LogPayload.readRemote(&reader) else { return true }
+            rendering.remote(remote, timeNs: timeNs, sequence: sequence, previous: nil)
+            send(remote.kind == .config ? rendering.topics.remoteConfig() : rendering.topics.remoteCommand(), retain: false,
+                 sequence: 0, timeNs: timeNs)
+        case .fix? where settings.content.contains(.fixes):
+            guard let fix = LogPayload.readFix(&reader) else { return true }
+            rendering.fix(fix, sequence: sequence)
+            send(rendering.topics.fix(), retain: false, sequence: 0, timeNs: timeNs)
         default:
             break
         }

@@ -247,7 +247,7 @@ enum LogExport {
     }
 
     /// A configuration's version or a command's id and action, the result, the message's digest
-    /// and the reason of a refusal or failure.
+    /// the reason of a refusal or failure, and what a command found.
     static func writeMembers(_ remote: LogPayload.RemoteResult, into line: inout JSONWriter) {
         switch remote.kind {
         case .config:
@@ -261,6 +261,7 @@ enum LogExport {
         line.string("result", remote.result.name)
         if !remote.digest.isEmpty { line.string("digest", remote.digest.withUnsafeBytes { HexText.string($0) }) }
         if !remote.reason.isEmpty { line.string("reason", String(decoding: remote.reason, as: UTF8.self)) }
+        if !remote.detail.isEmpty { remote.detail.withUnsafeBytes { line.raw("detail", $0) } }
     }
 
     static func writeMembers(_ change: LogPayload.GPIOChange, into line: inout JSONWriter) {

@@ -101,25 +101,56 @@ public struct FleetHeader: Equatable {
     }
 }
 
-/// A command's `[command]` table: what the gateway is asked to do.
+/// A command's `[command]` table: what the gateway is asked to do (docs/remote.md, "Commands").
 public struct FleetCommand: Equatable {
-    /// What this version runs. (Locating now, a ranging snapshot and publishing a range of the
-    /// log again are the next ones; a gateway refuses an action it does not know, naming the
-    /// ones it does.)
+    /// What a gateway can be asked to do. A gateway refuses an action it does not know, and one
+    /// its site does not allow (`[remote] commands`), naming the ones it takes.
     public enum Action: CaseIterable, Equatable, Sendable {
         /// The output active for `durationMs`.
         case pulse
+        /// The output latched active (`value`) or its latch cleared, as `locus gpio clear` does.
+        case set
+        /// One location: the last fix when it is recent and accurate enough, else the receiver
+        /// woken until one is (CLLocationManager.requestLocation), within `timeoutMs`.
+        case locate
+        /// The beacons matching `constraint`, ranged for `durationMs`, nearest first.
+        case snapshot
+        /// The log's records `from` through `to` published again (the store keeps one of each).
+        case republish
 
         public var name: String {
             switch self {
             case .pulse: return "pulse"
+            case .set: return "set"
+            case .locate: return "locate"
+            case .snapshot: return "snapshot"
+            case .republish: return "republish"
             }
         }
+
+        /// Whether the command's result comes later than the turn it arrives in (its record is
+        /// logged when it ends).
+        public var takesTime: Bool { self == .locate || self == .snapshot }
     }
 
+    public static let longestSnapshotMs: Int64 = 60_000
+    public static let longestLocateMs: Int64 = 600_000
+
     public var action: Action
+    /// `pulse`, `set`: the board's output.
     public var output = ""
+    /// `pulse`: how long; `snapshot`: how long to range.
     public var durationMs: Int64 = 0
+    /// `set`: latched active (true) or cleared.
+    public var value = false
+    /// `locate`: the accuracy tier the fix must meet (nil: the site's), and how long to try.
+    public var accuracy: AccuracyTier? = nil
+    public var timeoutMs: Int64 = 0
+    /// `snapshot`: the beacons ranged.
+    public var constraint: BeaconIdentityConstraint? = nil
+    /// `republish`: the log's records `from...to`.
+    public var from: UInt64 = 0
+    public var to: UInt64 = 0
 
     public init(action: Action) { self.action = action }
 
@@ -138,6 +169,33 @@ public struct FleetCommand: Equatable {
         case .pulse:
             command.output = section.string("output", required: true) ?? ""
             command.durationMs = section.duration("duration", in: 1...3_600_000, required: true) ?? 0
+        case .set:
+            command.output = section.string("output", required: true) ?? ""
+            command.value = section.choice("value", [("on", true), ("off", false)], required: true) ?? false
+        case .locate:
+            command.accuracy = section.choice("accuracy", AccuracyTier.names)
+            command.timeoutMs = section.duration("timeout", in: 1_000...longestLocateMs) ?? 30_000
+        case .snapshot:
+            command.durationMs = section.duration("duration", in: 1_000...longestSnapshotMs) ?? 5_000
+            if let text = section.string("uuid", required: true) {
+                if let uuid = BeaconUUID(text) {
+                    let major = section.integer("major", in: 0...65_535).map { UInt16($0) }
+                    let minor = section.integer("minor", in: 0...65_535).map { UInt16($0) }
+                    if minor != nil && major == nil {
+                        section.report.fail(at: section.offset(of: "minor"), "'\(section.label("minor"))' needs a major")
+                    } else {
+                        command.constraint = BeaconIdentityConstraint(uuid: uuid, major: major, minor: minor)
+                    }
+                } else {
+                    section.report.fail(at: section.offset(of: "uuid"), "'\(section.label("uuid"))' is not a UUID like E2C56DB5-DFFB-48D2-B060-D0F5A71096E0")
+                }
+            }
+        case .republish:
+            let from = section.integer("from", in: 1...Int64.max, required: true) ?? 1
+            let to = section.integer("to", in: 1...Int64.max, required: true) ?? 1
+            if to < from { section.report.fail(at: section.offset(of: "to"), "'\(section.label("to"))' (\(to)) is before 'from' (\(from))") }
+            command.from = UInt64(from)
+            command.to = UInt64(max(from, to))
         }
         return command
     }

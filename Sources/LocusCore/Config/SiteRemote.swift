@@ -2,9 +2,12 @@
 /// the gateway takes nothing from the fleet: its uplink does not even subscribe.
 extension SiteConfig {
     public struct Remote: Equatable {
-        /// The top-level keys of a site file a fleet configuration may replace: what a SIGHUP
-        /// applies between two turns. The others take effect at a restart, or are the site's own.
-        public static let settableKeys = ["monitor", "action", "privacy"]
+        /// The top-level keys of a site file a fleet configuration may replace. The others are
+        /// the site's own (board, state, log, access, uplink, remote, health, capacity).
+        public static let settableKeys = ["monitor", "action", "privacy", "updates", "geocoding"]
+        /// Of those, the keys the agent applies by restarting itself (a SIGHUP does not apply
+        /// them: the receiver's plan and the place index are set up at start).
+        public static let restartKeys = ["updates", "geocoding"]
         public static let defaultMaximumBytes = 64 << 10
         public static let largestMaximumBytes = 256 << 10
 
@@ -51,8 +54,8 @@ extension SiteSchema {
     private static func unlisted(_ word: String, _ key: String, _ names: [String], _ section: TableReader) -> String {
         var message = "'\(section.label(key))' has \"\(word)\", which is not one of: \(names.joined(separator: " | "))"
         if let suggestion = Spelling.closest(to: word, among: names) { message += " (did you mean \"\(suggestion)\"?)" }
-        if key == "settable" && ["updates", "geocoding", "capacity", "uplink", "log", "access", "remote", "health"].contains(word) {
-            message += "; [\(word)] takes effect at a restart or is the site's own"
+        if key == "settable" && ["capacity", "uplink", "log", "access", "remote", "health", "board", "state_dir"].contains(word) {
+            message += "; '\(word)' is the site's own"
         }
         return message
     }

@@ -29,7 +29,7 @@ enum SiteSchema {
             readLog(&section, into: &site.log)
             section.finish()
         }
-        if var section = root.table("updates") {
+        if var section = fromFleet("updates") ? overlay!.table("updates") : root.table("updates") {
             readUpdates(&section, into: &site.updates)
             section.finish()
         }
@@ -52,7 +52,7 @@ enum SiteSchema {
             }
             section.finish()
         }
-        if var section = root.table("geocoding") {
+        if var section = fromFleet("geocoding") ? overlay!.table("geocoding") : root.table("geocoding") {
             site.geocoding = readGeocoding(&section)
             section.finish()
         }

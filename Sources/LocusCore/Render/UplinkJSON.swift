@@ -31,9 +31,10 @@ public enum UplinkJSON {
     public static let maximumTestBytes = 160
     /// Home Assistant discovery configs (`discoveryCondition`, `discoveryOutput`).
     public static let maximumDiscoveryBytes = 2048
-    /// A remote record: its fixed members, an id of safe bytes, and a reason every byte of which
-    /// may need a six-byte escape.
+    /// A remote record: its fixed members, an id of safe bytes, a reason every byte of which
+    /// may need a six-byte escape, and the detail as it is (JSON already).
     public static let maximumRemoteBytes = 320 + 2 * LogPayload.RemoteResult.maximumIDBytes + 6 * LogPayload.RemoteResult.maximumReasonBytes
+        + LogPayload.RemoteResult.maximumDetailBytes
 
     /// A condition's kind, which picks the Home Assistant device class.
     public enum ConditionKind: Sendable {
@@ -119,6 +120,7 @@ public enum UplinkJSON {
             line.key("reason")
             remote.reason.withUnsafeBytes { line.string(bytes: $0) }
         }
+        if !remote.detail.isEmpty { remote.detail.withUnsafeBytes { line.raw("detail", $0) } }
         writePrevious(previous, into: &line)
         line.endObject()
     }

@@ -13,16 +13,20 @@ extension FleetCommandLine {
                     <prefix>/remote/command; the gateway runs it at most once, before it
                     expires (--expires, default 10min), and its command record is the answer:
                       send ... pulse OUTPUT DURATION        drive the output active (DURATION: 500ms)
+                      send ... set OUTPUT on|off            latch the output active, or clear its latch
                       send ... locate [--accuracy TIER] [--timeout 30s]   one location request
+                      send ... snapshot UUID [MAJOR [MINOR]] [--duration 5s]   the beacons ranged
                       send ... republish FROM TO             the uplink sends log seqs FROM..TO again
-                      status    each command and its result: done, refused, failed (from the
-                                gateway's record, with its reason), pending, expired-without-answer,
-                                or unpublished (the broker never acknowledged it)
+                      status    each command and its result: done (with what a locate, snapshot
+                                or republish found), refused, failed (from the gateway's record,
+                                with its reason), pending, expired-without-answer, or unpublished
+                                (the broker never acknowledged it)
                     the broker options as for config set
 
         """
 
     static let defaultCommandExpiryMs: Int64 = 600_000
+    private static let actions = "pulse, set, locate, snapshot or republish"
 
     static func commands(_ arguments: [String]) -> Int32 {
         switch arguments.first {
@@ -35,11 +39,12 @@ extension FleetCommandLine {
 
     /// The action and its `[command]` keys from the positional arguments and options.
     static func commandAction(_ arguments: RemoteArguments) throws(UsageError) -> (String, [(String, RemoteMessage.Value)]) {
-        guard let action = arguments.positional.first else { throw UsageError(message: "an action is needed: pulse, locate or republish") }
+        guard let action = arguments.positional.first else { throw UsageError(message: "an action is needed: \(actions)") }
         let values = Array(arguments.positional.dropFirst())
         if action != "locate" && (arguments["--accuracy"] != nil || arguments["--timeout"] != nil) {
             throw UsageError(message: "--accuracy and --timeout are for locate")
         }
+        if action != "snapshot" && arguments["--duration"] != nil { throw UsageError(message: "--duration is for snapshot") }
         func duration(_ text: String, _ what: String) throws(UsageError) -> String {
             switch Quantity.durationMs(text) {
             case .success(let ms) where ms > 0: return text
@@ -52,6 +57,24 @@ extension FleetCommandLine {
             guard values.count == 2 else { throw UsageError(message: "pulse takes OUTPUT DURATION (pulse relay1 500ms)") }
             guard !values[0].isEmpty else { throw UsageError(message: "pulse: the output's name is empty") }
             return (action, [("output", .string(values[0])), ("duration", .string(try duration(values[1], "pulse's duration")))])
+        case "set":
+            guard values.count == 2, !values[0].isEmpty, ["on", "off"].contains(values[1]) else {
+                throw UsageError(message: "set takes OUTPUT on|off (set relay1 on)")
+            }
+            return (action, [("output", .string(values[0])), ("value", .string(values[1]))])
+        case "snapshot":
+            guard (1...3).contains(values.count), BeaconUUID(values[0]) != nil else {
+                throw UsageError(message: "snapshot takes UUID [MAJOR [MINOR]] (snapshot E2C56DB5-DFFB-48D2-B060-D0F5A71096E0 100)")
+            }
+            var keys: [(String, RemoteMessage.Value)] = [("uuid", .string(values[0]))]
+            for (index, key) in ["major", "minor"].enumerated() where values.count > index + 1 {
+                guard let number = Int64(values[index + 1]), (0...65_535).contains(number) else {
+                    throw UsageError(message: "snapshot: \(key) '\(values[index + 1])' is not 0 to 65535")
+                }
+                keys.append((key, .integer(number)))
+            }
+            keys.append(("duration", .string(try duration(arguments["--duration"] ?? "5s", "--duration"))))
+            return (action, keys)
         case "locate":
             guard values.isEmpty else { throw UsageError(message: "locate takes no arguments, only --accuracy TIER and --timeout DURATION") }
             var keys: [(String, RemoteMessage.Value)] = []
@@ -69,7 +92,7 @@ extension FleetCommandLine {
             }
             return (action, [("from", .integer(from)), ("to", .integer(to))])
         default:
-            throw UsageError(message: "unknown action '\(action)' (pulse, locate or republish)")
+            throw UsageError(message: "unknown action '\(action)' (\(actions))")
         }
     }
 
@@ -79,7 +102,7 @@ extension FleetCommandLine {
         let broker: (FleetBroker.Settings, String)
         let gateway: String, action: String, keys: [(String, RemoteMessage.Value)], expiresMs: Int64
         do throws(UsageError) {
-            parsed = try RemoteArguments.parse(arguments, valued: publishingOptions.union(["--gateway", "--expires", "--accuracy", "--timeout"]))
+            parsed = try RemoteArguments.parse(arguments, valued: publishingOptions.union(["--gateway", "--expires", "--accuracy", "--timeout", "--duration"]))
             guard let named = parsed["--gateway"] else { throw UsageError(message: "--gateway ID is needed") }
             if let problem = gatewayProblem(named) { throw UsageError(message: problem) }
             gateway = named
@@ -134,7 +157,8 @@ extension FleetCommandLine {
                     FleetJSON.object([("id", .string(command.id)), ("gateway", .string(command.gateway)), ("action", .string(command.action)),
                                       ("created_at", .string(command.createdAt)), ("expires_at", .string(command.expiresAt)),
                                       ("published_at", .string(command.publishedAt)), ("state", .string(command.state)),
-                                      ("reason", .string(command.reason)), ("answered_at", .string(command.answeredAt))])
+                                      ("reason", .string(command.reason)), ("answered_at", .string(command.answeredAt)),
+                                      ("detail", .raw(command.detail ?? "null"))])
                 }
                 FleetOutput.out(FleetJSON.object([("commands", .raw("[" + objects.joined(separator: ",") + "]"))]) + "\n")
             } else {
@@ -142,6 +166,7 @@ extension FleetCommandLine {
                 for command in commands {
                     var line = "\(command.id) \(command.gateway) \(command.action): \(command.state)"
                     if let reason = command.reason { line += ": \(reason)" }
+                    if let detail = command.detail { line += ": \(detail)" }
                     line += command.answeredAt.map { " (answered \($0))" } ?? " (sent \(command.createdAt), expires \(command.expiresAt))"
                     FleetOutput.out(line + "\n")
                 }

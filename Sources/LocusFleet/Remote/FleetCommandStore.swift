@@ -13,6 +13,8 @@ public struct CommandState: Equatable, Sendable {
     public var reason: String?
     /// When the gateway wrote its record.
     public var answeredAt: String?
+    /// What a `locate`, `snapshot` or `republish` found or started (one JSON object, as text).
+    public var detail: String? = nil
 }
 
 enum FleetCommandStore {
@@ -35,17 +37,17 @@ enum FleetCommandStore {
                      when c.published_at is null then 'unpublished'
                      when c.expires_at < now() then 'expired-without-answer'
                      else 'pending' end,
-                r.reason, \(FleetStatus.utc("r.time"))
+                r.reason, \(FleetStatus.utc("r.time")), r.detail
             from commands c
             left join lateral (
-                select payload ->> 'result' as result, payload ->> 'reason' as reason, time from records
+                select payload ->> 'result' as result, payload ->> 'reason' as reason, payload -> 'detail' as detail, time from records
                 where gateway = c.gateway and kind = 'command' and payload ->> 'id' = c.id order by seq desc limit 1
             ) r on true
             where $1::text is null or c.gateway = $1
             order by c.created_at, c.id
             """, [gateway]).rows.map { row in
             CommandState(id: row[0] ?? "", gateway: row[1] ?? "", action: row[2] ?? "", createdAt: row[3] ?? "", expiresAt: row[4] ?? "",
-                         publishedAt: row[5], state: row[6] ?? "", reason: row[7], answeredAt: row[8])
+                         publishedAt: row[5], state: row[6] ?? "", reason: row[7], answeredAt: row[8], detail: row[9])
         }
     }
 }
