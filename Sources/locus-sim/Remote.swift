@@ -2,13 +2,13 @@ import LocusCore
 import LocusDevices
 import TestSupport
 
-/// The fleet steering the simulated gateway (docs/remote.md): configurations and pulse commands
+/// The fleet steering the simulated gateway (docs/remote.md): configurations, pulse and set commands
 /// signed with a key of the simulator's, sent by the simulated broker, through its faults (drops,
 /// refusals) and the gateway's power cuts.
 ///
 /// What is drawn: configurations at moments of the run, each a good version (the site's actions
 /// replaced by one of three sets) or a bad one (a key no site file has, another gateway's, another
-/// key's signature, an older version replayed); pulse commands, some expired, some delivered again
+/// key's signature, an older version replayed); pulses and latches set or cleared, some expired, some delivered again
 /// later. What is checked (`SeedRun`): the versions applied only increase, and only good ones are;
 /// every refusal is of a bad one; the running actions are always exactly one version's (or the
 /// site file's), never a mix, after every power cut too; each command has at most one record, and
@@ -29,6 +29,8 @@ struct RemotePlan {
         var id: String
         var output: String
         var expired: Bool
+        /// A `set` of the output's latch (on or off) rather than a pulse.
+        var latch: Bool? = nil
     }
 
     var configurations: [Configuration] = []
@@ -70,6 +72,8 @@ struct RemotePlan {
                                          expired: random.chance(15)))
         }
         for index in plan.commands.indices where random.chance(30) { plan.repeats.append((index, random.below(durationS))) }
+        // Drawn last, so the seeds kept as tests draw what they drew before.
+        for index in plan.commands.indices where random.chance(40) { plan.commands[index].latch = random.chance(60) }
         return plan
     }
 
@@ -90,7 +94,7 @@ struct RemotePlan {
     }
 
     /// The site's `[remote]` (with `fleet.pub` beside it).
-    static let siteText = "\n[remote]\nkey = \"fleet.pub\"\nsettable = [\"action\"]\ncommands = [\"pulse\"]\n"
+    static let siteText = "\n[remote]\nkey = \"fleet.pub\"\nsettable = [\"action\"]\ncommands = [\"pulse\", \"set\"]\n"
 
     // A key pair made for the simulator (openssl ecparam -name prime256v1 -genkey), and another
     // the gateway does not know. Test keys: they sign nothing outside the simulator.
@@ -145,7 +149,8 @@ struct RemotePlan {
     static func message(_ command: Command, gateway: String, startUTC: Int64) -> [UInt8] {
         // Beyond the clock faults' reach (a jump of at most 400 days before GNSS time is followed).
         let expires = command.expired ? startUTC - 800 * 86_400 : startUTC + 800 * 86_400
-        return signed("[command]\naction = \"pulse\"\noutput = \"\(command.output)\"\nduration = \"300ms\"\n\n[fleet]\nkind = \"command\"\n"
+        let what = command.latch.map { "action = \"set\"\nvalue = \"\($0 ? "on" : "off")\"\n" } ?? "action = \"pulse\"\nduration = \"300ms\"\n"
+        return signed("[command]\n\(what)output = \"\(command.output)\"\n\n[fleet]\nkind = \"command\"\n"
                       + "gateway = \"\(gateway)\"\nid = \"\(command.id)\"\nexpires = \(expires)\n")
     }
 }

@@ -490,6 +490,8 @@ enum ComponentHarness {
                 lines += String(decoding: line, as: UTF8.self).split(separator: "\n").compactMap(H.json)
             case .reply(_, let line):
                 lines += String(decoding: line, as: UTF8.self).split(separator: "\n").compactMap(H.json)
+            case .fleetLocated(let detail):
+                if let detail { lines += [H.json(Substring(String(decoding: detail, as: UTF8.self)))].compactMap { $0 } }
             }
         }
         var orders: [ReceiverOrder] = []

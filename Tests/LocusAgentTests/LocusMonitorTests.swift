@@ -31,7 +31,9 @@ import Testing
         // Take one event, then stop iterating and release the monitor.
         var taken: [String] = []
         var takenDate = Date.distantPast
-        for try await event in monitor!.events {
+        // The dock, unseen, may have been decided before its removal on a loaded machine (its exit
+        // timeout is 3 s): that event was logged and comes too. The fence's are the ones looked at.
+        for try await event in monitor!.events where event.identifier != "dock" {
             taken.append("\(event.identifier) \(event.state)")
             takenDate = event.date
             break
@@ -52,7 +54,7 @@ import Testing
         #expect(before.lastEvent.date == takenDate && before.lastEvent.state == .unsatisfied, "\(before.lastEvent)")
         var rest: [String] = []
         var lastDate = Date.distantPast
-        for try await event in again.events {
+        for try await event in again.events where event.identifier != "dock" {
             rest.append("\(event.identifier) \(event.state)")
             lastDate = event.date
             if rest.count == 2 { break }

@@ -203,4 +203,92 @@ import TestSupport
         #expect(check.status == 0 && check.output.contains("remote: the fleet's configuration version 7 (") && check.output.contains("replaces monitor: "),
                 "\(check.output)\(check.error)")
     }
+
+    static func command(_ id: String, expires: Int, _ keys: String, gateway: String = gateway) -> String {
+        "[fleet]\nkind = \"command\"\ngateway = \"\(gateway)\"\nid = \"\(id)\"\nexpires = \(expires)\n\n[command]\n\(keys)\n"
+    }
+
+    /// The commands that take time (a beacon snapshot, a location) and the others (a latch set and
+    /// cleared, a range of the log published again), each answered by one record with what it
+    /// found; then a configuration that changes [updates], which the agent applies by restarting.
+    @Test func snapshotLocateSetAndRepublishAnswerWithWhatTheyFound() throws {
+        let broker = try TestBroker(listeners: [[]])
+        let port = broker.ports[0]
+        let prefix = "locus/\(Self.gateway)"
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("locus-remote-commands-\(getpid())").path
+        try? FileManager.default.removeItem(atPath: scratch)
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let (fleetKey, fleetPublic) = try Self.keyPair(scratch, "fleet")
+        let remote = "\n[remote]\nkey = \"\(fleetPublic)\"\nsettable = [\"monitor\", \"updates\"]\n"
+            + "commands = [\"set\", \"locate\", \"snapshot\", \"republish\"]\n"
+        let site = try UplinkAgentTests.site("commands", broker: "mqtt://127.0.0.1:\(port)", uplinkExtra: remote)
+        defer { try? FileManager.default.removeItem(atPath: site.directory) }
+        let collector = try TestCollector(port: port, filters: ["\(prefix)/config", "\(prefix)/command"])
+        var agent = try UplinkAgentTests.startAgent(site)
+        let expires = Int(Date().timeIntervalSince1970) + 600
+        func send(_ id: String, _ keys: String) throws {
+            try Self.publish(try Self.signed(Self.command(id, expires: expires, keys), key: fleetKey, directory: scratch),
+                             topic: "\(prefix)/remote/command", retain: false, port: port, directory: scratch)
+        }
+        func answer(_ id: String) -> [String: Any]? {
+            _ = collector.wait(seconds: 20) { messages in messages.contains { $0.json?["id"] as? String == id } }
+            return collector.messages.compactMap { $0.json }.first { $0["id"] as? String == id }
+        }
+        // Fixes and the test beacon for 300 s of track, played 10 times faster.
+        let feeder = try AgentEndToEndTests.feed(site, nmea: syntheticTrack(seconds: 300, startLatitude: 45.0, longitude: 7.0, speedMps: 1),
+                                                 hci: AgentEndToEndTests.sightings(from: 0, to: 299))
+        defer { feeder.terminate() }
+        try AgentEndToEndTests.waitFor("fixes", seconds: 20) {
+            ((try Self.status(site)["gnss"] as? [String: Any])?["fixes"] as? Int ?? 0) > 3
+        }
+
+        // A snapshot of 2 s; a locate sent while it ranges fails (one at a time), then one after it
+        // answers with the last fix.
+        try send("c-snap", "action = \"snapshot\"\nuuid = \"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0\"\nduration = \"2s\"")
+        try send("c-busy", "action = \"locate\"\ntimeout = \"10s\"")
+        let busy = try #require(answer("c-busy"), "\(agent.log)")
+        #expect(busy["result"] as? String == "failed" && (busy["reason"] as? String ?? "").contains("c-snap (snapshot) is under way"), "\(busy)")
+        let snapshot = try #require(answer("c-snap"), "\(agent.log)")
+        #expect(snapshot["result"] as? String == "done", "\(snapshot)")
+        let beacons = (snapshot["detail"] as? [String: Any])?["beacons"] as? [[String: Any]] ?? []
+        #expect(beacons.count == 1 && beacons.first?["major"] as? Int == 100 && beacons.first?["minor"] as? Int == 0, "\(snapshot)")
+        try send("c-where", "action = \"locate\"\ntimeout = \"10s\"")
+        let located = try #require(answer("c-where"), "\(agent.log)")
+        let fix = (located["detail"] as? [String: Any])?["fix"] as? [String: Any] ?? [:]
+        #expect(located["result"] as? String == "done" && abs((fix["lat"] as? Double ?? 0) - 45.0) < 0.01, "\(located)")
+
+        // A latch set, then cleared: each logged before the line moves, and the line follows.
+        try send("c-on", "action = \"set\"\noutput = \"relay1\"\nvalue = \"on\"")
+        #expect(answer("c-on")?["result"] as? String == "done")
+        #expect(((try Self.status(site)["gpio"] as? [String: Any])?["relay1"] as? Int) == 1, "\(agent.log)")
+        try send("c-off", "action = \"set\"\noutput = \"relay1\"\nvalue = \"off\"")
+        #expect(answer("c-off")?["result"] as? String == "done")
+        #expect(((try Self.status(site)["gpio"] as? [String: Any])?["relay1"] as? Int) == 0)
+        let latches = try locus(["log", "export", "--state", site.state]).output.split(separator: "\n")
+            .filter { $0.contains("\"relay1\"") && $0.contains("latch-") }.map { $0.contains("latch-set") ? "set" : "cleared" }
+        #expect(latches.first == "set" && latches.last == "cleared", "\(latches)")
+
+        // The snapshot's record published again: the same seq and contents, no "prev".
+        let seq = try #require(snapshot["seq"] as? Int)
+        try send("c-again", "action = \"republish\"\nfrom = \(seq)\nto = \(seq)")
+        let again = try #require(answer("c-again"))
+        #expect((again["detail"] as? [String: Any])?["through"] as? Int == seq, "\(again)")
+        _ = collector.wait(seconds: 10) { $0.filter { $0.json?["id"] as? String == "c-snap" }.count >= 2 }
+        let copies = collector.messages.compactMap { $0.json }.filter { $0["id"] as? String == "c-snap" }
+        #expect(copies.count == 2 && copies[1]["seq"] as? Int == seq && copies[1]["prev"] is NSNull, "\(copies)")
+        #expect((copies.last?["detail"] as? [String: Any])?["beacons"] != nil)
+
+        // [updates] from the fleet: applied, then the agent stops to be restarted (status 75), and
+        // starts with the fleet's preset.
+        try Self.publish(try Self.signed(Self.config(1, "[updates]\npreset = \"fitness\"\n"), key: fleetKey, directory: scratch),
+                         topic: "\(prefix)/remote/config", retain: true, port: port, directory: scratch)
+        let deadline = Date().addingTimeInterval(20)
+        while agent.process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }
+        #expect(!agent.process.isRunning && agent.process.terminationStatus == 75, "\(agent.log)")
+        #expect(agent.log.contains("which a restart applies"), "\(agent.log)")
+        agent = try UplinkAgentTests.startAgent(site)
+        #expect((try Self.status(site)["updates"] as? [String: Any])?["preset"] as? String == "fitness", "\(agent.log)")
+        #expect(agent.stop() == 0, "\(agent.log)")
+    }
 }

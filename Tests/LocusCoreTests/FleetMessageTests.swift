@@ -99,12 +99,40 @@ import Testing
         #expect(header.command == { var command = FleetCommand(action: .pulse); command.output = "relay1"; command.durationMs = 500; return command }())
         let badID = body.replacingOccurrences(of: "\"c-1\"", with: "\"c 1/\"")
         #expect(throws: FleetRefusal.self) { try FleetMessage.header(Array(badID.utf8), name: "fleet command").get() }
-        let locate = body.replacingOccurrences(of: "\"pulse\"", with: "\"locate\"")
+        let unknown = body.replacingOccurrences(of: "\"pulse\"", with: "\"reboot\"")
         do {
-            _ = try FleetMessage.header(Array(locate.utf8), name: "fleet command").get()
-            Issue.record("an action this version does not run was accepted")
+            _ = try FleetMessage.header(Array(unknown.utf8), name: "fleet command").get()
+            Issue.record("an action no version runs was accepted")
         } catch {
-            #expect(error.reason.contains("'command.action'") && error.reason.contains("pulse"), "\(error.reason)")
+            #expect(error.reason.contains("'command.action'") && error.reason.contains("pulse | set | locate | snapshot | republish"), "\(error.reason)")
+        }
+    }
+
+    /// Each action's keys, read into the command; the defaults of those that have one.
+    @Test func eachActionReadsItsKeys() throws {
+        func command(_ keys: String) throws(FleetRefusal) -> FleetCommand {
+            let body = "[fleet]\nkind = \"command\"\ngateway = \"gw\"\nid = \"c-1\"\nexpires = 1800000000\n[command]\n\(keys)\n"
+            return try FleetMessage.header(Array(body.utf8), name: "fleet command").get().0.command!
+        }
+        let set = try command("action = \"set\"\noutput = \"relay2\"\nvalue = \"on\"")
+        #expect(set.action == .set && set.output == "relay2" && set.value)
+        let locate = try command("action = \"locate\"\naccuracy = \"hundredMeters\"")
+        #expect(locate.accuracy == .hundredMeters && locate.timeoutMs == 30_000)
+        let snapshot = try command("action = \"snapshot\"\nuuid = \"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0\"\nmajor = 100\nduration = \"2s\"")
+        #expect(snapshot.constraint?.major == 100 && snapshot.constraint?.minor == nil && snapshot.durationMs == 2_000)
+        let republish = try command("action = \"republish\"\nfrom = 10\nto = 20")
+        #expect(republish.from == 10 && republish.to == 20)
+        for (keys, complaint) in [("action = \"set\"\noutput = \"relay2\"\nvalue = \"maybe\"", "'command.value'"),
+                                  ("action = \"snapshot\"\nuuid = \"nope\"", "is not a UUID"),
+                                  ("action = \"snapshot\"\nuuid = \"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0\"\nminor = 3", "needs a major"),
+                                  ("action = \"republish\"\nfrom = 20\nto = 10", "is before 'from'"),
+                                  ("action = \"locate\"\ntimeout = \"1h\"", "'command.timeout'")] {
+            do {
+                _ = try command(keys)
+                Issue.record("accepted: \(keys)")
+            } catch {
+                #expect(error.reason.contains(complaint), "\(keys): \(error.reason)")
+            }
         }
     }
 
@@ -114,6 +142,7 @@ import Testing
         remote.action = Array("pulse".utf8)
         remote.digest = Array(repeating: 0xAB, count: 32)
         remote.reason = Array("expired 3 s before it arrived".utf8)
+        remote.detail = Array("{\"from\":1,\"through\":9}".utf8)
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: LogPayload.RemoteResult.maximumSize, alignment: 8)
         defer { buffer.deallocate() }
         var writer = ByteWriter(buffer)
@@ -130,8 +159,9 @@ import Testing
             }
         }
         #expect(errors("[remote]\nkey = \"fleet.pub\"\n") == ["site.toml:2:1: [remote] needs [uplink]: the fleet's configurations and commands come through its broker"])
-        let updates = errors("[uplink]\nbroker = \"mqtt://x\"\n[remote]\nkey = \"k\"\nsettable = [\"updates\"]\n")
-        #expect(updates.first?.contains("[updates] takes effect at a restart or is the site's own") == true, "\(updates)")
+        #expect(errors("[uplink]\nbroker = \"mqtt://x\"\n[remote]\nkey = \"k\"\nsettable = [\"updates\", \"geocoding\"]\n").isEmpty)
+        let uplink = errors("[uplink]\nbroker = \"mqtt://x\"\n[remote]\nkey = \"k\"\nsettable = [\"uplink\"]\n")
+        #expect(uplink.first?.contains("'uplink' is the site's own") == true, "\(uplink)")
         let command = errors("[uplink]\nbroker = \"mqtt://x\"\n[remote]\nkey = \"k\"\ncommands = [\"puls\"]\n")
         #expect(command.first?.contains("(did you mean \"pulse\"?)") == true, "\(command)")
     }

@@ -54,6 +54,11 @@ import TestSupport
             return run.status == 0 ? String(run.output.dropLast()) : nil  // mosquitto_sub ends each message with a newline
         }
 
+        /// The signed message a command was published as (`commands.body`).
+        func commandBody(_ id: String) throws -> String? {
+            try Fleet.connect(url).execute("select body from commands where id = $1", [id]).scalar
+        }
+
         /// The message verifies with openssl and the public key.
         func verifies(_ message: String) throws -> Bool {
             guard let (body, signature) = RemoteTests.split(message) else { return false }
@@ -168,6 +173,18 @@ import TestSupport
         try fleet.record("gw-a", "command", #""id":"\#(refusedID)","action":"republish","result":"refused","reason":"republish is not in [remote] commands""#)
         #expect(try fleet.fleet(["command", "status", "--database", fleet.url, "--gateway", "gw-a"]).output
                 .contains("\(refusedID) gw-a republish: refused: republish is not in [remote] commands (answered "))
+
+        // A snapshot's answer: its detail, as JSON, in both forms of the status.
+        let snapshot = try fleet.fleet(["command", "send", "--gateway", "gw-a"] + fleet.publishing
+                                       + ["snapshot", "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0", "100", "--duration", "2s"])
+        #expect(snapshot.status == 0, "\(snapshot.error)")
+        let snapshotID = String(snapshot.output.split(separator: " ")[1])
+        let body = try #require(try fleet.commandBody(snapshotID))
+        #expect(body.contains("[command]\naction = \"snapshot\"\nuuid = \"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0\"\nmajor = 100\nduration = \"2s\"\n"), "\(body)")
+        try fleet.record("gw-a", "command", #""id":"\#(snapshotID)","action":"snapshot","result":"done","detail":{"beacons":[],"more":0}"#)
+        #expect(try fleet.fleet(["command", "status", "--database", fleet.url, "--gateway", "gw-a"]).output
+                .contains("\(snapshotID) gw-a snapshot: done: {\"more\": 0, \"beacons\": []} (answered "))
+        #expect(try fleet.fleet(["command", "status", "--database", fleet.url, "--json"]).output.contains(#""detail":{"more": 0, "beacons": []}"#))
         #expect(fleet.worker.stop() == 0)
     }
 
@@ -187,6 +204,10 @@ import TestSupport
         (["command", "send", "--gateway", "gw-1", "--database", "fleet", "locate", "--accuracy", "exact"],
          "command send: --accuracy 'exact' is not a tier (best, nearestTenMeters, hundredMeters, kilometer, threeKilometers)"),
         (["command", "send", "--gateway", "gw-1", "--database", "fleet", "republish", "9", "5"], "command send: republish takes FROM TO: log sequence numbers, 1 <= FROM <= TO"),
+        (["command", "send", "--gateway", "gw-1", "--database", "fleet", "set", "relay1", "yes"], "command send: set takes OUTPUT on|off (set relay1 on)"),
+        (["command", "send", "--gateway", "gw-1", "--database", "fleet", "snapshot", "E2C5"],
+         "command send: snapshot takes UUID [MAJOR [MINOR]] (snapshot E2C56DB5-DFFB-48D2-B060-D0F5A71096E0 100)"),
+        (["command", "send", "--gateway", "gw-1", "--database", "fleet", "pulse", "o", "1s", "--duration", "2s"], "command send: --duration is for snapshot"),
     ])
     func usageErrorsSayWhatIsWrong(_ arguments: [String], _ message: String) throws {
         let run = try Fleet.fleet(arguments)

@@ -12,8 +12,15 @@ The guest speaks in console lines (everything else on the console is only logged
   vboard: line NAME VALUE             the guest saw a GPIO line change (sampled in the guest)
   vboard: latency NAME VALUE HHMMSS MS  check: NAME went to VALUE within MS of sending the fix
                                       of HHMMSS
+  vboard: steer config V KEY NAME     sign (with the fleet's key or "other") and publish, retained,
+                                      configuration version V: the fragment NAME of FRAGMENTS
+  vboard: steer command ID ACTION K=V...  sign and publish a command (expires in 10 min)
   ok    ... / FAIL  ...               a check done in the guest
   vboard: done                        all scenarios ran
+
+The steer scenario's boot has a network (qemu's user network): the guest reaches Debian's
+mosquitto, started here on 127.0.0.1, at 10.0.2.2, and gets the fleet's public key (made by
+openssl) on its kernel command line.
 
 The GNSS UART is a pseudo-terminal on the host (qemu's serial backend): qemu sets the guest's baud
 rate on it, so the host's receiver (38400 baud, as the board files say) delivers what a UART at the
@@ -22,11 +29,15 @@ line, bytes nobody reads are lost: the host sends in small slices, each rendered
 the moment it goes, and only while the guest takes them (a closed port takes nothing).
 """
 import argparse
+import base64
 import fcntl
 import os
+import shutil
+import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import termios
 import tty
 import threading
@@ -85,11 +96,91 @@ def uart_read(data, sent_at, read_at):
         t = start + 9.5 * period + period / 16
 
 
+class Fleet:
+    """The fleet's side of the steer scenario: a broker, two EC P-256 key pairs made by openssl
+    (the fleet's, whose public key the guest trusts, and another), and the signed messages the
+    guest asks for, published with mosquitto_pub."""
+
+    GATEWAY = "vboard"
+    BERTH = ('[[monitor.harbour.condition]]\nid = "berth"\ncircle = { lat = 52.85012, lon = 5.31355, radius = 60.0 }\n'
+             'exit_margin = 10.0\ndwell = "3s"\n')
+    QUAY = '[[monitor.harbour.condition]]\nid = "quay"\ncircle = { lat = 52.86, lon = 5.32, radius = 40.0 }\n'
+    RELAY = '[[action]]\nwhen = "harbour/berth"\nstate = "satisfied"\ngpio = "relay1"\nmode = "level"\n'
+    # The fragments a configuration may carry: the site's berth and action with a quay added,
+    # and the berth alone, every action removed (a bare key goes before the tables).
+    FRAGMENTS = {"quay": BERTH + QUAY + RELAY, "noaction": "action = []\n" + BERTH}
+
+    def __init__(self):
+        self.directory = tempfile.mkdtemp(prefix="vboard-fleet-")
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        config = os.path.join(self.directory, "mosquitto.conf")
+        with open(config, "w") as conf:
+            conf.write(f"listener {self.port} 127.0.0.1\nallow_anonymous true\npersistence false\n")
+        self.broker = subprocess.Popen(["mosquitto", "-c", config], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        self.keys = {}
+        for name in ("fleet", "other"):
+            key = os.path.join(self.directory, name + ".key")
+            self.run("openssl", "ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", key)
+            self.keys[name] = key
+        der = self.run("openssl", "ec", "-in", self.keys["fleet"], "-pubout", "-outform", "DER")
+        self.public_key = base64.b64encode(der).decode()
+
+    def run(self, *command):
+        return subprocess.run(command, check=True, capture_output=True).stdout
+
+    def signed(self, body, key):
+        path = os.path.join(self.directory, "body")
+        with open(path, "w") as out:
+            out.write(body)
+        signature = self.run("openssl", "dgst", "-sha256", "-sign", self.keys[key], path)
+        return body + "# locus-signature: ecdsa-p256-sha256 " + base64.b64encode(signature).decode() + "\n"
+
+    def publish(self, kind, message, retain):
+        path = os.path.join(self.directory, "message")
+        with open(path, "w") as out:
+            out.write(message)
+        self.run("mosquitto_pub", "-h", "127.0.0.1", "-p", str(self.port), "-q", "1", *(["-r"] if retain else []),
+                 "-t", f"locus/{self.GATEWAY}/remote/{kind}", "-f", path)
+
+    def request(self, words):
+        """`steer config V KEY NAME` or `steer command ID ACTION K=V...`; False when it is
+        neither."""
+        if len(words) == 5 and words[1] == "config" and words[3] in self.keys and words[4] in self.FRAGMENTS:
+            body = (self.FRAGMENTS[words[4]] + f'\n[fleet]\nkind = "config"\ngateway = "{self.GATEWAY}"\n'
+                    f"version = {int(words[2])}\n")
+            self.publish("config", self.signed(body, words[3]), retain=True)
+            return True
+        if len(words) >= 4 and words[1] == "command":
+            keys = "".join(f'{k} = "{v}"\n' for k, v in (word.split("=", 1) for word in words[4:]))
+            body = (f'[fleet]\nkind = "command"\ngateway = "{self.GATEWAY}"\nid = "{words[2]}"\n'
+                    f"expires = {int(time.time()) + 600}\n\n[command]\naction = \"{words[3]}\"\n{keys}")
+            self.publish("command", self.signed(body, "fleet"), retain=False)
+            return True
+        return False
+
+    def close(self):
+        self.broker.kill()
+        self.broker.wait()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+
 class Board:
-    def __init__(self, arch, build, abi, recording, log, scenarios, console_on_uart=False):
+    def __init__(self, arch, build, abi, recording, log, scenarios, console_on_uart=False, network=False):
         """`scenarios`: the guest's scenario names, comma-separated, or "all". With
-        `console_on_uart` the kernel also writes its console to the GNSS UART."""
+        `console_on_uart` the kernel also writes its console to the GNSS UART; with `network` the
+        guest has a virtio NIC on qemu's user network and the fleet (`Fleet`) is set up."""
         self.arch, self.recording, self.log = arch, recording, log
+        self.fleet = Fleet() if network else None
         self.passed = self.failed = 0
         self.sent = {}          # hhmmss -> host time the epoch was written
         self.changes = []       # (host time, name, value)
@@ -100,10 +191,13 @@ class Board:
         tty.setraw(self.uart_guest)                 # as qemu sets it; no echo before qemu opens it
         image = os.path.join(build, arch, "image")
         initrd = os.path.join(build, arch, "initrd.cpio.gz")
-        common = ["-smp", "2", "-m", "512", "-display", "none", "-monitor", "none", "-no-reboot", "-nic", "none",
+        nic = "user,model=virtio-net-pci" if network else "none"
+        common = ["-smp", "2", "-m", "512", "-display", "none", "-monitor", "none", "-no-reboot", "-nic", nic,
                   "-initrd", initrd, "-serial", "stdio",
                   "-chardev", f"serial,id=uart1,path={os.ttyname(self.uart_guest)}"]
         append = f"quiet panic=-1 vboard={scenarios}"
+        if self.fleet:
+            append += f" vboard_broker=10.0.2.2:{self.fleet.port} vboard_key={self.fleet.public_key}"
         if arch == "arm64":
             # cortex-a53: -cpu max is about 3x slower under TCG (pointer authentication). The
             # console is the PL011; the UART a PCI 16550. The last console= is /dev/console.
@@ -245,6 +339,12 @@ class Board:
                 self.changes.append((time.monotonic(), words[2], words[3]))
             elif line.startswith("vboard: latency ") and len(words) == 6:
                 self.latency(words[2], words[3], words[4], int(words[5]))
+            elif line.startswith("vboard: steer ") and self.fleet:
+                try:
+                    if not self.fleet.request(words[1:]):
+                        self.check(False, f"the host understands '{line}'")
+                except (subprocess.CalledProcessError, ValueError) as error:
+                    self.check(False, f"the host signs and publishes for '{line}': {error}")
             elif line.startswith("vboard: done"):
                 done = True
             elif line.startswith("vboard: "):
@@ -255,13 +355,15 @@ class Board:
         if qemu.poll() is None:
             qemu.kill()
         qemu.wait()
+        if self.fleet:
+            self.fleet.close()
         self.check(booted, f"{self.arch}: the guest booted")
         self.check(done, f"{self.arch}: every scenario ran to its end")
         print(f"vboard {self.arch}: run {time.monotonic() - began:.1f} s")
 
 
 # Scenarios that need a boot of their own, and the kernel command line's part they need.
-OWN_BOOT = {"doctor_console": {"console_on_uart": True}}
+OWN_BOOT = {"doctor_console": {"console_on_uart": True}, "steer": {"network": True}}
 
 
 def main():

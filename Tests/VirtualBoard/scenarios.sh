@@ -5,6 +5,7 @@
 # them, gpio-sim's sim_gpioN/value, not from the agent.
 G=$VBOARD_GPIO
 RELAY1=3
+RELAY2=4    # active low: on is 0 in the kernel
 BUZZER=5
 MOTION=6
 BTPOWER=7
@@ -506,6 +507,81 @@ EOF
     doctor s9
     check "a console on the GNSS UART: exit 1, that FAIL alone" \
         only_failure "console: $uart is a kernel console (console=$uart on the kernel command line)"
+    finish
+}
+
+lines_of() { grep -c "^$1 " /tmp/lines; }
+# remote_results NAME: each remote record's version or id and result, in log order, on one line.
+remote_results() {
+    locus log export --state /state/$1 | grep '"type":"remote"' |
+        sed -n 's/.*"\(version\|id\)":"*\([^,"]*\)"*.*"result":"\([a-z]*\)".*/\2 \3/p' | tr '\n' ' '
+}
+
+# Booted with a network (host.py): the fleet's broker is on the host, its public key on the
+# kernel command line. The fleet's messages are signed and published by the host on request.
+scenario_steer() {
+    echo "vboard: scenario 10: the fleet steers the board over the network: signed configurations and commands"
+    ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0 && ip route add default via 10.0.2.2
+    broker=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^vboard_broker=//p')
+    { echo "-----BEGIN PUBLIC KEY-----"; tr ' ' '\n' < /proc/cmdline | sed -n 's/^vboard_key=//p' | fold -w 64
+      echo "-----END PUBLIC KEY-----"; } > /etc/fleet.pub
+    site s10 <<EOF
+$BERTH
+[uplink]
+broker = "mqtt://$broker"
+gateway = "vboard"
+[remote]
+key = "/etc/fleet.pub"
+settable = ["monitor", "action"]
+commands = ["pulse", "set"]
+EOF
+    : > /tmp/s10.err
+    controller /dev/null
+    sample relay1 $RELAY1 & SAMPLERS=$!
+    sample buzzer $BUZZER & SAMPLERS="$SAMPLERS $!"
+    agent s10 /tmp/s10.err
+    check "the uplink reaches the fleet's broker over the network ($broker)" wait_for 30 /tmp/s10.err "uplink: connected to"
+    wait_for 10 /tmp/s10.err "gnss: reading /dev/ttyS"
+    echo "vboard: feed 094737 094810"
+    check "harbour/berth satisfied: relay1 on" wait_for 30 /tmp/s10.err "event .*harbour/berth .*satisfied"
+    # No fix after this one: the berth stays satisfied, and only the fleet moves relay1.
+    echo "vboard: feed stop"
+    usleep 300000
+    # Version 1: the berth and its action unchanged, a quay added.
+    echo "vboard: steer config 1 fleet quay"
+    check "version 1 is applied" wait_for 20 /tmp/s10.err "applied configuration version 1: 2 conditions"
+    usleep 300000
+    check "relay1 stayed on through the apply (sim_gpio$RELAY1 = 1, no change sampled)" test "$(value $RELAY1)$(lines_of relay1)" = 12
+    # Signed with another key: refused, nothing changes.
+    echo "vboard: steer config 2 other noaction"
+    # (Its version is not read: nothing of a message is believed before its signature.)
+    check "version 2, signed with another key, is refused" wait_for 20 /tmp/s10.err "configuration version 0 refused: .*does not verify"
+    check "relay1 is still on" test "$(value $RELAY1)" = 1
+    # Version 3: the action removed; its line goes to its safe value.
+    echo "vboard: steer config 3 fleet noaction"
+    check "version 3 is applied" wait_for 20 /tmp/s10.err "applied configuration version 3: 1 conditions, 0 actions"
+    usleep 300000
+    check "relay1 is off in the kernel once its action is gone" test "$(value $RELAY1)" = 0
+    # A pulse, then the same command again: run once.
+    echo "vboard: steer command c-1 pulse output=buzzer duration=400ms"
+    check "command c-1 pulses the buzzer" wait_for 20 /tmp/s10.err "command c-1: pulse buzzer"
+    sleep 1
+    echo "vboard: steer command c-1 pulse output=buzzer duration=400ms"
+    sleep 2
+    check "the buzzer went on and off once in the kernel (sampled: 0 1 0)" test "$(lines_of buzzer)" = 3
+    # A latch on the active-low relay2, kept across a kill -9.
+    echo "vboard: steer command c-2 set output=relay2 value=on"
+    check "command c-2 latches relay2" wait_for 20 /tmp/s10.err "command c-2: relay2 latched on"
+    usleep 300000
+    check "relay2 is on: 0 in the kernel (active low)" test "$(value $RELAY2)" = 0
+    kill -9 $AGENT; wait $AGENT 2>/dev/null
+    agent s10 /tmp/s10.err
+    check "the agent restarts on version 3 from remote.toml" wait_for 20 /tmp/s10.err "running the fleet's configuration version 3"
+    usleep 500000
+    check "relay2's latch holds after the restart (0 in the kernel)" test "$(value $RELAY2)" = 0
+    check "status: version 3 applied" sh -c "locus status --state /state/s10 | grep -q '\"applied_version\":3'"
+    check "the log's remote records: v1 applied, v2 refused, v3 applied, c-1 done, c-2 done" \
+        test "$(remote_results s10)" = "1 applied 0 refused 3 applied c-1 done c-2 done "
     finish
 }
 

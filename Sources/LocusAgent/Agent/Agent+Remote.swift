@@ -129,8 +129,8 @@ extension Agent {
     }
 
     /// `pulse` and `set`: the output named, if the fleet may drive it. A pulse's record goes first;
-    /// a set's latch record first, then its command record (setting a latch twice changes nothing,
-    /// so a set that comes again because its record could not be logged does no harm).
+    /// a set's latch record first (the line moves after it), then its command record: a set that
+    /// comes again because its record could not be logged finds the latch set and changes nothing.
     private func drive(_ command: FleetCommand, _ record: LogPayload.RemoteResult, _ remote: RemoteSteering, _ now: AgentTime) -> Bool {
         let id = String(decoding: record.id, as: UTF8.self)
         guard let name = FixedName(command.output), let output = outputs.index(of: name), !outputs.isRadioLine(output) else {
@@ -146,16 +146,17 @@ extension Agent {
             return true
         }
         if outputs.isLatched(output) != command.value {
-            do { try log.appendLatch(name, set: command.value, now) } catch {
+            do { try log.appendLatch(name, set: command.value, level: outputs.level(output, latched: command.value, now), now) } catch {
                 AgentLog.warning("locus: remote: command \(id): the latch cannot be logged now (\(error)); the broker will send it again")
                 return false
             }
             outputs.setLatch(output, command.value)
             log.setLatched(outputs.latchedNames)
+            // The latch is logged: the line follows now, whatever becomes of the command's record.
+            outputs.update(now, cause: command.value ? .latchSet : .latchCleared) { log.appendGPIO($0, now) }
         }
         guard logRemote(record, remote, now) else { return false }
         AgentLog.info("locus: remote: command \(id): \(command.output) latched \(command.value ? "on" : "off")")
-        outputs.update(now, cause: command.value ? .latchSet : .latchCleared) { log.appendGPIO($0, now) }
         return true
     }
 

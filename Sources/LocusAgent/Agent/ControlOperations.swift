@@ -174,7 +174,7 @@ enum ControlOperations {
             connections.ok(request, result: "not latched")
             return false
         }
-        do { try log.appendLatch(name, set: false, now) } catch {
+        do { try log.appendLatch(name, set: false, level: outputs.level(index, latched: false, now), now) } catch {
             connections.refuse(request, .unavailable, "the clear could not be logged: \(error)")
             return false
         }

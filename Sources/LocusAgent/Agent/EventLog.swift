@@ -514,9 +514,10 @@ final class EventLog: LoopComponent {
     }
 
     /// A latch set (the fleet's `set ... on`) or cleared (`locus gpio clear`, `set ... off`),
-    /// logged before the output moves.
-    func appendLatch(_ output: FixedName, set: Bool, _ now: AgentTime) throws(LogStoreError) {
-        try session?.persistence.gpio(LogPayload.GPIOChange(output: output, value: set, cause: set ? .latchSet : .latchCleared), time: now.utc)
+    /// logged before the output moves, with the level the output has after it (`level`: on for
+    /// a latch set; a cleared one stays on while a level action or a pulse holds it).
+    func appendLatch(_ output: FixedName, set: Bool, level: Bool, _ now: AgentTime) throws(LogStoreError) {
+        try session?.persistence.gpio(LogPayload.GPIOChange(output: output, value: level, cause: set ? .latchSet : .latchCleared), time: now.utc)
     }
 
     // MARK: readers

@@ -147,6 +147,15 @@ final class Outputs: LoopComponent {
     /// `locus gpio clear`, the fleet's `set`: the caller has logged it.
     func setLatch(_ output: Int, _ value: Bool) { plan.setLatch(output, value) }
 
+    /// The level output `output` will have once its latch is `latched` (a level action or a
+    /// pulse may hold it on when the latch is cleared): the value its latch record states.
+    func level(_ output: Int, latched: Bool, _ now: AgentTime) -> Bool {
+        let was = plan.latched[output]
+        plan.setLatch(output, latched)
+        defer { plan.setLatch(output, was) }
+        return plan.value(output, nowNs: now.monotonic.nanoseconds)
+    }
+
     /// Level actions follow the records' states (`pending`, when given, counts as handled), then
     /// the lines move (`update`).
     func refresh(_ engine: MonitorEngine, _ now: AgentTime, pending: MonitorEvent? = nil, cause: LogPayload.GPIOCause,
