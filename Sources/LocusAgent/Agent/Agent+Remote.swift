@@ -210,8 +210,9 @@ extension Agent {
 
     /// At a clean stop, the command under way ends failed, and says so.
     func stopRemote(_ now: AgentTime) {
-        guard let remote = uplink?.remote, remote.running != nil else { return }
-        if remote.running?.endsAt != nil { _ = ranging.takeSnapshot(beacons: 0, now) }
+        guard let remote = uplink?.remote, let running = remote.running else { return }
+        // A snapshot still ranging stops (one that ended waits only for its record).
+        if !running.finished && running.endsAt != nil { _ = ranging.takeSnapshot(beacons: 0, now) }
         remote.finish(detail: nil, failure: "the agent stopped before it answered")
         logFinished(remote, now)
     }
