@@ -322,16 +322,7 @@ final class LiveUpdates: LoopComponent {
     /// `{"fix":{TPV},"age_s":A,"accuracy_limited":B}` (and `place` with `[geocoding] annotate`).
     func fleetLocated(_ fix: Fix, ageMs: Int64, accuracyLimited: Bool) -> UnsafeRawBufferPointer {
         line.reset()
-        let shown = PrivacyFilter.shownFix(fix, privacy)
-        line.beginObject()
-        line.key("fix")
-        FixJSON.write(shown, into: &line)
-        line.number("age_s", Double(max(0, ageMs)) / 1_000, decimals: 3)
-        line.boolean("accuracy_limited", accuracyLimited)
-        if let places, shown.hasPosition, let latitude = shown.latitude, let longitude = shown.longitude {
-            places.writeMember(latitude: latitude, longitude: longitude, into: &line)
-        }
-        line.endObject()
+        ControlReply.location(PrivacyFilter.shownFix(fix, privacy), ageMs: ageMs, accuracyLimited: accuracyLimited, places: places, into: &line)
         return line.bytes
     }
 

@@ -92,7 +92,16 @@ public enum ControlReply {
     public static func located(_ id: Int64?, _ fix: Fix, ageMs: Int64, accuracyLimited: Bool, places: PlaceLabels? = nil,
                                into line: inout JSONWriter) {
         ok(id, into: &line)
-        line.beginObject("result")
+        line.key("result")
+        location(fix, ageMs: ageMs, accuracyLimited: accuracyLimited, places: places, into: &line)
+        end(into: &line)
+    }
+
+    /// A location request's answer as one object: `{"fix":{TPV},"age_s":1.5,"accuracy_limited":false}`
+    /// (and `place`): a located reply's `result`, and the fleet's `locate` record's `detail`.
+    @_noAllocation
+    public static func location(_ fix: Fix, ageMs: Int64, accuracyLimited: Bool, places: PlaceLabels?, into line: inout JSONWriter) {
+        line.beginObject()
         line.key("fix")
         FixJSON.write(fix, into: &line)
         line.number("age_s", Double(max(0, ageMs)) / 1_000, decimals: 3)
@@ -101,7 +110,6 @@ public enum ControlReply {
             places.writeMember(latitude: latitude, longitude: longitude, into: &line)
         }
         line.endObject()
-        end(into: &line)
     }
 
     /// A visit record in a `visits` reply (an array element): the VISIT members and `seq`.
