@@ -15,16 +15,26 @@ import TestSupport
         let process = Process()
         let errorFile: String
 
-        init(broker: UInt16, database: String, _ extra: [String] = [], name: String = "ingest", waiting: Bool = true) throws {
+        convenience init(broker: UInt16, database: String, _ extra: [String] = [], name: String = "ingest", waiting: Bool = true) throws {
+            try self.init(["--broker", "mqtt://127.0.0.1:\(broker)", "--database", database] + extra, name: name,
+                          ready: waiting ? "subscribed at QoS 1" : nil)
+        }
+
+        /// A worker on a NATS cluster's nodes (`--nats`), ready when it has found its consumer.
+        convenience init(nats nodes: String, database: String, _ extra: [String] = [], name: String = "ingest") throws {
+            try self.init(["--nats", nodes, "--database", database] + extra, name: name, ready: "messages waiting")
+        }
+
+        private init(_ arguments: [String], name: String, ready: String?) throws {
             errorFile = try Fleet.temporaryDirectory(name) + "/ingest.err"
             _ = FileManager.default.createFile(atPath: errorFile, contents: nil)
             process.executableURL = URL(fileURLWithPath: try Fleet.binary("locus-fleet"))
-            process.arguments = ["ingest", "--broker", "mqtt://127.0.0.1:\(broker)", "--database", database] + extra
+            process.arguments = ["ingest"] + arguments
             process.standardError = FileHandle(forWritingAtPath: errorFile)
             process.standardOutput = FileHandle.nullDevice
             process.standardInput = FileHandle.nullDevice
             try process.run()
-            if waiting { try wait(for: "subscribed at QoS 1") }
+            if let ready { try wait(for: ready) }
         }
 
         deinit {
@@ -48,6 +58,9 @@ import TestSupport
         /// within 2 s: a loaded machine has been seen to show the file before the exit's write).
         func stop() -> Int32 {
             kill(process.processIdentifier, SIGTERM)
+            // At most 30 s: a worker that does not stop is a failure, not a hung suite.
+            for _ in 0..<600 where process.isRunning { usleep(50_000) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             process.waitUntilExit()
             for _ in 0..<40 where !said.contains(" messages: ") { usleep(50_000) }
             return process.terminationStatus

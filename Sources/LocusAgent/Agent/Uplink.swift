@@ -57,6 +57,11 @@ final class Uplink: LoopComponent {
     private var remoteSubscription: UInt16? = nil
     /// The fleet's `republish` under way (nil: none).
     private var republishing: Republish? = nil
+    /// The broker node being tried or used: an index into `settings.brokers`.
+    private(set) var node = 0
+
+    /// The node the connection goes to.
+    var broker: BrokerAddress { settings.brokers[node] }
 
     var gateway: String { String(decoding: rendering.topics.gateway, as: UTF8.self) }
 
@@ -122,7 +127,11 @@ final class Uplink: LoopComponent {
 
     func status(into line: inout JSONWriter) {
         line.beginObject("uplink")
-        line.string("broker", settings.broker.description)
+        line.string("broker", broker.description)
+        if settings.brokers.count > 1 {
+            line.integer("node", node + 1)
+            line.integer("nodes", settings.brokers.count)
+        }
         line.string("gateway", gateway)
         line.string("state", stateName)
         line.integer("cursor", outbox.committed)
@@ -240,7 +249,9 @@ final class Uplink: LoopComponent {
                                   username: settings.username.map { Array($0.utf8) }, password: nil)
     }
 
-    /// The connection ended (or could not be made): reported, and tried again after the backoff.
+    /// The connection ended (or could not be made): reported, and tried again after the backoff,
+    /// on the broker's next node when it has several (a cluster keeps the session, and the
+    /// cursor sends again what the lost node had not acknowledged).
     private func lost(_ problem: String, _ now: AgentTime) {
         counters.failures += 1
         // What was in flight was not acknowledged: the tail goes back to the delivered position,
@@ -249,8 +260,14 @@ final class Uplink: LoopComponent {
         // A republish's messages in flight were not acknowledged either: its range starts again.
         if let republishing { republishing.tail.reposition(after: republishing.from - 1) }
         let (delayNs, wasOpen) = connection.session.lost(now: now.monotonic, random: Randomness.next())
+        let failed = broker
+        if settings.brokers.count > 1 {
+            node = (node + 1) % settings.brokers.count
+            connection.settings.broker = broker
+        }
         if lastError != problem || wasOpen {
-            AgentLog.warning("locus: uplink: \(problem); trying again in \(Quantity.describe(nanoseconds: delayNs))")
+            let next = settings.brokers.count > 1 ? "; trying node \(node + 1) of \(settings.brokers.count), \(broker), in" : "; trying again in"
+            AgentLog.warning("locus: uplink: \(settings.brokers.count > 1 ? "\(failed): " : "")\(problem)\(next) \(Quantity.describe(nanoseconds: delayNs))")
         }
         lastError = problem
     }
@@ -258,11 +275,11 @@ final class Uplink: LoopComponent {
     private func took(_ step: BrokerConnection.Step, _ now: AgentTime) {
         switch step {
         case .resolved(let addresses, let fromHostsFile):
-            AgentLog.info("locus: uplink: \(settings.broker.host) is \(addresses.map { $0.description }.joined(separator: ", "))\(fromHostsFile ? " (/etc/hosts)" : "")")
+            AgentLog.info("locus: uplink: \(broker.host) is \(addresses.map { $0.description }.joined(separator: ", "))\(fromHostsFile ? " (/etc/hosts)" : "")")
         case .connected(let address, let port):
             AgentLog.info("locus: uplink: TCP connected to \(address.family == .v6 ? "[\(address)]" : "\(address)"):\(port)")
         case .secured(let agreed):
-            AgentLog.info("locus: uplink: TLS \(agreed), certificate verified for \(settings.broker.host)")
+            AgentLog.info("locus: uplink: TLS \(agreed), certificate verified for \(broker.host)")
         case .accepted(let sessionPresent):
             opened(sessionPresent: sessionPresent, now)
         }
@@ -274,7 +291,7 @@ final class Uplink: LoopComponent {
         announcement = Announcement(status: true, subscribe: settings.homeAssistant, subscribeRemote: remote != nil,
                                     discovery: settings.homeAssistant ? 0 : nil, states: sessionPresent ? nil : 0)
         lastError = nil
-        AgentLog.notice("locus: uplink: connected to \(settings.broker) as \(gateway); sending from log record \(delivered + 1)")
+        AgentLog.notice("locus: uplink: connected to \(broker) as \(gateway); sending from log record \(delivered + 1)")
     }
 
     private func received(_ packet: BrokerConnection.Incoming) {

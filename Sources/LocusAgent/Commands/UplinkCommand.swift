@@ -56,10 +56,30 @@ enum UplinkCommand {
         // Its own client id and a clean session: the running agent's session is left alone (a
         // second connection with its id would throw it off the broker).
         let options = Uplink.connectOptions(settings, clientID: "\(clientID)-test", statusTopic: "\(prefix)/status", will: false)
-        let connection = BrokerConnection(settings: BrokerConnection.Settings(broker: settings.broker, tls: nil, connect: options),
+        // A cluster's nodes are each tried: the gateway moves to any of them when one is lost.
+        let count = settings.brokers.count
+        var problems: [String] = []
+        for (index, broker) in settings.brokers.enumerated() {
+            Console.out("uplink test: \(broker)\(count > 1 ? " (node \(index + 1) of \(count))" : "") as gateway \(gateway), topics under \(prefix)/\n")
+            if let problem = testNode(broker, settings, options: options, gateway: gateway, prefix: prefix) {
+                Console.out("  FAILED: \(problem)\n")
+                problems.append(count > 1 ? "\(broker): \(problem)" : problem)
+            }
+        }
+        guard problems.isEmpty else {
+            let summary = count > 1 ? "\(problems.count) of \(count) nodes failed; " : ""
+            return CommandLineInterface.failure("uplink test", summary + problems.joined(separator: "; "))
+        }
+        Console.out("uplink test: passed\(count > 1 ? " (all \(count) nodes)" : "")\n")
+        return 0
+    }
+
+    /// One node, each step reported: nil when the test message's PUBACK came, else the problem.
+    private static func testNode(_ broker: BrokerAddress, _ settings: SiteConfig.Uplink, options: MQTTConnectOptions,
+                                 gateway: String, prefix: String) -> String? {
+        let connection = BrokerConnection(settings: BrokerConnection.Settings(broker: broker, tls: nil, connect: options),
                                           outputBytes: 4096, windowCapacity: 2)
-        Console.out("uplink test: \(settings.broker) as gateway \(gateway), topics under \(prefix)/\n")
-        if let problem = Uplink.loadCredentials(settings, into: connection) { return failed(problem) }
+        if let problem = Uplink.loadCredentials(settings, into: connection) { return problem }
         let start = MonotonicClock.instant.nanoseconds
         var elapsed: String { "\((MonotonicClock.instant.nanoseconds - start) / 1_000_000) ms" }
         if let problem = connection.start(nowNs: start) { return report(connection, elapsed, failure: problem) }
@@ -78,7 +98,7 @@ enum UplinkCommand {
             }
             var opened = false
             connection.takeSteps { step in
-                say(step, settings)
+                say(step, broker)
                 if case .accepted = step { opened = true }
             }
             if let problem { return report(connection, elapsed, failure: problem) }
@@ -89,9 +109,10 @@ enum UplinkCommand {
                 UplinkJSON.test(gateway: topics.gateway, time: UTCTime(nanoseconds: Clock.realtimeNs()), into: &payload)
                 packetID = connection.session.window.add(sequence: 0)
                 guard connection.output.publish(topic: topics.test(), payload: payload.bytes, qos: .atLeastOnce, retain: false, packetID: packetID) else {
-                    return failed("the test message does not fit")
+                    connection.close()
+                    return "the test message does not fit"
                 }
-                if let problem = connection.flush(MonotonicClock.instant.nanoseconds) { return failed(problem) }
+                if let problem = connection.flush(MonotonicClock.instant.nanoseconds) { connection.close(); return problem }
                 Console.out("  published a test message to \(prefix)/test (QoS 1)\n")
             }
         }
@@ -99,31 +120,26 @@ enum UplinkCommand {
         _ = connection.output.disconnect()
         _ = connection.flush(MonotonicClock.instant.nanoseconds)
         connection.close()
-        Console.out("uplink test: passed\n")
-        return 0
+        return nil
     }
 
-    private static func say(_ step: BrokerConnection.Step, _ settings: SiteConfig.Uplink) {
+    private static func say(_ step: BrokerConnection.Step, _ broker: BrokerAddress) {
         switch step {
         case .resolved(let addresses, let fromHostsFile):
-            Console.out("  DNS: \(settings.broker.host) is \(addresses.map { $0.description }.joined(separator: ", "))\(fromHostsFile ? " (from /etc/hosts)" : "")\n")
+            Console.out("  DNS: \(broker.host) is \(addresses.map { $0.description }.joined(separator: ", "))\(fromHostsFile ? " (from /etc/hosts)" : "")\n")
         case .connected(let address, let port):
             Console.out("  TCP: connected to \(address.family == .v6 ? "[\(address)]" : "\(address)"):\(port)\n")
         case .secured(let agreed):
-            Console.out("  TLS: \(agreed); the broker's certificate is valid for \(settings.broker.host)\n")
+            Console.out("  TLS: \(agreed); the broker's certificate is valid for \(broker.host)\n")
         case .accepted:
             break
         }
     }
 
-    private static func report(_ connection: BrokerConnection, _ elapsed: String, failure: String) -> Int32 {
+    private static func report(_ connection: BrokerConnection, _ elapsed: String, failure: String) -> String {
         connection.takeSteps { _ in }
-        return failed("\(failure) (after \(elapsed))")
-    }
-
-    private static func failed(_ problem: String) -> Int32 {
-        Console.out("  FAILED: \(problem)\n")
-        return CommandLineInterface.failure("uplink test", problem)
+        connection.close()
+        return "\(failure) (after \(elapsed))"
     }
 
     // MARK: status

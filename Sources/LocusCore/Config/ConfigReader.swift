@@ -233,6 +233,24 @@ public struct TableReader {
         return strings
     }
 
+    /// One string or an array of them (`"a"` or `["a", "b"]`), as an array; an empty array or one
+    /// that holds anything else is reported.
+    public mutating func oneOrMoreStrings(_ key: String, required: Bool = false) -> [String]? {
+        guard let entry = lookup(key, required: required) else { return nil }
+        switch entry.value {
+        case .string(let value): return [value]
+        case .array(let array) where array.elements.isEmpty:
+            report.fail(at: entry.valueOffset, "'\(label(key))' is an empty array: name at least one")
+            return nil
+        case .array:
+            known.removeLast()
+            return strings(key)
+        default:
+            wrongType(entry, "a string or an array of strings")
+            return nil
+        }
+    }
+
     /// A sub-table (a `[header]` table or an inline table).
     public mutating func table(_ key: String, required: Bool = false) -> TableReader? {
         guard let entry = lookup(key, required: required) else { return nil }

@@ -204,7 +204,11 @@ public struct SiteConfig {
         /// Debian's bundle of the public CAs (package ca-certificates): the default `ca_file` for mqtts.
         public static let systemCAFile = "/etc/ssl/certs/ca-certificates.crt"
 
-        public var broker: BrokerAddress
+        /// The broker's nodes, in the order tried: the uplink starts on the first and moves to
+        /// the next when one is lost (a clustered broker, docs/fleet.md). At least one.
+        public var brokers: [BrokerAddress]
+        /// The first node.
+        public var broker: BrokerAddress { brokers[0] }
         /// Default: the gateway id.
         public var clientID: String? = nil
         /// Default: the machine id (/etc/machine-id), stable across restarts.
@@ -228,7 +232,11 @@ public struct SiteConfig {
         /// Home Assistant MQTT discovery.
         public var homeAssistant = false
 
-        public init(broker: BrokerAddress) { self.broker = broker }
+        public init(broker: BrokerAddress) { brokers = [broker] }
+        public init(brokers: [BrokerAddress]) {
+            precondition(!brokers.isEmpty, "at least one broker")
+            self.brokers = brokers
+        }
     }
 
     /// `[geocoding]`: the place index (docs/geocoding.md) and what the agent does with it.

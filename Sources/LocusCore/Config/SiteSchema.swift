@@ -210,18 +210,14 @@ enum SiteSchema {
         return access
     }
 
+    /// The most nodes `broker` may name.
+    static let maximumBrokers = 16
+
     /// `[uplink]`: the broker, who the gateway is, TLS files, credentials, what is published and
     /// how fast. nil when `broker` is missing or wrong (reported).
     private static func readUplink(_ section: inout TableReader) -> SiteConfig.Uplink? {
         let report = section.report
-        let brokerText = section.string("broker", required: true)
-        var uplink: SiteConfig.Uplink? = nil
-        if let brokerText {
-            switch BrokerAddress.parse(brokerText) {
-            case .success(let broker): uplink = SiteConfig.Uplink(broker: broker)
-            case .failure(let error): report.fail(at: section.offset(of: "broker"), "'\(section.label("broker"))' = \"\(brokerText)\" \(error.problem)")
-            }
-        }
+        let uplink = readBrokers(&section).map(SiteConfig.Uplink.init(brokers:))
         var read = uplink ?? SiteConfig.Uplink(broker: BrokerAddress(tls: true, host: "localhost", address: nil, port: BrokerAddress.tlsPort))
         if let gateway = section.string("gateway") {
             if !isGatewayName(gateway) {
@@ -261,6 +257,34 @@ enum SiteSchema {
         if let interval = section.duration("sighting_interval", in: 0...86_400_000) { read.sightingIntervalMs = interval }
         if let homeAssistant = section.boolean("home_assistant") { read.homeAssistant = homeAssistant }
         return uplink == nil ? nil : read
+    }
+
+    /// `broker`: one address, or a clustered broker's nodes (all mqtts or all mqtt, none twice).
+    /// nil when missing or wrong (reported).
+    private static func readBrokers(_ section: inout TableReader) -> [BrokerAddress]? {
+        let report = section.report
+        guard let texts = section.oneOrMoreStrings("broker", required: true) else { return nil }
+        let array = section.table.entry("broker").map { if case .array = $0.value { true } else { false } } ?? false
+        if texts.count > maximumBrokers {
+            report.fail(at: section.offset(of: "broker"), "'\(section.label("broker"))' names \(texts.count) nodes; at most \(maximumBrokers)")
+            return nil
+        }
+        var brokers: [BrokerAddress] = []
+        for (index, text) in texts.enumerated() {
+            let offset = array ? section.offset(of: "broker", element: index) : section.offset(of: "broker")
+            switch BrokerAddress.parse(text) {
+            case .success(let broker):
+                if let first = brokers.first, first.tls != broker.tls {
+                    report.fail(at: offset, "'\(section.label("broker"))' mixes mqtts:// and mqtt://: a cluster's nodes share one TLS setting (and one set of TLS files)")
+                } else if brokers.contains(where: { $0.host == broker.host && $0.port == broker.port }) {
+                    report.fail(at: offset, "'\(section.label("broker"))' names \"\(text)\" twice")
+                } else {
+                    brokers.append(broker)
+                }
+            case .failure(let error): report.fail(at: offset, "'\(section.label("broker"))' = \"\(text)\" \(error.problem)")
+            }
+        }
+        return brokers.count == texts.count ? brokers : nil
     }
 
     /// `[uplink]`'s TLS files and credentials: files only with mqtts, a certificate with its key,

@@ -41,6 +41,8 @@ final class FleetBroker {
         var packetID: UInt16
         var retained: Bool
         var duplicate: Bool
+        /// When the broker stored it (ms since 1970), where the broker says (NATS's JetStream).
+        var storedMs: Int64? = nil
     }
 
     /// A packet larger than this is not decoded: its topic, packet id and first 64 KiB are kept
@@ -321,7 +323,7 @@ final class FleetBroker {
         }
     }
 
-    private static func connect(_ address: IPAddress, _ port: UInt16, deadline: Int64) throws(FleetError) -> TCPConnection {
+    static func connect(_ address: IPAddress, _ port: UInt16, deadline: Int64) throws(FleetError) -> TCPConnection {
         let connection: TCPConnection
         do { connection = try TCPConnection(to: address, port: port) } catch { throw FleetError("\(error)") }
         if connection.isConnected { return connection }
@@ -353,6 +355,23 @@ final class FleetBroker {
         }
     }
 }
+
+/// What the ingest reads from: an MQTT broker's session (`FleetBroker`) or a NATS cluster's
+/// JetStream consumer (`JetStreamSource`). A message's `packetID` is the tag its
+/// acknowledgement takes.
+protocol IngestSource: AnyObject {
+    /// Messages that came while connecting.
+    func takeEarly() -> [FleetBroker.Incoming]
+    func read(timeoutMs: Int32) throws(FleetError) -> [FleetBroker.Incoming]
+    /// True when bytes are waiting (a read would not block).
+    var hasInput: Bool { get }
+    /// The messages stored: acknowledged, in the order they came.
+    func acknowledge(_ tags: [UInt16]) throws(FleetError)
+    func keepAlive() throws(FleetError)
+    func disconnect()
+}
+
+extension FleetBroker: IngestSource {}
 
 /// A packet from the broker copied out of the framer's buffer.
 enum MQTTPacketCopy {

@@ -16,6 +16,11 @@ extension FleetCommandLine {
                       --username NAME, --password-file FILE
                       --ca-file FILE, --cert-file FILE, --key-file FILE   (mqtts; default CA: Debian's bundle)
                       --keepalive S      default 60
+                    On a NATS cluster (docs/fleet.md), instead of --broker and --share:
+                      --nats HOST:PORT,...   the nodes' client ports; the workers share one
+                                         durable consumer of the MQTT messages' stream
+                      --consumer NAME    that consumer, default locus-ingest
+                      --ack-wait S       a message not acknowledged goes again after S, default 30
 
         """
 
@@ -32,6 +37,9 @@ extension FleetCommandLine {
         var certFile: String? = nil
         var keyFile: String? = nil
         var keepAliveS: UInt16 = 60
+        var nats: String? = nil
+        var consumer = "locus-ingest"
+        var ackWaitS = 30
     }
 
     static func parseIngest(_ arguments: [String]) throws(UsageError) -> IngestOptions {
@@ -64,16 +72,33 @@ extension FleetCommandLine {
             case "--keepalive":
                 guard let seconds = UInt16(value), seconds >= 5 else { throw UsageError(message: "--keepalive takes seconds from 5 to 65535, not '\(value)'") }
                 options.keepAliveS = seconds
+            case "--nats": options.nats = value
+            case "--consumer":
+                guard !value.isEmpty, value.utf8.count <= 64, value.utf8.allSatisfy({ ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D || $0 == 0x5F }) else {
+                    throw UsageError(message: "--consumer is 1 to 64 letters, digits, '-' or '_'")
+                }
+                options.consumer = value
+            case "--ack-wait":
+                guard let seconds = Int(value), (1...3_600).contains(seconds) else { throw UsageError(message: "--ack-wait takes seconds from 1 to 3600, not '\(value)'") }
+                options.ackWaitS = seconds
             default: throw UsageError(message: "unknown option '\(argument)'")
             }
         }
         if options.passwordFile != nil && options.username == nil { throw UsageError(message: "--password-file needs --username") }
         if (options.certFile == nil) != (options.keyFile == nil) { throw UsageError(message: "--cert-file and --key-file go together") }
+        if options.nats != nil {
+            if options.broker != nil { throw UsageError(message: "--nats and --broker: one or the other (the NATS cluster is the broker)") }
+            if options.share != nil { throw UsageError(message: "--share is for an MQTT broker: on NATS the workers share one consumer (--consumer)") }
+            if options.username != nil || options.caFile != nil || options.certFile != nil {
+                throw UsageError(message: "--username, --password-file and the TLS files are for an MQTT broker; the ingest speaks to NATS without them")
+            }
+        }
         return options
     }
 
     /// The broker's settings from the options: the address, TLS, CONNECT (clean session 0).
     static func ingestSettings(_ options: IngestOptions) throws(UsageError) -> Ingest.Settings {
+        if let nats = options.nats { return try natsSettings(options, nodes: nats) }
         let environment = Process.environment("LOCUS_FLEET_BROKER")
         guard let text = options.broker ?? environment, !text.isEmpty else {
             throw UsageError(message: "no broker: give --broker mqtt[s]://HOST[:PORT] or set LOCUS_FLEET_BROKER")
@@ -106,6 +131,23 @@ extension FleetCommandLine {
                                          username: options.username.map { Array($0.utf8) }, password: password)
         return Ingest.Settings(broker: FleetBroker.Settings(broker: address, tls: tls, connect: connect), topics: topics,
                                batchMessages: options.batch)
+    }
+
+    /// A NATS cluster's settings: the nodes, the consumer, the subjects the prefix comes to.
+    static func natsSettings(_ options: IngestOptions, nodes text: String) throws(UsageError) -> Ingest.Settings {
+        let nodes: [NATSAddress]
+        let topics: IngestTopics
+        do {
+            nodes = try NATSAddress.parseList(text)
+            topics = try IngestTopics(prefix: options.prefix, share: nil)
+        } catch {
+            throw UsageError(message: "--nats: \(error.message)")
+        }
+        let filter = NATSSubjects.filter(mqtt: topics.prefix.joined(separator: "/") + "/#")
+        let nats = JetStreamSource.Settings(nodes: nodes, durable: options.consumer, filter: filter, ackWaitMs: Int64(options.ackWaitS) * 1000,
+                                            batch: options.batch, name: options.clientID, pingIntervalMs: Int64(options.keepAliveS) * 500,
+                                            pongTimeoutMs: min(10_000, Int64(options.keepAliveS) * 1000))
+        return Ingest.Settings(broker: nil, nats: nats, topics: topics, batchMessages: options.batch)
     }
 
     static func ingest(_ arguments: [String]) -> Int32 {

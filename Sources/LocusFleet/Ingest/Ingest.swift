@@ -17,9 +17,16 @@ import LocusDevices
 /// A batch is written when it is full (`batchMessages`) or when nothing more is waiting on the
 /// socket (group commit: the busier the broker, the larger the batches, up to what the broker
 /// lets be in flight unacknowledged; mosquitto's `max_inflight_messages`).
+///
+/// On a NATS cluster (`nats`) the ingest reads the stream NATS keeps the MQTT messages in, as
+/// `JetStreamSource` says, on the same terms: acknowledged after the commit, sent again when
+/// not. Each worker starts on a node chosen by its name and moves to the next when one is lost.
 public final class Ingest {
     public struct Settings {
-        var broker: FleetBroker.Settings
+        /// The MQTT broker, or nil with `nats`.
+        var broker: FleetBroker.Settings?
+        /// The NATS cluster, or nil with `broker`.
+        var nats: JetStreamSource.Settings? = nil
         var topics: IngestTopics
         var batchMessages = 1_000
         var progressIntervalMs: Int64 = 10_000
@@ -38,12 +45,17 @@ public final class Ingest {
         public var statuses = 0
         public var batches = 0
         public var connections = 0
+        /// Messages under the prefix that the ingest does not store (a NATS stream holds every
+        /// topic: retained states, fixes, sightings), acknowledged and let pass.
+        public var passed = 0
     }
 
     let settings: Settings
     let database: FleetDatabase
     let notice: (String) -> Void
-    private var broker: FleetBroker? = nil
+    private var broker: IngestSource? = nil
+    /// The NATS node tried next: an index into `settings.nats.nodes`.
+    private var node = 0
     private var batch = IngestBatch()
     public private(set) var counters = Counters()
     private var reported = Counters()
@@ -55,6 +67,11 @@ public final class Ingest {
         self.settings = settings
         self.database = database
         self.notice = notice
+        if let nodes = settings.nats?.nodes, !nodes.isEmpty {
+            // Workers named apart start on different nodes (FNV-1a of the name).
+            let hash = Array((settings.nats?.name ?? "").utf8).reduce(UInt32(2_166_136_261)) { ($0 ^ UInt32($1)) &* 16_777_619 }
+            node = Int(hash % UInt32(nodes.count))
+        }
     }
 
     /// Runs until `stop()` says so (checked at least every second), then writes what it holds,
@@ -92,18 +109,36 @@ public final class Ingest {
     }
 
     private func connect() throws(FleetError) {
-        let made = try FleetBroker(settings.broker)
-        try made.subscribe(settings.topics.filters)
+        if let nats = settings.nats { return try connectNATS(nats) }
+        guard let settings = settings.broker else { return }
+        let made = try FleetBroker(settings)
+        try made.subscribe(self.settings.topics.filters)
         counters.connections += 1
         let session = made.sessionPresent ? "the broker kept this client's session" : "a new session"
-        notice("connected to \(settings.broker.broker) (\(made.peer)) as \(String(decoding: settings.broker.connect.clientID, as: UTF8.self)), "
-               + "\(session); subscribed at QoS 1 to \(settings.topics.filters.joined(separator: ", "))")
+        notice("connected to \(settings.broker) (\(made.peer)) as \(String(decoding: settings.connect.clientID, as: UTF8.self)), "
+               + "\(session); subscribed at QoS 1 to \(self.settings.topics.filters.joined(separator: ", "))")
         if !made.sessionPresent && counters.connections > 1 {
             notice("the broker kept no session for this client: what the gateways published while the ingest was away was not queued for it. "
                    + "Keep the broker's persistence on (mosquitto: persistence true) and the same --client-id; locus-fleet status shows any gap, and import fills it from the gateways' logs")
         }
         broker = made
         for incoming in made.takeEarly() { take(incoming) }
+    }
+
+    /// A node of the NATS cluster, the next one after a failure.
+    private func connectNATS(_ nats: JetStreamSource.Settings) throws(FleetError) {
+        let address = nats.nodes[node]
+        let made: JetStreamSource
+        do {
+            made = try JetStreamSource(nats, node: address)
+        } catch {
+            node = (node + 1) % nats.nodes.count
+            throw error
+        }
+        counters.connections += 1
+        notice("connected to \(made.description) as \(nats.name), node \(node + 1) of \(nats.nodes.count); consumer \(nats.durable) on "
+               + "\(NATSSubjects.mqttStream) for \(nats.filter): \(made.waiting) messages waiting")
+        broker = made
     }
 
     /// The connection is given up: nothing of the batch is acknowledged, so the broker sends it
@@ -113,6 +148,7 @@ public final class Ingest {
         notice(reason + (pending > 0 ? "; the \(pending) messages not yet stored were not acknowledged: the broker sends them again" : ""))
         broker = nil
         batch = IngestBatch()
+        if let nodes = settings.nats?.nodes { node = (node + 1) % nodes.count }
     }
 
     private func step() throws(FleetError) {
@@ -125,18 +161,26 @@ public final class Ingest {
     private func take(_ incoming: FleetBroker.Incoming) {
         guard case .publish(let message) = incoming else { return }
         counters.messages += 1
-        batch.add(message, as: settings.topics.classify(message.topic))
+        let topic = settings.topics.classify(message.topic)
+        if topic == .foreign && settings.nats != nil {
+            counters.passed += 1
+            return batch.pass(message)
+        }
+        batch.add(message, as: topic)
     }
 
     /// Writes the batch in one transaction, then acknowledges its messages.
     private func commit() throws(FleetError) {
-        let outcome: BatchOutcome
-        do {
-            outcome = try database.write(batch.records, batch.quarantine, statuses: batch.statuses,
-                                         what: "storing a batch of \(batch.count) messages")
-        } catch where error.isRefused {
-            notice("\(error.message); storing the batch's records one by one to find the one refused")
-            outcome = try commitOneByOne()
+        var outcome = BatchOutcome()
+        // A batch of messages let pass only has nothing to write.
+        if !batch.records.isEmpty || !batch.quarantine.isEmpty || !batch.statuses.isEmpty {
+            do {
+                outcome = try database.write(batch.records, batch.quarantine, statuses: batch.statuses,
+                                             what: "storing a batch of \(batch.count) messages")
+            } catch where error.isRefused {
+                notice("\(error.message); storing the batch's records one by one to find the one refused")
+                outcome = try commitOneByOne()
+            }
         }
         try broker?.acknowledge(batch.packetIDs)
         counters.batches += 1
@@ -175,7 +219,9 @@ public final class Ingest {
         lastProgressMs = now
         reported = counters
         var line = "\(counters.messages) messages: \(counters.inserted) records stored, \(counters.alreadyStored) already stored, "
-        line += "\(counters.quarantined) quarantined, \(counters.statuses) statuses; \(counters.batches) batches"
+        line += "\(counters.quarantined) quarantined, \(counters.statuses) statuses"
+        if settings.nats != nil { line += ", \(counters.passed) passed" }
+        line += "; \(counters.batches) batches"
         if counters.batches > 0 { line += " (\(counters.messages / counters.batches) messages a batch)" }
         if let lag = lastLagMs { line += "; the last batch's newest record was \(lag) ms old when stored" }
         notice(line)
@@ -203,6 +249,12 @@ struct IngestBatch {
 
     var isEmpty: Bool { count == 0 }
 
+    /// A message not stored, acknowledged with the batch.
+    mutating func pass(_ message: FleetBroker.Message) {
+        count += 1
+        if message.packetID != 0 { packetIDs.append(message.packetID) }
+    }
+
     mutating func add(_ message: FleetBroker.Message, as topic: IngestTopics.Topic) {
         count += 1
         if message.packetID != 0 { packetIDs.append(message.packetID) }
@@ -221,7 +273,9 @@ struct IngestBatch {
             case Array("offline".utf8): online = false
             default: return keep(message, "a status that is neither online nor offline")
             }
-            statuses.append(GatewayStatus(gateway: gateway, online: online, receivedMs: FleetClock.wallMs()))
+            // The broker's time when it has one: workers sharing a stream store statuses out of
+            // order, and the newest stored must win.
+            statuses.append(GatewayStatus(gateway: gateway, online: online, receivedMs: message.storedMs ?? FleetClock.wallMs()))
         case .record(let kind, let topicGateway):
             let value: JSONValue
             do {

@@ -73,7 +73,7 @@ extension FleetCommandLine {
         }
         if options.passwordFile != nil && options.username == nil { throw UsageError(message: "--password-file needs --username") }
         if (options.certFile == nil) != (options.keyFile == nil) { throw UsageError(message: "--cert-file and --key-file go together") }
-        var settings = try ingestSettings(options).broker
+        guard var settings = try ingestSettings(options).broker else { throw UsageError(message: "no MQTT broker") }
         let clientID = arguments["--client-id"] ?? FleetPublisher.clientID()
         guard !clientID.isEmpty, clientID.utf8.count <= MQTT.maximumStringBytes else { throw UsageError(message: "--client-id must be 1 to 65535 bytes") }
         settings.connect.clientID = Array(clientID.utf8)
