@@ -69,6 +69,35 @@ import Testing
         #expect(again == .ping && lost == .failed(.pingUnanswered))
     }
 
+    /// Messages in flight that the broker never acknowledges, while it answers every PINGREQ:
+    /// the connection is given up 30 s after the last acknowledgement (or after they started to
+    /// wait), so they go again on the next; each acknowledgement starts the wait over.
+    @Test func messagesNeverAcknowledgedEndTheConnection() {
+        var session = Self.open(pingIntervalNs: 10 * Self.second)
+        let empty = session.keepAlive(nowNs: 5 * Self.second)
+        let first = session.window.add(sequence: 1)
+        let second = session.window.add(sequence: 2)
+        let noted = session.keepAlive(nowNs: 6 * Self.second)
+        let deadline = session.keepAliveDeadlineNs
+        let acknowledged = session.receive(.puback(packetID: first), nowNs: 30 * Self.second)
+        _ = session.receive(.pingresp, nowNs: 30 * Self.second)
+        session.sent(nowNs: 30 * Self.second)
+        let waiting = session.keepAlive(nowNs: 59 * Self.second)
+        _ = session.receive(.pingresp, nowNs: 59 * Self.second)
+        let lost = session.keepAlive(nowNs: 60 * Self.second)
+        #expect(empty == .idle && noted == .idle && deadline == 10 * Self.second, "the PINGREQ first, the acknowledgement at 36 s")
+        #expect(acknowledged == .acknowledged(packetID: first) && waiting == .ping)
+        #expect(lost == .failed(.unacknowledged), "seq 2 (id \(second)) waited 30 s after the last acknowledgement")
+        // Emptied in time: nothing to give up.
+        var calm = Self.open(pingIntervalNs: 0)
+        let only = calm.window.add(sequence: 1)
+        _ = calm.keepAlive(nowNs: 1 * Self.second)
+        _ = calm.receive(.puback(packetID: only), nowNs: 2 * Self.second)
+        let later = calm.keepAlive(nowNs: 100 * Self.second)
+        let none = calm.keepAliveDeadlineNs
+        #expect(later == .idle && none == nil)
+    }
+
     @Test func noKeepAliveWithAZeroInterval() {
         var session = Self.open(pingIntervalNs: 0)
         let deadline = session.keepAliveDeadlineNs

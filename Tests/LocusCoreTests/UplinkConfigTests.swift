@@ -77,11 +77,29 @@ import Testing
         ("broker = \"mqtts://broker\"\nmax_inflight = 0\n", "uplink.max_inflight"),
         ("broker = \"mqtts://broker\"\nmax_inflight = 1\n", "uplink.max_inflight"),
         ("brokr = \"mqtts://broker\"\n", "unknown key 'uplink.brokr' (did you mean 'broker'?)"),
+        ("broker = []\n", "site.toml:3:10: 'uplink.broker' is an empty array: name at least one"),
+        ("broker = [\"mqtts://a\", \"mqtt://b\"]\n", "site.toml:3:24: 'uplink.broker' mixes mqtts:// and mqtt://"),
+        ("broker = [\"mqtts://a\", \"mqtts://a:8883\"]\n", "site.toml:3:24: 'uplink.broker' names \"mqtts://a:8883\" twice"),
+        ("broker = [\"mqtts://a\", \"tcp://b\"]\n", "site.toml:3:24: 'uplink.broker' = \"tcp://b\" starts with mqtts://"),
+        ("broker = [\"mqtts://a\", 7]\n", "'uplink.broker' must hold strings, not"),
+        ("broker = 7\n", "'uplink.broker' must be a string or an array of strings, not"),
+        ("broker = [" + (0..<17).map { "\"mqtt://n\($0)\"" }.joined(separator: ", ") + "]\n", "'uplink.broker' names 17 nodes; at most 16"),
     ] as [(String, String)])
     func mistakesAreReportedWhereTheyAre(text: String, expected: String) {
         let (site, errors) = Self.parse(text)
         #expect(site == nil)
         #expect(errors.contains { $0.contains(expected) }, "\(errors)")
+    }
+
+    /// A clustered broker: its nodes in the order written, the first the one tried first.
+    @Test func aClustersNodesAreReadInOrder() throws {
+        let (site, errors) = Self.parse("broker = [\"mqtt://10.0.0.1:1883\", \"mqtt://node-2\", \"mqtt://[::1]:1884\"]\n")
+        #expect(errors.isEmpty, "\(errors)")
+        let uplink = try #require(site?.uplink)
+        #expect(uplink.brokers.map(\.description) == ["mqtt://10.0.0.1:1883", "mqtt://node-2:1883", "mqtt://[::1]:1884"])
+        #expect(uplink.broker == uplink.brokers[0])
+        let (one, _) = Self.parse("broker = [\"mqtts://only\"]\n")
+        #expect(one?.uplink?.brokers.map(\.description) == ["mqtts://only:8883"])
     }
 
     @Test(arguments: [

@@ -219,6 +219,7 @@ final class BrokerConnection {
             switch session.keepAlive(nowNs: nowNs) {
             case .idle: return nil
             case .ping: return flush(nowNs)
+            case .failed(.unacknowledged): return fail("\(MQTTSession.Failure.unacknowledged) (\(session.acknowledgementTimeoutNs / 1_000_000_000) s)")
             case .failed(let failure): return fail("\(failure) within \(settings.timeoutNs / 1_000_000_000) s")
             }
         }

@@ -170,9 +170,11 @@ enum UplinkCommand {
         }
     }
 
-    /// "uplink: connected to mqtts://host:8883, cursor 1234, backlog 56 records / 1.2 MiB, oldest 3 h"
+    /// "uplink: connected (mqtts://host:8883, node 2 of 3 as gw-7), cursor 1234, backlog 56 records / 1.2 MiB, oldest 3 h"
     static func line(_ uplink: JSONValue, backlog: JSONValue?) -> String {
-        var text = "uplink: \(uplink["state"]?.string ?? "?") (\(uplink["broker"]?.string ?? "?") as \(uplink["gateway"]?.string ?? "?"))"
+        var text = "uplink: \(uplink["state"]?.string ?? "?") (\(uplink["broker"]?.string ?? "?")"
+        if let node = uplink["node"]?.number, let nodes = uplink["nodes"]?.number { text += ", node \(Int(node)) of \(Int(nodes))" }
+        text += " as \(uplink["gateway"]?.string ?? "?"))"
         text += ", cursor \(Int(uplink["cursor"]?.number ?? 0))"
         if let backlog {
             let records = Int(backlog["records"]?.number ?? 0)

@@ -10,7 +10,10 @@
 /// - the output queue (`output`): CONNECT, PINGREQ and what its user writes, sent by the caller,
 ///   which reports each send (`sent(nowNs:)`);
 /// - keep-alive: PINGREQ once nothing was sent for `pingIntervalNs`, and the connection is lost
-///   when its PINGRESP has not come within `answerTimeoutNs` (§3.1.2.10);
+///   when its PINGRESP has not come within `answerTimeoutNs` (§3.1.2.10), or when messages have
+///   waited `acknowledgementTimeoutNs` in the window with no acknowledgement at all (a broker
+///   that answers PINGs and has dropped them: NATS 2.9 was seen to during a leader change; §4.4
+///   has them sent again on the next connection);
 /// - the window of QoS 1 messages and subscriptions awaiting their acknowledgement (`window`),
 ///   whose packet ids it hands out;
 /// - the reconnect schedule (`ReconnectBackoff`): after a loss the next attempt waits, and the
@@ -58,6 +61,8 @@ public struct MQTTSession: ~Copyable {
         case packetBeforeConnack
         /// A PINGREQ went unanswered for `answerTimeoutNs`.
         case pingUnanswered
+        /// Messages waited `acknowledgementTimeoutNs` with no acknowledgement.
+        case unacknowledged
     }
 
     /// What keep-alive asks of the caller now.
@@ -76,6 +81,9 @@ public struct MQTTSession: ~Copyable {
     /// 0: no keep-alive (a CONNECT keep-alive of 0).
     public let pingIntervalNs: Int64
     public let answerTimeoutNs: Int64
+    public let acknowledgementTimeoutNs: Int64
+    /// Since when the window has held something with no acknowledgement (nil: empty, as last seen).
+    private var waitingSinceNs: Int64? = nil
     private var lastSentNs: Int64 = 0
     private var pingSentNs: Int64? = nil
     private var backoff: ReconnectBackoff
@@ -87,10 +95,11 @@ public struct MQTTSession: ~Copyable {
 
     /// `outputBytes`: the output queue; `windowCapacity`: messages in flight at most (2...65,534);
     /// `pingIntervalNs`: silence before PINGREQ (0: none); `answerTimeoutNs`: how long PINGRESP
-    /// may take.
+    /// may take; `acknowledgementTimeoutNs`: how long messages may wait with none acknowledged.
     public init(outputBytes: Int, windowCapacity: Int, pingIntervalNs: Int64, answerTimeoutNs: Int64,
-                backoff: ReconnectBackoff = ReconnectBackoff()) {
-        precondition(pingIntervalNs >= 0 && answerTimeoutNs > 0)
+                acknowledgementTimeoutNs: Int64 = 30_000_000_000, backoff: ReconnectBackoff = ReconnectBackoff()) {
+        precondition(pingIntervalNs >= 0 && answerTimeoutNs > 0 && acknowledgementTimeoutNs > 0)
+        self.acknowledgementTimeoutNs = acknowledgementTimeoutNs
         output = MQTTWriter(capacity: outputBytes)
         window = PublishWindow(capacity: windowCapacity)
         self.pingIntervalNs = pingIntervalNs
@@ -130,6 +139,7 @@ public struct MQTTSession: ~Copyable {
             wasOpen = true
             acknowledgedSinceOpen = 0
             lastSentNs = nowNs
+            waitingSinceNs = nil
             return .accepted(sessionPresent: sessionPresent)
         }
         guard phase == .open else { return .failed(.packetBeforeConnack) }
@@ -144,9 +154,11 @@ public struct MQTTSession: ~Copyable {
             // The broker works: a later failure starts the backoff from the beginning.
             if acknowledgedSinceOpen == 0 { backoff.reset() }
             acknowledgedSinceOpen += 1
+            waitingSinceNs = window.count > 0 ? nowNs : nil
             return .acknowledged(packetID: packetID)
         case .suback(let packetID, let refused):
             _ = window.acknowledge(packetID)
+            waitingSinceNs = window.count > 0 ? nowNs : nil
             return .subscribed(packetID: packetID, refused: refused)
         case .publish(let qos, let packetID):
             return .message(qos: qos, packetID: packetID)
@@ -158,7 +170,15 @@ public struct MQTTSession: ~Copyable {
     /// PINGREQ when nothing was sent for the interval; the connection lost when the last one went
     /// unanswered for the timeout.
     public mutating func keepAlive(nowNs: Int64) -> KeepAlive {
-        guard phase == .open, pingIntervalNs > 0 else { return .idle }
+        guard phase == .open else { return .idle }
+        if window.count == 0 {
+            waitingSinceNs = nil
+        } else if let since = waitingSinceNs {
+            if nowNs - since >= acknowledgementTimeoutNs { return .failed(.unacknowledged) }
+        } else {
+            waitingSinceNs = nowNs
+        }
+        guard pingIntervalNs > 0 else { return .idle }
         if let pingSentNs {
             return nowNs - pingSentNs >= answerTimeoutNs ? .failed(.pingUnanswered) : .idle
         }
@@ -169,9 +189,13 @@ public struct MQTTSession: ~Copyable {
 
     /// When keep-alive next has something to do (nil: nothing while open without keep-alive).
     public var keepAliveDeadlineNs: Int64? {
-        guard phase == .open, pingIntervalNs > 0 else { return nil }
-        if let pingSentNs { return pingSentNs + answerTimeoutNs }
-        return lastSentNs + pingIntervalNs
+        guard phase == .open else { return nil }
+        // Messages in the window not yet seen by keepAlive: it notes when they started waiting
+        // at its next call, which the interval brings soon enough.
+        let acknowledgement = waitingSinceNs.map { $0 + acknowledgementTimeoutNs }
+        guard pingIntervalNs > 0 else { return acknowledgement }
+        let ping = pingSentNs.map { $0 + answerTimeoutNs } ?? lastSentNs + pingIntervalNs
+        return acknowledgement.map { min($0, ping) } ?? ping
     }
 
     // MARK: the end
@@ -182,6 +206,7 @@ public struct MQTTSession: ~Copyable {
         phase = .closed
         output.reset()
         pingSentNs = nil
+        waitingSinceNs = nil
     }
 
     /// The connection ended or could not be made: what was in flight is forgotten (the user
@@ -209,6 +234,7 @@ extension MQTTSession.Failure: CustomStringConvertible {
         case .secondConnack: return "the broker sent a second CONNACK"
         case .packetBeforeConnack: return "the broker sent a packet before CONNACK"
         case .pingUnanswered: return "the broker did not answer PINGREQ"
+        case .unacknowledged: return "the broker acknowledged none of the messages in flight (it answers PINGREQ but has dropped them); reconnecting to send them again"
         }
     }
 }

@@ -231,6 +231,7 @@ final class FleetBroker {
         switch session.keepAlive(nowNs: MonotonicClock.now()) {
         case .idle: return
         case .ping: try sendOutput(deadline: FleetClock.monotonicMs() + Int64(settings.timeoutMs))
+        case .failed(.unacknowledged): throw FleetError("\(settings.broker): \(MQTTSession.Failure.unacknowledged)")
         case .failed: throw FleetError("\(settings.broker): no PINGRESP in \(settings.timeoutMs / 1000) s: the connection is lost")
         }
     }
