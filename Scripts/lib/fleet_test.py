@@ -1087,6 +1087,7 @@ def main():
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--steer", action="store_true", help="the fleet steering its gateways (Scripts/lib/fleet_steer.py)")
+    parser.add_argument("--cluster", action="store_true", help="the fleet on the clustered broker (Scripts/lib/fleet_cluster.py)")
     parser.add_argument("--root", required=True)
     parser.add_argument("--locus", required=True)
     parser.add_argument("--fleet", required=True)
@@ -1103,6 +1104,9 @@ def main():
     if args.steer:
         import fleet_steer
         return fleet_steer.main(args, seed, rng, fleet_binary)
+    if args.cluster:
+        import fleet_cluster
+        return fleet_cluster.main(args, seed, rng, fleet_binary)
 
     work = tempfile.mkdtemp(prefix="locus-fleet.")
     os.chmod(work, 0o755)
