@@ -1,6 +1,8 @@
 """`Scripts/fleet-test --cluster`: the fleet on the clustered broker (docs/fleet.md, "A clustered
 broker"): three NATS 2.9 nodes (Scripts/lib/start-nats, MQTT on JetStream with replicas 3),
-PostgreSQL 15, two `locus-fleet ingest --nats` workers sharing one durable consumer, and N
+PostgreSQL 15 with a synchronous standby (streaming replication; the workers' connection string
+names both, with target_session_attrs=read-write), two `locus-fleet ingest --nats` workers
+sharing one durable consumer, and N
 gateways, each a real `locus run` whose `[uplink] broker` lists the three nodes (each gateway's
 list starts at another node, so the fleet is spread over them).
 
@@ -10,6 +12,8 @@ Faults, each chosen with the seed and printed when it happens:
   - then another node stalled (SIGSTOP) for 20 s and resumed: its gateways and worker leave it
     (PINGREQ or PING unanswered) for the others;
   - a worker killed (kill -9) mid-drain and started again 2 s later with the same name;
+  - the primary crashed (pg_ctl stop -m immediate) once a sixth of the fleet is done, and the
+    standby promoted: the workers find it by themselves; the store is read there at the end;
   - a few gateways killed (kill -9) mid-drain and started again: they resume from their logs.
 
 Then, as the fleet test: for each gateway the stored seqs equal the published seqs of its log,
@@ -163,6 +167,7 @@ def main(args, seed, rng, fleet_binary):
     work = tempfile.mkdtemp(prefix="locus-cluster.")
     os.chmod(work, 0o755)
     postgres = ft.Postgres(os.path.join(work, "postgres"))
+    standby = ft.Postgres(os.path.join(work, "standby"), standby_of=postgres)
     nodes = []
     workers = []
     gateways = []
@@ -179,6 +184,10 @@ def main(args, seed, rng, fleet_binary):
         migrate = subprocess.run([fleet_binary, "migrate", "--database", postgres.url], capture_output=True, text=True)
         if migrate.returncode != 0:
             raise ft.TestFailure("locus-fleet migrate: " + migrate.stderr.strip())
+        standby.start()
+        ft.say("PostgreSQL primary on 127.0.0.1:%d, synchronous standby on %d" % (postgres.port, standby.port))
+        database = "postgresql://fleet:fleet-secret@127.0.0.1:%d,127.0.0.1:%d/fleet?target_session_attrs=read-write" % (
+            postgres.port, standby.port)
         nodes = [Node(work, i) for i in range(3)]
         for node in nodes:
             node.start([p for p in nodes if p is not node])
@@ -188,7 +197,7 @@ def main(args, seed, rng, fleet_binary):
                                                          ",".join(str(n.client) for n in nodes), ",".join(str(n.mqtt) for n in nodes)))
         nats = ",".join("127.0.0.1:%d" % n.client for n in nodes)
         # Their first nodes, from their names: fleet-a's is n3, fleet-c's n2.
-        workers = [Worker(fleet_binary, nats, postgres.url, os.path.join(work, "ingest-%s.log" % name), name) for name in ("fleet-a", "fleet-c")]
+        workers = [Worker(fleet_binary, nats, database, os.path.join(work, "ingest-%s.log" % name), name) for name in ("fleet-a", "fleet-c")]
         for worker in workers:
             worker.start()
         ft.say("ingest: %s on the consumer locus-ingest" % ", ".join(w.name for w in workers))
@@ -206,14 +215,16 @@ def main(args, seed, rng, fleet_binary):
         for gateway in rng.sample(gateways[:parallel], min(2, parallel)):
             gateway.kill_fraction = rng.uniform(0.2, 0.8)
 
+        store = postgres
         began = time.monotonic()
         pending = list(gateways)
         running = []
         done = 0
-        node_killed = node_back = worker_killed = False
+        node_killed = node_back = worker_killed = promoted = False
         stall = None
-        # Until every gateway is done and the stalled node is running again.
-        while pending or running or stall is not None:
+        # Until every gateway is done and every fault injected (a fleet that drains faster than
+        # the plan still meets them all), and the stalled node is running again.
+        while pending or running or stall is not None or not (promoted and node_back):
             while pending and len(running) < parallel:
                 gateway = pending.pop(0)
                 gateway.start(gateway.variant["state"])
@@ -231,6 +242,17 @@ def main(args, seed, rng, fleet_binary):
                 fault("worker kill -9", "kill -9 of ingest %s; started again in 2 s" % workers[1].name)
                 time.sleep(2)
                 workers[1].start()
+            if not promoted and done >= max(1, len(gateways) // 6):
+                promoted = True
+                committed = postgres.try_count("select count(*) from records")
+                postgres.crash()
+                standby.promote()
+                on_standby = standby.try_count("select count(*) from records")
+                fault("primary promoted away", "the primary crashed with %s records committed; the standby, promoted, holds %s" % (
+                    committed, on_standby))
+                if committed is None or on_standby is None or on_standby < committed:
+                    problems.append("the promoted standby holds %s records, the primary had committed %s" % (on_standby, committed))
+                store = standby
             if not node_back and done >= len(gateways) // 3:
                 node_back = True
                 nodes[0].start(nodes[1:])
@@ -268,7 +290,7 @@ def main(args, seed, rng, fleet_binary):
 
         expected = {g.id: g.expected for g in gateways if g.expected is not None}
         total = sum(len(s) for s in expected.values())
-        ft.wait_for_store(postgres, total, stall_seconds=60)
+        ft.wait_for_store(store, total, stall_seconds=60)
         time.sleep(1)
         for worker in workers:
             if not worker.alive():
@@ -276,12 +298,22 @@ def main(args, seed, rng, fleet_binary):
             code = worker.stop()
             if code != 0:
                 problems.append("ingest %s exited %s after SIGTERM: %s" % (worker.name, code, ft.tail(worker.log)))
-        findings, totals, _ = ft.verify(postgres, fleet_binary, expected, {})
-        if totals["still online"]:
-            findings.append("gateways still online at the end: %s" % ft.abbreviate(sorted(totals["still online"])))
-        moved = sum(1 for g in gateways if "trying node" in open(g.log, errors="replace").read())
+        findings, totals, _ = ft.verify(store, fleet_binary, expected, {})
+        # A gateway whose connection to the stalled node had an `online` in the node's socket
+        # buffer, unread, when it left: the node stores it when it resumes, after the gateway's
+        # `offline` from another node, and the status reads online (docs/fleet.md, the NATS
+        # limits). Only a gateway that was on that node is excused.
+        stalled = "connected to mqtt://127.0.0.1:%d " % nodes[2].mqtt
+        logs = {g.id: open(g.log, errors="replace").read() for g in gateways}
+        excused = [g for g in totals["still online"] if stalled in logs.get(g, "")]
+        if excused:
+            ft.say("note: %s online at the end: each had been connected to the stalled node n3" % ", ".join(sorted(excused)))
+        others = sorted(set(totals["still online"]) - set(excused))
+        if others:
+            findings.append("gateways still online at the end: %s" % ft.abbreviate(others))
+        moved = sum(1 for g in gateways if "trying node" in logs[g.id])
         left = [w.name for w in workers if "lost or stalled" in open(w.log, errors="replace").read()]
-        rate = postgres.query("select count(*), extract(epoch from max(received_at) - min(received_at)) from records")[0]
+        rate = store.query("select count(*), extract(epoch from max(received_at) - min(received_at)) from records")[0]
         span = float(rate[1] or 0)
         print()
         print("| gateways | records | stored | missing | doubled | gateways that changed node | workers that left a stalled node | faults | drain | ingest rate |")
@@ -290,7 +322,7 @@ def main(args, seed, rng, fleet_binary):
             len(gateways), totals["expected"], totals["stored"], totals["missing"], totals["doubled"], moved, ", ".join(left) or "none",
             ", ".join("%d %s" % (n, name) for name, n in sorted(faults.items())), drained, int(rate[0]) / span if span > 0 else 0))
         print()
-        for name in ("node kill -9", "node stalled", "worker kill -9", "gateway kill -9"):
+        for name in ("node kill -9", "node stalled", "worker kill -9", "gateway kill -9", "primary promoted away"):
             if name not in faults:
                 problems.append("the fault '%s' was not injected" % name)
         if moved == 0:
@@ -302,7 +334,8 @@ def main(args, seed, rng, fleet_binary):
             print("fleet test --cluster: FAILED (%d findings); seed %d; work directory kept: %s" % (len(problems), seed, work))
             return 1
         print("fleet test --cluster: passed: %d records from %d gateways stored exactly once through a node killed, "
-              "a node stalled, a worker and %d gateways killed" % (totals["stored"], len(gateways), faults.get("gateway kill -9", 0)))
+              "a node stalled, the primary promoted away, a worker and %d gateways killed" % (
+                  totals["stored"], len(gateways), faults.get("gateway kill -9", 0)))
         failed = False
         return 0
     except (ft.TestFailure, servers.ServerError) as error:
@@ -322,6 +355,7 @@ def main(args, seed, rng, fleet_binary):
                 gateway.process.wait()
         for node in nodes:
             node.kill()
+        standby.stop()
         postgres.stop()
         if not args.keep and not failed:
             shutil.rmtree(work, ignore_errors=True)

@@ -13,7 +13,11 @@
 #   postgres_launch DIR   initdb (when DIR/data is missing) and start; sets postgres_port and
 #                         postgres_url (postgres://fleet:fleet-secret@127.0.0.1:PORT/fleet, a
 #                         role and database made for the caller); fails after 20 ports;
-#                         start-postgres's
+#                         start-postgres's. With postgres_primary set (the directory of a
+#                         running cluster), a synchronous standby of it instead of initdb:
+#                         pg_basebackup over TCP as the superuser, streaming as `standby`, and the
+#                         primary told to wait for it at every commit (synchronous_standby_names)
+#   postgres_promote      pg_ctl promote: a standby becomes a primary that takes writes
 #   postgres_start DIR    for scripts: start-postgres DIR owned by this shell; sets
 #                         postgres_port, postgres_url and postgres_helper (start-postgres's pid)
 #   postgres_restart      pg_ctl restart -m fast (every connection ends; same port)
@@ -30,6 +34,7 @@
 postgres_bin=/usr/lib/postgresql/15/bin
 postgres_library="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 postgres_dir=
+postgres_primary=
 postgres_port=
 postgres_url=
 postgres_helper=
@@ -46,7 +51,9 @@ postgres_launch() {
     local dir="$1" port attempt
     [ -x "$postgres_bin/postgres" ] || { echo "postgres: $postgres_bin/postgres is missing: run Scripts/install-deps --test (Debian package postgresql)" >&2; return 1; }
     postgres_dir="$(cd "$dir" && pwd)"
-    if [ ! -d "$postgres_dir/data" ]; then
+    if [ -n "$postgres_primary" ] && [ ! -d "$postgres_dir/data" ]; then
+        postgres_base_backup || return 1
+    elif [ ! -d "$postgres_dir/data" ]; then
         printf '%s' admin-secret >"$postgres_dir/superuser-password"
         [ "$(id -u)" != 0 ] || chown -R postgres:postgres "$postgres_dir"
         # --no-sync: initdb's own final sync only; the server keeps fsync on.
@@ -62,6 +69,11 @@ postgres_launch() {
             "fsync = on" "password_encryption = 'scram-sha-256'" "max_connections = 40" | postgres_as_server tee -a "$postgres_dir/data/postgresql.conf" >/dev/null
         if postgres_as_server "$postgres_bin/pg_ctl" -D "$postgres_dir/data" -l "$postgres_dir/server.log" -w -t 30 start >/dev/null 2>&1; then
             postgres_port=$port
+            if [ -n "$postgres_primary" ]; then
+                postgres_url="postgres://fleet:fleet-secret@127.0.0.1:$port/fleet"
+                postgres_make_synchronous
+                return
+            fi
             postgres_psql "do \$\$ begin if not exists (select from pg_roles where rolname = 'fleet') then
                                create role fleet login createdb password 'fleet-secret'; end if; end \$\$" >/dev/null || return 1
             [ -n "$(postgres_psql "select 1 from pg_database where datname = 'fleet'")" ] || postgres_psql "create database fleet owner fleet" >/dev/null || return 1
@@ -71,6 +83,41 @@ postgres_launch() {
     done
     echo "postgres: the server did not start on 127.0.0.1: $(tail -5 "$postgres_dir/server.log" 2>/dev/null)" >&2
     return 1
+}
+
+# The primary's data, copied while it runs (its WAL streamed alongside), and the settings that make
+# the copy a standby following it: standby.signal and primary_conninfo naming it `standby`.
+postgres_base_backup() {
+    local primary_port
+    read -r primary_port _ <"$postgres_primary/postgres.ready" || { echo "postgres: no running primary in $postgres_primary" >&2; return 1; }
+    [ "$(id -u)" != 0 ] || chown -R postgres:postgres "$postgres_dir"
+    PGPASSWORD=admin-secret postgres_as_server env PGPASSWORD=admin-secret "$postgres_bin/pg_basebackup" -h 127.0.0.1 -p "$primary_port" \
+        -U fleet_admin -D "$postgres_dir/data" -X stream --checkpoint=fast --no-sync >"$postgres_dir/basebackup.log" 2>&1 ||
+        { echo "postgres: pg_basebackup from 127.0.0.1:$primary_port failed: $(cat "$postgres_dir/basebackup.log")" >&2; return 1; }
+    postgres_as_server touch "$postgres_dir/data/standby.signal"
+    printf '%s\n' "primary_conninfo = 'host=127.0.0.1 port=$primary_port user=fleet_admin password=admin-secret application_name=standby'" |
+        postgres_as_server tee -a "$postgres_dir/data/postgresql.conf" >/dev/null
+}
+
+# The primary waits at every commit until the standby has flushed it; waits (30 s at most) until
+# the standby streams synchronously.
+postgres_make_synchronous() {
+    local primary_port state
+    read -r primary_port _ <"$postgres_primary/postgres.ready"
+    "$postgres_bin/psql" -X -q -A -t -h "$postgres_primary" -p "$primary_port" -U fleet_admin -d postgres \
+        -c "alter system set synchronous_standby_names = 'standby'" -c "select pg_reload_conf()" >/dev/null || return 1
+    for _ in $(seq 300); do
+        state="$("$postgres_bin/psql" -X -q -A -t -h "$postgres_primary" -p "$primary_port" -U fleet_admin -d postgres \
+            -c "select sync_state from pg_stat_replication where application_name = 'standby'")"
+        [ "$state" = sync ] && return 0
+        sleep 0.1
+    done
+    echo "postgres: the standby does not stream synchronously (state '$state'): $(tail -3 "$postgres_dir/server.log")" >&2
+    return 1
+}
+
+postgres_promote() {
+    postgres_as_server "$postgres_bin/pg_ctl" -D "$postgres_dir/data" -w -t 30 promote >/dev/null
 }
 
 postgres_start() {

@@ -116,15 +116,18 @@ class Postgres:
     """A throw-away cluster under Scripts/lib/start-postgres (Debian's PostgreSQL 15 on 127.0.0.1,
     the role and database `fleet`: `url`). Restarts and stops go through postgres.sh's functions."""
 
-    def __init__(self, directory):
+    def __init__(self, directory, standby_of=None):
         self.directory = os.path.abspath(directory)
+        self.standby_of = standby_of
         self.helper = None
         self.port = None
         self.url = None
         os.makedirs(self.directory, exist_ok=True)
 
     def start(self):
-        command = [os.path.join(LIBRARY, "start-postgres"), self.directory]
+        """Starts the cluster; with `standby_of` (a running Postgres), a synchronous standby of it."""
+        standby = ["--standby-of", self.standby_of.directory] if self.standby_of else []
+        command = [os.path.join(LIBRARY, "start-postgres")] + standby + [self.directory]
         self.helper, fields = _start_helper(command, self.directory, "postgres.ready", "PostgreSQL", 120)
         self.port, self.url = int(fields[0]), fields[1]
 
@@ -138,6 +141,16 @@ class Postgres:
         done = self._bash("postgres_restart")
         if done.returncode != 0:
             raise ServerError("postgres_restart failed: " + done.stderr.strip())
+
+    def crash(self):
+        """pg_ctl stop -m immediate: as a crash (the helper stays until stop())."""
+        self._bash("postgres_stop immediate")
+
+    def promote(self):
+        """A standby becomes a primary that takes writes."""
+        done = self._bash("postgres_promote")
+        if done.returncode != 0:
+            raise ServerError("postgres_promote failed: " + done.stderr.strip())
 
     def stop(self):
         """Stops the cluster and its helper (the directory stays)."""

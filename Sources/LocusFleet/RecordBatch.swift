@@ -20,14 +20,16 @@ public struct QuarantineEntry: Sendable, Equatable {
 public struct GatewayStatus: Sendable, Equatable {
     public var gateway: String
     public var online: Bool
-    /// When the ingest received it (ms since 1970): a status older than the stored one is not
-    /// applied, so two workers committing out of order leave the newest.
-    public var receivedMs: Int64
+    /// When the broker stored it (NATS's JetStream) or else when the ingest received it, in
+    /// microseconds since 1970: a status older than the stored one is not applied, so two
+    /// workers committing out of order leave the newest. Microseconds: a gateway's `online`
+    /// and its `offline` right after it are often stored within one millisecond.
+    public var receivedUs: Int64
 
-    public init(gateway: String, online: Bool, receivedMs: Int64) {
+    public init(gateway: String, online: Bool, receivedUs: Int64) {
         self.gateway = gateway
         self.online = online
-        self.receivedMs = receivedMs
+        self.receivedUs = receivedUs
     }
 }
 
@@ -114,12 +116,12 @@ public enum RecordBatch {
         on conflict (source, (coalesce(origin, '')), md5(payload)) do nothing
         """
 
-    /// The statuses of a batch, the last one of each gateway; `status_at` is when the ingest
-    /// received it, and an older one than the stored never replaces it.
+    /// The statuses of a batch, the newest of each gateway (the later one of two as new);
+    /// `status_at` is `receivedUs`, and an older one than the stored never replaces it.
     static let updateStatus = """
         insert into gateways as g (gateway, online, status_at)
-        select gateway, online, to_timestamp(received_ms / 1000.0)
-        from unnest($1::text[], $2::boolean[], $3::bigint[]) as s (gateway, online, received_ms)
+        select gateway, online, timestamptz 'epoch' + received_us * interval '1 microsecond'
+        from unnest($1::text[], $2::boolean[], $3::bigint[]) as s (gateway, online, received_us)
         on conflict (gateway) do update set online = excluded.online, status_at = excluded.status_at
         where g.status_at is null or g.status_at <= excluded.status_at
         """
@@ -146,11 +148,11 @@ public enum RecordBatch {
         }
         if !statuses.isEmpty {
             var latest: [String: GatewayStatus] = [:]
-            for status in statuses { latest[status.gateway] = status }
+            for status in statuses where (latest[status.gateway]?.receivedUs ?? .min) <= status.receivedUs { latest[status.gateway] = status }
             let newest = latest.keys.sorted().map { latest[$0]! }
             _ = try connection.execute(updateStatus, [PostgresText.array(newest.map(\.gateway)),
                                                       PostgresText.array(newest.map { $0.online ? "t" : "f" }),
-                                                      PostgresText.array(newest.map { String($0.receivedMs) })])
+                                                      PostgresText.array(newest.map { String($0.receivedUs) })])
         }
         return outcome
     }

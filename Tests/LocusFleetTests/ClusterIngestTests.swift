@@ -85,6 +85,29 @@ import TestSupport
         #expect(shares.reduce(0, +) <= total && shares.allSatisfy { $0 > 0 }, "records stored by each worker: \(shares)")
     }
 
+    /// A gateway's `online` and its `offline` a moment later, stored by the broker within one
+    /// millisecond and taken by two workers in either order: the later (to the microsecond)
+    /// stays, within a batch and across batches.
+    @Test func statusesAreOrderedByTheBrokersTimeToTheMicrosecond() throws {
+        let url = try Fleet.migratedDatabase("cluster-status")
+        let database = try FleetDatabase(try ConnectionString.parse(url).get()) { _ in }
+        let at: Int64 = 1_764_374_400_123_456
+        func online(_ gateway: String) throws -> String {
+            try Fleet.connect(url).execute("select online::text || ' ' || to_char(status_at at time zone 'UTC', 'HH24:MI:SS.US') from gateways where gateway = $1",
+                                           [gateway]).scalar ?? ""
+        }
+        // One batch, arriving newest first.
+        _ = try database.write([], [], statuses: [GatewayStatus(gateway: "gw-1", online: false, receivedUs: at + 1),
+                                                  GatewayStatus(gateway: "gw-1", online: true, receivedUs: at)], what: "statuses")
+        #expect(try online("gw-1") == "false 00:00:00.123457", "the offline a microsecond after the online, at its own time")
+        // Two batches, the newer committed first.
+        _ = try database.write([], [], statuses: [GatewayStatus(gateway: "gw-2", online: false, receivedUs: at + 1)], what: "statuses")
+        _ = try database.write([], [], statuses: [GatewayStatus(gateway: "gw-2", online: true, receivedUs: at)], what: "statuses")
+        #expect(try online("gw-2").hasPrefix("false "))
+        _ = try database.write([], [], statuses: [GatewayStatus(gateway: "gw-2", online: true, receivedUs: at + 2)], what: "statuses")
+        #expect(try online("gw-2").hasPrefix("true "))
+    }
+
     @Test func theCommandLineSaysWhatIsWrongWithANATSCluster() throws {
         for (arguments, expected) in [
             (["--nats", "127.0.0.1:4222", "--broker", "mqtt://127.0.0.1"], "--nats and --broker"),
@@ -105,7 +128,7 @@ import TestSupport
         #expect(NATSSubjects.topic(subject: "$MQTT.msgs.locus.gw-1.event.yard.fence") == "locus/gw-1/event/yard/fence")
         #expect(NATSSubjects.topic(subject: "locus.gw-1.status") == nil)
         let ack = "$JS.ACK.$MQTT_msgs.locus-ingest.2.915.700.1764374400123456789.12"
-        #expect(NATSSubjects.storedMs(ackSubject: ack) == 1_764_374_400_123)
+        #expect(NATSSubjects.storedUs(ackSubject: ack) == 1_764_374_400_123_456)
         #expect(NATSSubjects.deliveries(ackSubject: ack) == 2)
         #expect(try NATSAddress.parse("nats://node-1").port == 4222)
         #expect(try NATSAddress.parse("127.0.0.1:5222").description == "nats://127.0.0.1:5222")

@@ -27,7 +27,9 @@ public final class TestPostgres: @unchecked Sendable {
     public let port: UInt16
     private let helper: SpawnedProcess
 
-    public init() throws {
+    /// A new cluster; with `primary`, a synchronous standby of that running cluster instead
+    /// (pg_basebackup, streaming as `standby`; the primary waits for it at every commit).
+    public init(standbyOf primary: TestPostgres? = nil) throws {
         guard FileManager.default.isExecutableFile(atPath: Self.binaries + "/postgres") else {
             throw PostgresFailure("\(Self.binaries)/postgres is missing: run Scripts/install-deps --test (Debian package postgresql)")
         }
@@ -35,7 +37,8 @@ public final class TestPostgres: @unchecked Sendable {
         directory = NSTemporaryDirectory() + "locus-postgres-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         do {
-            let started = try ServerHelper.start("start-postgres", [directory], directory: directory,
+            let standby = primary.map { ["--standby-of", $0.directory] } ?? []
+            let started = try ServerHelper.start("start-postgres", standby + [directory], directory: directory,
                                                  ready: directory + "/postgres.ready", timeoutS: 120)
             helper = started.helper
             port = UInt16(started.fields[0]) ?? 0
@@ -80,6 +83,12 @@ public final class TestPostgres: @unchecked Sendable {
     public func start() throws { try postgresFunction("postgres_resume") }
 
     public func stop() throws { try postgresFunction("postgres_stop fast") }
+
+    /// `pg_ctl stop -m immediate`: as a crash or a power cut (nothing flushed at the end).
+    public func crash() throws { try postgresFunction("postgres_stop immediate") }
+
+    /// A standby becomes a primary that takes writes (`pg_ctl promote`).
+    public func promote() throws { try postgresFunction("postgres_promote") }
 
     /// `pg_ctl restart -m fast`: every connection is ended, the server comes back on the same port.
     public func restart() throws { try postgresFunction("postgres_restart") }

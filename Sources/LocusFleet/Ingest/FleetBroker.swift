@@ -41,8 +41,8 @@ final class FleetBroker {
         var packetID: UInt16
         var retained: Bool
         var duplicate: Bool
-        /// When the broker stored it (ms since 1970), where the broker says (NATS's JetStream).
-        var storedMs: Int64? = nil
+        /// When the broker stored it (µs since 1970), where the broker says (NATS's JetStream).
+        var storedUs: Int64? = nil
     }
 
     /// A packet larger than this is not decoded: its topic, packet id and first 64 KiB are kept
@@ -415,4 +415,5 @@ enum MQTTPacketCopy {
 enum FleetClock {
     static func monotonicMs() -> Int64 { MonotonicClock.now() / 1_000_000 }
     static func wallMs() -> Int64 { Clock.realtimeNs() / 1_000_000 }
+    static func wallUs() -> Int64 { Clock.realtimeNs() / 1_000 }
 }

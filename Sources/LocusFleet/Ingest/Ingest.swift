@@ -275,7 +275,7 @@ struct IngestBatch {
             }
             // The broker's time when it has one: workers sharing a stream store statuses out of
             // order, and the newest stored must win.
-            statuses.append(GatewayStatus(gateway: gateway, online: online, receivedMs: message.storedMs ?? FleetClock.wallMs()))
+            statuses.append(GatewayStatus(gateway: gateway, online: online, receivedUs: message.storedUs ?? FleetClock.wallUs()))
         case .record(let kind, let topicGateway):
             let value: JSONValue
             do {

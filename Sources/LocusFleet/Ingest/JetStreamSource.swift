@@ -215,7 +215,7 @@ final class JetStreamSource: IngestSource {
         let kept = payload.count > FleetBroker.keptPayloadBytes ? Array(payload.prefix(FleetBroker.keptPayloadBytes)) : payload
         early.append(.publish(FleetBroker.Message(topic: topic, payload: kept, payloadBytes: payload.count, qos: .atLeastOnce,
                                                   packetID: tag, retained: false, duplicate: (NATSSubjects.deliveries(ackSubject: ack) ?? 1) > 1,
-                                                  storedMs: NATSSubjects.storedMs(ackSubject: ack))))
+                                                  storedUs: NATSSubjects.storedUs(ackSubject: ack))))
     }
 
     private func requestMessages() {

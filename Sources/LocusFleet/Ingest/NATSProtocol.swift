@@ -154,9 +154,9 @@ enum NATSSubjects {
         return subject.dropFirst(mqttMessages.count).split(separator: ".", omittingEmptySubsequences: false).joined(separator: "/")
     }
 
-    /// When JetStream stored the message (ms since 1970), from its acknowledgement subject.
-    static func storedMs(ackSubject: String) -> Int64? {
-        acknowledgementFields(ackSubject).flatMap { Int64($0.stored) }.map { $0 / 1_000_000 }
+    /// When JetStream stored the message (µs since 1970), from its acknowledgement subject.
+    static func storedUs(ackSubject: String) -> Int64? {
+        acknowledgementFields(ackSubject).flatMap { Int64($0.stored) }.map { $0 / 1_000 }
     }
 
     /// The delivery count (1 the first time), from the acknowledgement subject.
