@@ -443,51 +443,52 @@ final class Uplink: LoopComponent {
     /// still take must not leave, since its seq would then be given to another record.
     ///
     /// `again`: a record the fleet's `republish` asked for, not the outbox's: its messages are not
-    /// retained (a retained topic keeps the newest state, not this one), carry no "prev" (the
-    /// chain is the outbox's), move no cursor (the window holds them as sequence 0), and fixes
-    /// are not thinned.
+    /// retained and its event has no state message (a retained topic keeps the newest state, not
+    /// this one), carry no "prev" (the chain is the outbox's), move no cursor (the window holds
+    /// them as sequence 0), and fixes are not thinned.
     private func publish(_ header: LogRecordHeader, _ bytes: UnsafeRawBufferPointer, durable: UInt64, again: Bool = false) -> Bool {
         guard header.sequence <= durable else { return false }
         guard connection.session.window.free >= 2 && hasRoom else { return false }
-        if again { return publishAgain(header, bytes) }
-        precondition(header.sequence > outbox.position, "the tail hands over records after its position")
-        let before = outbox.read(header)
-        var reader = ByteReader(bytes)
+        if !again { precondition(header.sequence > outbox.position, "the tail hands over records after its position") }
+        let before = again ? nil : outbox.read(header)
         let sequence = header.sequence, timeNs = header.time
+        let windowSequence = again ? 0 : sequence
+        var reader = ByteReader(bytes)
+        var chained = !again
         switch LogRecordType(rawValue: header.typeCode) {
         case .event? where settings.content.contains(.events):
             guard let event = LogPayload.readEvent(&reader) else { return true }
             rendering.event(event, sequence: sequence, previous: before)
-            send(rendering.topics.event(monitor: event.monitor, identifier: event.identifier), retain: false, sequence: sequence, timeNs: timeNs,
-                 chained: before)
-            rendering.state(event, sequence: sequence)
-            send(rendering.topics.state(monitor: event.monitor, identifier: event.identifier), retain: true, sequence: sequence, timeNs: timeNs,
-                 chained: before)
-            outbox.chain(sequence)
+            send(rendering.topics.event(monitor: event.monitor, identifier: event.identifier), retain: false, sequence: windowSequence,
+                 timeNs: timeNs, chained: before)
+            if !again {
+                rendering.state(event, sequence: sequence)
+                send(rendering.topics.state(monitor: event.monitor, identifier: event.identifier), retain: true, sequence: sequence,
+                     timeNs: timeNs, chained: before)
+            }
         case .gpio? where settings.content.contains(.gpio):
             guard let change = LogPayload.readGPIO(&reader) else { return true }
             rendering.gpio(change, timeNs: timeNs, sequence: sequence, previous: before)
-            send(rendering.topics.gpio(output: change.output), retain: true, sequence: sequence, timeNs: timeNs, chained: before)
-            outbox.chain(sequence)
+            send(rendering.topics.gpio(output: change.output), retain: !again, sequence: windowSequence, timeNs: timeNs, chained: before)
         case .visit? where settings.content.contains(.visits):
             guard let visit = LogPayload.readVisit(&reader) else { return true }
             rendering.visit(visit, sequence: sequence, previous: before)
-            send(rendering.topics.visit(), retain: false, sequence: sequence, timeNs: timeNs, chained: before)
-            outbox.chain(sequence)
+            send(rendering.topics.visit(), retain: false, sequence: windowSequence, timeNs: timeNs, chained: before)
         case .remote?:
             guard let remote = LogPayload.readRemote(&reader) else { return true }
             rendering.remote(remote, timeNs: timeNs, sequence: sequence, previous: before)
             send(remote.kind == .config ? rendering.topics.remoteConfig() : rendering.topics.remoteCommand(), retain: false,
-                 sequence: sequence, timeNs: timeNs, chained: before)
-            outbox.chain(sequence)
-        case .fix? where settings.content.contains(.fixes) && outbox.wantsFix(timeNs: timeNs):
+                 sequence: windowSequence, timeNs: timeNs, chained: before)
+        case .fix? where settings.content.contains(.fixes) && (again || outbox.wantsFix(timeNs: timeNs)):
             guard let fix = LogPayload.readFix(&reader) else { return true }
-            outbox.publishedFix(timeNs: timeNs, intervalMs: settings.fixIntervalMs)
+            if !again { outbox.publishedFix(timeNs: timeNs, intervalMs: settings.fixIntervalMs) }
             rendering.fix(fix, sequence: sequence)
-            send(rendering.topics.fix(), retain: false, sequence: sequence, timeNs: timeNs, chained: before)
+            send(rendering.topics.fix(), retain: false, sequence: windowSequence, timeNs: timeNs, chained: before)
+            chained = false // a fix is no link of the chain
         default:
-            break
+            chained = false
         }
+        if chained { outbox.chain(sequence) }
         return true
     }
 
@@ -539,38 +540,6 @@ final class Uplink: LoopComponent {
             AgentLog.notice("locus: uplink: republished log records \(range.from) to \(through) (\(republishing!.published) records)")
             republishing = nil
         }
-    }
-
-    /// One record of a republish (room checked by the caller).
-    private func publishAgain(_ header: LogRecordHeader, _ bytes: UnsafeRawBufferPointer) -> Bool {
-        var reader = ByteReader(bytes)
-        let sequence = header.sequence, timeNs = header.time
-        switch LogRecordType(rawValue: header.typeCode) {
-        case .event? where settings.content.contains(.events):
-            guard let event = LogPayload.readEvent(&reader) else { return true }
-            rendering.event(event, sequence: sequence, previous: nil)
-            send(rendering.topics.event(monitor: event.monitor, identifier: event.identifier), retain: false, sequence: 0, timeNs: timeNs)
-        case .gpio? where settings.content.contains(.gpio):
-            guard let change = LogPayload.readGPIO(&reader) else { return true }
-            rendering.gpio(change, timeNs: timeNs, sequence: sequence, previous: nil)
-            send(rendering.topics.gpio(output: change.output), retain: false, sequence: 0, timeNs: timeNs)
-        case .visit? where settings.content.contains(.visits):
-            guard let visit = LogPayload.readVisit(&reader) else { return true }
-            rendering.visit(visit, sequence: sequence, previous: nil)
-            send(rendering.topics.visit(), retain: false, sequence: 0, timeNs: timeNs)
-        case .remote?:
-            guard let remote = LogPayload.readRemote(&reader) else { return true }
-            rendering.remote(remote, timeNs: timeNs, sequence: sequence, previous: nil)
-            send(remote.kind == .config ? rendering.topics.remoteConfig() : rendering.topics.remoteCommand(), retain: false,
-                 sequence: 0, timeNs: timeNs)
-        case .fix? where settings.content.contains(.fixes):
-            guard let fix = LogPayload.readFix(&reader) else { return true }
-            rendering.fix(fix, sequence: sequence)
-            send(rendering.topics.fix(), retain: false, sequence: 0, timeNs: timeNs)
-        default:
-            break
-        }
-        return true
     }
 
     // MARK: live sightings
