@@ -73,18 +73,7 @@ final class FleetBroker {
                               windowCapacity: 2, pingIntervalNs: Int64(connect.keepAliveS) * 500_000_000,
                               answerTimeoutNs: Int64(settings.timeoutMs) * 1_000_000)
         let deadline = FleetClock.monotonicMs() + Int64(settings.timeoutMs)
-        let addresses = try Self.resolve(settings.broker)
-        var failures: [String] = []
-        var made: TCPConnection? = nil
-        for address in addresses {
-            do {
-                made = try Self.connect(address, settings.broker.port, deadline: deadline)
-                break
-            } catch {
-                failures.append("\(address): \(error.message)")
-            }
-        }
-        guard let made else { throw FleetError("\(settings.broker): cannot connect (\(failures.joined(separator: "; ")))") }
+        let made = try Self.connect(to: settings.broker, deadline: deadline)
         tcp = made
         peer = "\(made.address):\(made.port)"
         if let configuration = settings.tls {
@@ -314,17 +303,32 @@ final class FleetBroker {
 
     /// The broker's addresses: the one written, or the host's resolver's (getaddrinfo(3):
     /// /etc/hosts, DNS, nsswitch).
-    static func resolve(_ broker: BrokerAddress) throws(FleetError) -> [IPAddress] {
+    private static func resolve(_ broker: BrokerAddress, named name: String) throws(FleetError) -> [IPAddress] {
         if let address = broker.address { return [address] }
         switch HostResolver.addresses(of: broker.host) {
-        case .failure(let error): throw FleetError("\(broker): cannot resolve \(broker.host): \(error)")
+        case .failure(let error): throw FleetError("\(name): cannot resolve \(broker.host): \(error)")
         case .success(let addresses):
-            guard !addresses.isEmpty else { throw FleetError("\(broker): \(broker.host) has no address") }
+            guard !addresses.isEmpty else { throw FleetError("\(name): \(broker.host) has no address") }
             return addresses
         }
     }
 
-    static func connect(_ address: IPAddress, _ port: UInt16, deadline: Int64) throws(FleetError) -> TCPConnection {
+    /// A TCP connection to the first of the broker's addresses that takes one; the failure
+    /// names the server (`name`, by default the broker's address), each address and why.
+    static func connect(to broker: BrokerAddress, named name: String? = nil, deadline: Int64) throws(FleetError) -> TCPConnection {
+        let name = name ?? broker.description
+        var failures: [String] = []
+        for address in try resolve(broker, named: name) {
+            do {
+                return try connect(address, broker.port, deadline: deadline)
+            } catch {
+                failures.append("\(address): \(error.message)")
+            }
+        }
+        throw FleetError("\(name): cannot connect (\(failures.joined(separator: "; ")))")
+    }
+
+    private static func connect(_ address: IPAddress, _ port: UInt16, deadline: Int64) throws(FleetError) -> TCPConnection {
         let connection: TCPConnection
         do { connection = try TCPConnection(to: address, port: port) } catch { throw FleetError("\(error)") }
         if connection.isConnected { return connection }

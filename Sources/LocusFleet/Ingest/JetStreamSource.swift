@@ -69,17 +69,7 @@ final class JetStreamSource: IngestSource {
         self.node = node
         inbox = "_INBOX.locus.\(Randomness.next() & 0xFFFF_FFFF_FFFF)"
         let deadline = FleetClock.monotonicMs() + Int64(settings.timeoutMs)
-        var failures: [String] = []
-        var made: TCPConnection? = nil
-        for address in try FleetBroker.resolve(node.resolvable) {
-            do {
-                made = try FleetBroker.connect(address, node.port, deadline: deadline)
-                break
-            } catch {
-                failures.append("\(address): \(error.message)")
-            }
-        }
-        guard let made else { throw FleetError("\(node): cannot connect (\(failures.joined(separator: "; ")))") }
+        let made = try FleetBroker.connect(to: node.resolvable, named: node.description, deadline: deadline)
         tcp = made
         peer = "\(made.address):\(made.port)"
         guard case .info = try nextOperation(until: deadline, what: "INFO") else { throw FleetError("\(node): the server did not start with INFO (is this a NATS client port?)") }
