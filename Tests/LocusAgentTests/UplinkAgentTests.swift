@@ -555,6 +555,20 @@ import TestSupport
         #expect(Self.eventSequences(collectors[1].messages).count < logged.count, "the second node was not sent the whole log again")
     }
 
+    /// A broker of several nodes: check-config names what would go into a topic level with '.'
+    /// or ' ', which a NATS cluster refuses; with one broker it says nothing of it.
+    @Test func checkConfigNamesWhatANATSClusterWouldRefuse() throws {
+        let cluster = try Self.site("nats-names", brokers: ["mqtt://127.0.0.1:1", "mqtt://127.0.0.1:2"], uplinkExtra: "topic_prefix = \"fleet.v1/gw\"")
+        defer { try? FileManager.default.removeItem(atPath: cluster.directory) }
+        let run = try locus(["check-config", cluster.sitePath])
+        #expect(run.status == 0, "\(run.error)")
+        #expect(run.output.contains("a NATS cluster refuses") && run.output.contains("topic_prefix 'fleet.v1/gw'"), "\(run.output)")
+        #expect(!run.output.contains("gateway '\(Self.gateway)'"), "\(run.output)")
+        let one = try Self.site("nats-names-one", broker: "mqtt://127.0.0.1:1", uplinkExtra: "topic_prefix = \"fleet.v1/gw\"")
+        defer { try? FileManager.default.removeItem(atPath: one.directory) }
+        #expect(!(try locus(["check-config", one.sitePath])).output.contains("NATS"))
+    }
+
     /// The real clustered broker (three NATS nodes, docs/fleet.md): the gateway's node is killed
     /// mid-drain; the uplink moves to the next node and a subscriber on the third gets the log.
     @Test func theUplinkFollowsTheClusterWhenItsNodeIsKilled() throws {

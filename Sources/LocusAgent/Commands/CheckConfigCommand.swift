@@ -41,8 +41,29 @@ enum CheckConfigCommand {
         case .success(let loaded):
             Console.out("ok: \(path): \(ConfigFiles.summary(of: loaded.site)); board '\(loaded.board.name)' (\(loaded.boardPath))\n")
             for line in placeLines(loaded) { Console.out(line + "\n") }
+            for line in clusterLines(loaded) { Console.out(line + "\n") }
             return checkRemote(loaded)
         }
+    }
+
+    /// With a broker of several nodes (a cluster): the names that go into topic levels and hold
+    /// '.' or a space, which a NATS cluster refuses by closing the connection (docs/fleet.md): a
+    /// gateway publishing one would send it again for ever. Said, not refused: another cluster
+    /// takes them.
+    static func clusterLines(_ loaded: LoadedConfig) -> [String] {
+        guard let uplink = loaded.site.uplink, uplink.brokers.count > 1 else { return [] }
+        var names: [(what: String, name: String)] = []
+        if let gateway = uplink.gateway { names.append(("gateway", gateway)) }
+        if let prefix = uplink.topicPrefix { names.append(("topic_prefix", prefix)) }
+        for monitor in loaded.site.monitors {
+            names.append(("monitor", monitor.name))
+            for condition in monitor.conditions { names.append(("condition", condition.identifier)) }
+        }
+        for output in loaded.board.gpio?.outputs ?? [] { names.append(("output", output.name)) }
+        let refused = names.filter { $0.name.utf8.contains { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: " ") } }
+        guard !refused.isEmpty else { return [] }
+        return ["note: [uplink] names \(uplink.brokers.count) nodes; a NATS cluster refuses a topic with '.' or ' ' in a level, "
+                + "and these names go into topics: \(refused.map { "\($0.what) '\($0.name)'" }.joined(separator: ", "))"]
     }
 
     /// With `[remote]`: the fleet's configuration the state directory holds, checked over the
