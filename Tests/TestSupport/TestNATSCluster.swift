@@ -112,8 +112,8 @@ public final class TestNATSCluster {
     }
 
     /// Waits (at most `seconds`) until node `index`'s replica of the MQTT messages' stream has
-    /// caught up (its JetStream says so on the HTTP-less way: a QoS 1 message through it, then
-    /// the stream's info from that node naming every replica current).
+    /// caught up: a QoS 1 message goes through every node, then the stream's info, asked through
+    /// that node, names a leader and every other replica current.
     public func waitUntilCurrent(_ index: Int, seconds: Int = 60) throws {
         try waitUntilServing(seconds: seconds)
         let deadline = Date().addingTimeInterval(TimeInterval(seconds))
