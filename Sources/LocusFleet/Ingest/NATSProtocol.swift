@@ -61,9 +61,14 @@ struct NATSParser {
 
     init(maximumPayload: Int) { self.maximumPayload = maximumPayload }
 
-    /// Bytes read from the server.
+    /// Bytes read from the server. What was taken goes first: all of it, or, when a read ended
+    /// inside an operation, once it is 64 KiB (a steady stream seldom ends a read on an
+    /// operation's end, and the buffer would keep the whole session).
     mutating func consume(_ bytes: UnsafeRawBufferPointer) {
-        if start > 0 && start == buffer.count { buffer.removeAll(keepingCapacity: true); start = 0 }
+        if start > 0 && (start == buffer.count || start >= 64 * 1024) {
+            buffer.removeFirst(start)
+            start = 0
+        }
         buffer.append(contentsOf: bytes)
     }
 
