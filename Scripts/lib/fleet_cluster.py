@@ -109,6 +109,8 @@ class Node:
 class Worker(ft.IngestWorker):
     """`locus-fleet ingest --nats`: ready when it has found the consumer ("messages waiting")."""
 
+    READY = "messages waiting"
+
     def __init__(self, fleet, nodes, database, log, name):
         self.command = [fleet, "ingest", "--nats", nodes, "--database", database, "--client-id", name,
                         "--ack-wait", "5", "--keepalive", "5"]
@@ -117,13 +119,6 @@ class Worker(ft.IngestWorker):
         self.process = None
         self.cpu = 0.0
         self.restarting = False
-
-    def subscribed_lines(self):
-        try:
-            with open(self.log, errors="replace") as f:
-                return sum(1 for line in f if "messages waiting" in line)
-        except OSError:
-            return 0
 
 
 class Gateway(ft.Gateway):

@@ -217,10 +217,13 @@ class IngestWorker:
         self.cpu = 0.0
         self.restarting = False       # killed by the test, to be started again
 
+    # What the worker says once it is ready to take messages.
+    READY = "subscribed"
+
     def subscribed_lines(self):
         try:
             with open(self.log, errors="replace") as f:
-                return sum(1 for line in f if "subscribed" in line)
+                return sum(1 for line in f if self.READY in line)
         except OSError:
             return 0
 

@@ -44,6 +44,14 @@ import TestSupport
 
         var said: String { (try? String(contentsOfFile: errorFile, encoding: .utf8)) ?? "" }
 
+        /// Its last progress line's totals (`N messages: R records stored, ...`); 0 and 0 without one.
+        var totals: (messages: Int, stored: Int) {
+            let last = said.split(separator: "\n").last { $0.contains(" messages: ") } ?? ""
+            let words = last.split(separator: " ")
+            guard let at = words.firstIndex(of: "messages:"), at > 0, at + 1 < words.count else { return (0, 0) }
+            return (Int(words[at - 1]) ?? 0, Int(words[at + 1]) ?? 0)
+        }
+
         /// Waits (at most 20 s) until the worker has said `text` `times` times.
         func wait(for text: String, times: Int = 1) throws {
             for _ in 0..<400 {
@@ -293,10 +301,7 @@ import TestSupport
         #expect(try Self.count(url, "select count(distinct (gateway, seq)) from records") == 2_000)
         #expect(try Fleet.fleet(["status", "--database", url]).status == 0, "no gap")
         #expect(one.stop() == 0 && two.stop() == 0)
-        let shares = [one.said, two.said].map { said -> Int in
-            let last = said.split(separator: "\n").last { $0.contains(" messages: ") } ?? ""
-            return Int(last.split(separator: " ").dropFirst(2).first ?? "") ?? 0
-        }
+        let shares = [one.totals.messages, two.totals.messages]
         #expect(shares.allSatisfy { $0 > 0 } && shares.reduce(0, +) >= 2_000, "each worker took a share: \(shares)")
     }
 

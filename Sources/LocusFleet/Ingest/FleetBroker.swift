@@ -288,10 +288,18 @@ final class FleetBroker {
     }
 
     private func wait(_ readiness: Descriptor.Readiness, until deadline: Int64, what: String) throws(FleetError) {
+        try Self.wait(stream.descriptor, readiness, until: deadline,
+                      timedOut: "\(settings.broker): no answer in \(settings.timeoutMs / 1000) s \(what)")
+    }
+
+    /// Waits until `descriptor` is ready, at most until `deadline` (monotonic ms), then throws
+    /// `timedOut`; the broker's connection and the NATS source's share it.
+    static func wait(_ descriptor: Descriptor, _ readiness: Descriptor.Readiness, until deadline: Int64,
+                     timedOut: @autoclosure () -> String) throws(FleetError) {
         while true {
             let left = deadline - FleetClock.monotonicMs()
-            guard left > 0 else { throw FleetError("\(settings.broker): no answer in \(settings.timeoutMs / 1000) s \(what)") }
-            switch stream.descriptor.wait(until: readiness, timeoutMs: Int32(min(left, 1_000))) {
+            guard left > 0 else { throw FleetError(timedOut()) }
+            switch descriptor.wait(until: readiness, timeoutMs: Int32(min(left, 1_000))) {
             case .success(true): return
             case .success(false), .failure(.interrupted): continue
             case .failure(let error): throw FleetError("poll: \(error)")

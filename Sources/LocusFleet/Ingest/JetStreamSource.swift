@@ -184,13 +184,19 @@ final class JetStreamSource: IngestSource {
         case .pong: pingSentMs = nil
         case .ok, .info: break
         case .error(let text): throw FleetError("\(node): the server said: \(text)")
-        case .message(let subject, _, let reply, let headers, let payload):
-            if let status = NATSParser.status(headers) {
-                try pullStatus(status, subject: subject, headers: headers)
-            } else if let reply, reply.hasPrefix("$JS.ACK."), let topic = NATSSubjects.topic(subject: subject) {
-                delivered(topic: topic, ack: reply, payload: payload)
-            }
+        case .message(let subject, _, _, let headers, _):
+            if tookDelivery(operation) { return }
+            if let status = NATSParser.status(headers) { try pullStatus(status, subject: subject, headers: headers) }
         }
+    }
+
+    /// A message the consumer delivered (no status, an acknowledgement subject) is kept for the
+    /// ingest: true. Anything else is left to the caller.
+    private func tookDelivery(_ operation: NATSParser.Operation) -> Bool {
+        guard case .message(let subject, _, let reply?, let headers, let payload) = operation, NATSParser.status(headers) == nil,
+              reply.hasPrefix("$JS.ACK.") else { return false }
+        if let topic = NATSSubjects.topic(subject: subject) { delivered(topic: topic, ack: reply, payload: payload) }
+        return true
     }
 
     /// A status on a pull's reply subject: the pull is over (404 nothing now, 408 expired), or
@@ -271,12 +277,10 @@ final class JetStreamSource: IngestSource {
     private func nextOperation(until deadline: Int64, what: String) throws(FleetError) -> NATSParser.Operation {
         while true {
             while let operation = try parser.next() {
-                switch operation {
-                case .ping: output += Array("PONG\r\n".utf8); try flush(deadline: deadline)
-                case .message(let subject, _, let reply, let headers, let payload) where NATSParser.status(headers) == nil && reply?.hasPrefix("$JS.ACK.") == true:
-                    if let topic = NATSSubjects.topic(subject: subject), let reply { delivered(topic: topic, ack: reply, payload: payload) }
-                default: return operation
-                }
+                if tookDelivery(operation) { continue }
+                guard operation == .ping else { return operation }
+                output += Array("PONG\r\n".utf8)
+                try flush(deadline: deadline)
             }
             try wait(.readable, until: deadline, what: "waiting for \(what)")
             try receiveOnce()
@@ -284,14 +288,6 @@ final class JetStreamSource: IngestSource {
     }
 
     private func wait(_ readiness: Descriptor.Readiness, until deadline: Int64, what: String) throws(FleetError) {
-        while true {
-            let left = deadline - FleetClock.monotonicMs()
-            guard left > 0 else { throw FleetError("\(node): no answer in \(settings.timeoutMs / 1000) s \(what)") }
-            switch tcp.descriptor.wait(until: readiness, timeoutMs: Int32(min(left, 1_000))) {
-            case .success(true): return
-            case .success(false), .failure(.interrupted): continue
-            case .failure(let error): throw FleetError("poll: \(error)")
-            }
-        }
+        try FleetBroker.wait(tcp.descriptor, readiness, until: deadline, timedOut: "\(node): no answer in \(settings.timeoutMs / 1000) s \(what)")
     }
 }
