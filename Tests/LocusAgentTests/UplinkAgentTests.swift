@@ -530,9 +530,14 @@ import TestSupport
     // MARK: a broker of several nodes
 
     /// Two brokers as one cluster's nodes: the first is killed while the uplink drains a
-    /// backlog, and the uplink goes on from its cursor on the second. Together they delivered
-    /// the log, each event at least once, in order.
-    @Test func aLostNodeIsFollowedByTheNextWithNothingLost() throws {
+    /// backlog, and the uplink goes on from its cursor on the second: the second gets, in log
+    /// order, every event from the record after the last one the first acknowledged.
+    ///
+    /// Two lone mosquittos are not a cluster: the killed one may have acknowledged a few events
+    /// it had not yet passed on to its subscriber (CI saw 7), and those die with it. A cluster
+    /// replicates before it acknowledges; `theUplinkFollowsTheClusterWhenItsNodeIsKilled` shows
+    /// the whole log arriving through a killed NATS node.
+    @Test func aLostNodeIsFollowedByTheNextFromItsCursor() throws {
         let first = try TestBroker(listeners: [[]])
         let second = try TestBroker(listeners: [[]])
         let site = try Self.site("nodes", brokers: ["mqtt://127.0.0.1:\(first.ports[0])", "mqtt://127.0.0.1:\(second.ports[0])"],
@@ -544,15 +549,31 @@ import TestSupport
         let agent = try Self.startAgent(site)
         #expect(collectors[0].wait(seconds: 30) { Self.eventSequences($0).count >= 50 }, "agent: \(agent.log)")
         first.stop()
-        let drained = collectors[1].wait(seconds: 60) { Set(Self.eventSequences(collectors[0].messages + $0)).count >= logged.count }
+        // The cursor the uplink resumed from on the second node, from its log.
+        let resumed = { () -> Int? in
+            let line = agent.log.split(separator: "\n").first { $0.contains("connected to mqtt://127.0.0.1:\(second.ports[0])") }
+            return line.flatMap { $0.split(separator: " ").last.flatMap { Int($0) } }
+        }
+        let drained = collectors[1].wait(seconds: 60) { messages in
+            guard let cursor = resumed() else { return false }
+            return Set(Self.eventSequences(messages)).isSuperset(of: logged.map(\.0).filter { $0 >= cursor })
+        }
         #expect(drained, "agent: \(agent.log)")
         #expect(agent.log.contains("trying node 2 of 2, mqtt://127.0.0.1:\(second.ports[0])"), "\(agent.log)")
         let status = try Self.uplinkStatus(site)
         #expect(status.contains("(mqtt://127.0.0.1:\(second.ports[0]), node 2 of 2 as \(Self.gateway))"), "\(status)")
         _ = agent.stop()
-        Self.expectDelivered(collectors[0].messages + collectors[1].messages, equal: logged, chain: try Self.chain(site),
-                             "through a lost node and the next")
-        #expect(Self.eventSequences(collectors[1].messages).count < logged.count, "the second node was not sent the whole log again")
+        guard let cursor = resumed() else { return }
+        let onFirst = Set(Self.eventSequences(collectors[0].messages))
+        #expect(cursor > 50 && cursor <= (logged.last?.0 ?? 0) + 1 && onFirst.contains { $0 >= 50 }, "resumed from \(cursor)")
+        let chain = try Self.chain(site)
+        Self.expectDelivered(collectors[1].messages, equal: logged.filter { $0.0 >= cursor }, chain: chain, "the second node from the cursor")
+        // The first node's subscriber got the log in order up to where the node died; what it
+        // missed is only what it had acknowledged, below the cursor.
+        Self.expectDelivered(collectors[0].messages, equal: logged.filter { onFirst.contains($0.0) }, chain: chain, "the first node")
+        let missing = Set(logged.map(\.0)).subtracting(onFirst).filter { $0 < cursor }
+        #expect(missing.allSatisfy { $0 > onFirst.filter { $0 < cursor }.max() ?? 0 },
+                "the first node's subscriber missed events in the middle of what it got: \(missing.sorted().prefix(10))")
     }
 
     /// A broker of several nodes: check-config names what would go into a topic level with '.'
