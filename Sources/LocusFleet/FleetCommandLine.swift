@@ -8,6 +8,7 @@ public enum FleetCommandLine {
         usage: locus-fleet migrate [--database URL]
                locus-fleet import [--database URL] [--gateway ID] [--batch N] DIR...
                locus-fleet status [--database URL] [--json]
+               locus-fleet retain [--database URL] --days N [--dry-run]
                locus-fleet ingest [--database URL] --broker URL [--client-id ID] [--share GROUP] [options]
                locus-fleet broker-acl (--gateways FILE | --from-database [--database URL]) [--prefix FILTER]
                                       [--fleet-user NAME] --out DIR
@@ -31,6 +32,10 @@ public enum FleetCommandLine {
           status    one line per gateway (last seen, last seq, records, gaps, unverified), then
                     one 'GAP' line per hole in a gateway's records and one 'CONFLICT' line per
                     (gateway, seq) that came again with other contents; exit 1 when there is either
+          retain    drops the days of records (one partition a UTC day) that ended more than
+                    --days N days ago, each in its own transaction, and says what each held;
+                    --dry-run names them and drops nothing. current_state keeps every
+                    condition's newest event
 
         """ + ingestHelp + brokerACLHelp + configHelp + commandHelp + """
 
@@ -45,6 +50,8 @@ public enum FleetCommandLine {
         var batchRecords = LogImport.defaultBatchRecords
         var json = false
         var directories: [String] = []
+        var keepDays: Int? = nil
+        var dryRun = false
     }
 
     struct UsageError: Error {
@@ -71,7 +78,7 @@ public enum FleetCommandLine {
             return group(rest)
         case "command":
             return commands(rest)
-        case "migrate", "import", "status":
+        case "migrate", "import", "status", "retain":
             break
         default:
             return usageError("unknown command '\(command)'")
@@ -87,6 +94,7 @@ public enum FleetCommandLine {
         switch command {
         case "migrate": return migrate(connectionString)
         case "import": return importDirectories(connectionString, options)
+        case "retain": return retain(connectionString, options)
         default: return status(connectionString, options)
         }
     }
@@ -123,12 +131,24 @@ public enum FleetCommandLine {
             case ("status", "--json"):
                 options.json = true
                 index += 1
+            case ("retain", "--days"):
+                guard let value, let days = Int(value), (0...36_500).contains(days) else {
+                    throw UsageError(message: "--days takes a number of days from 0 to 36500, not '\(value ?? "")'")
+                }
+                options.keepDays = days
+                index += 2
+            case ("retain", "--dry-run"):
+                options.dryRun = true
+                index += 1
             case ("import", _) where !argument.hasPrefix("-"):
                 options.directories.append(argument)
                 index += 1
             default:
                 throw UsageError(message: argument.hasPrefix("-") ? "unknown option '\(argument)'" : "unexpected argument '\(argument)'")
             }
+        }
+        if command == "retain" && options.keepDays == nil {
+            throw UsageError(message: "--days N is needed: the days of records to keep before today (UTC)")
         }
         if command == "import" {
             if options.directories.isEmpty { throw UsageError(message: "give at least one directory (a Scripts/fetch-logs host directory)") }
@@ -206,6 +226,34 @@ public enum FleetCommandLine {
             return status.gaps.isEmpty && status.conflicts.isEmpty ? 0 : 1
         } catch {
             return failure("status: \(error.message)")
+        }
+    }
+
+    static func retain(_ connectionString: ConnectionString, _ options: Options) -> Int32 {
+        do {
+            let database = try FleetDatabase(connectionString, notice: notice)
+            let days = options.keepDays ?? 0
+            let expired = try database.retrying("listing the partitions") { (connection) throws(PostgresError) in
+                try FleetRetention.expired(keepingDays: days, connection)
+            }
+            for partition in expired {
+                if options.dryRun {
+                    FleetOutput.out("would drop \(partition.name) (\(partition.day))\n")
+                    continue
+                }
+                let dropped = try database.retrying("dropping \(partition.name)") { (connection) throws(PostgresError) in
+                    try FleetRetention.drop(partition, connection)
+                }
+                FleetOutput.out(dropped.line + "\n")
+            }
+            let kept = try database.retrying("listing the partitions") { (connection) throws(PostgresError) in
+                try FleetRetention.partitions(connection)
+            }.filter { kept in options.dryRun ? !expired.contains(kept) : true }
+            let range = kept.isEmpty ? "" : kept.count == 1 ? ", \(kept[0].day)" : ", \(kept.first!.day) to \(kept.last!.day)"
+            FleetOutput.out("\(options.dryRun ? "would keep" : "kept") \(kept.count) day\(kept.count == 1 ? "" : "s") of records\(range)\n")
+            return 0
+        } catch {
+            return failure("retain: \(error.message)")
         }
     }
 

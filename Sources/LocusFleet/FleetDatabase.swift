@@ -95,7 +95,8 @@ public final class FleetDatabase {
         batchesWritten += 1
         let number = batchesWritten
         return try retrying(what) { (connection) throws(PostgresError) -> BatchOutcome in
-            try connection.transaction { () throws(PostgresError) -> BatchOutcome in
+            try RecordBatch.preparePartitions(records, on: connection)
+            return try connection.transaction { () throws(PostgresError) -> BatchOutcome in
                 let outcome = try RecordBatch.write(records, quarantine, statuses: statuses, on: connection)
                 beforeCommit?(number)
                 return outcome

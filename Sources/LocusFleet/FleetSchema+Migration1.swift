@@ -42,24 +42,7 @@ extension FleetSchema {
         -- The same bad input from the same place is kept once (an import run twice, a redelivery).
         create unique index quarantine_once on quarantine (source, (coalesce(origin, '')), md5(payload));
 
-        create view events as
-            select gateway, seq, monitor, identifier, state, time as date, payload -> 'refinement' as refinement, payload
-            from records where kind = 'event';
-
-        create view gpio_changes as
-            select gateway, seq, time, output, value, payload ->> 'cause' as cause, monitor, identifier, payload
-            from records where kind = 'gpio';
-
-        create view visits as
-            select gateway, seq, time,
-                (payload ->> 'arrival')::timestamptz as arrival,
-                (payload ->> 'departure')::timestamptz as departure,
-                (payload ->> 'lat')::double precision as lat,
-                (payload ->> 'lon')::double precision as lon,
-                (payload ->> 'radius')::double precision as radius,
-                payload
-            from records where kind = 'visit';
-
+        \(recordViews)
         create view current_state as
             select distinct on (gateway, monitor, identifier)
                 gateway, monitor, identifier, state, time as date, seq, payload -> 'refinement' as refinement
@@ -90,5 +73,26 @@ extension FleetSchema {
                 from records group by gateway
             ) r on r.gateway = g.gateway
             left join (select gateway, count(*) as gaps from gaps group by gateway) x on x.gateway = g.gateway;
+        """
+
+    /// The views that read one kind of record (versions 1 and 4 make them).
+    static let recordViews = """
+        create view events as
+            select gateway, seq, monitor, identifier, state, time as date, payload -> 'refinement' as refinement, payload
+            from records where kind = 'event';
+
+        create view gpio_changes as
+            select gateway, seq, time, output, value, payload ->> 'cause' as cause, monitor, identifier, payload
+            from records where kind = 'gpio';
+
+        create view visits as
+            select gateway, seq, time,
+                (payload ->> 'arrival')::timestamptz as arrival,
+                (payload ->> 'departure')::timestamptz as departure,
+                (payload ->> 'lat')::double precision as lat,
+                (payload ->> 'lon')::double precision as lon,
+                (payload ->> 'radius')::double precision as radius,
+                payload
+            from records where kind = 'visit';
         """
 }

@@ -63,6 +63,11 @@ extension FleetSchema {
                 or (v.target_kind = 'gateway' and v.target = k.gateway)
                 or (v.target_kind = 'group' and exists (select 1 from fleet_groups f where f.name = v.target and f.gateway = k.gateway));
 
+        \(configViews)
+        """
+
+    /// `config_results` and `config_status` (versions 3 and 4 make them).
+    static let configViews = """
         create view config_results as
             select gateway, seq, time, (payload ->> 'version')::bigint as version, payload ->> 'result' as result,
                 payload ->> 'reason' as reason, payload ->> 'digest' as digest

@@ -15,6 +15,8 @@ public enum FleetSchema {
         Migration(version: 2, description: "conflicts: a second, different record for a (gateway, seq) already stored", sql: migration2),
         Migration(version: 3, description: "config and command records; fleet_groups, config_versions, config_deliveries, commands; the config_status view",
                   sql: migration3),
+        Migration(version: 4, description: "records partitioned by day; current_state and open_gaps tables; record counts in gateways",
+                  sql: migration4),
     ]
 
     /// The version this program reads and writes.
@@ -40,9 +42,10 @@ public enum FleetSchema {
     }
 
     /// What `migrate` did: the migrations applied now (none when the schema was current).
-    public static func migrate(_ connection: PostgresConnection) throws(FleetError) -> [Migration] {
+    /// `through` stops at an earlier version (the tests build an older database so).
+    public static func migrate(_ connection: PostgresConnection, through last: Int = version) throws(FleetError) -> [Migration] {
         var applied: [Migration] = []
-        for migration in migrations {
+        for migration in migrations where migration.version <= last {
             let done: Bool
             do {
                 done = try connection.transaction { () throws(PostgresError) -> Bool in

@@ -62,9 +62,8 @@ public struct FleetStatus: Sendable, Equatable {
     public static func read(_ connection: PostgresConnection) throws(PostgresError) -> FleetStatus {
         let gateways = try connection.execute("""
             select s.gateway, \(utc("s.last_seen")), s.last_seq, s.records, s.gaps, s.unverified, s.online, \(utc("s.status_at")),
-                (select round(extract(epoch from r.received_at - r.time) * 1000)::bigint
-                 from records r where r.gateway = s.gateway order by r.seq desc limit 1)
-            from gateway_summary s order by s.gateway
+                round(extract(epoch from g.newest_stored_at - g.newest_time) * 1000)::bigint
+            from gateway_summary s join gateways g using (gateway) order by s.gateway
             """).rows.map { row in
             Gateway(gateway: row[0] ?? "", lastSeen: row[1], lastSeq: row[2].flatMap { Int64($0) }, records: Int64(row[3] ?? "") ?? 0,
                     gaps: Int64(row[4] ?? "") ?? 0, unverified: Int64(row[5] ?? "") ?? 0, online: row[6].map { $0 == "t" }, statusAt: row[7],

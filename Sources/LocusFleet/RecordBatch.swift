@@ -46,11 +46,13 @@ public struct BatchOutcome: Sendable, Equatable {
 }
 
 /// One batch of records and quarantine entries, written inside the caller's transaction: the
-/// records by COPY into a temporary staging table, then one `INSERT ... SELECT ... ON CONFLICT
-/// (gateway, seq) DO NOTHING` into `records` that also brings `gateways` up to date (first and
-/// last seen, last seq: the least and greatest of old and new). COPY and merge wrote 10,000-row
-/// batches 2-14 % faster (new rows) and 12-22 % faster (rows already stored) than one
+/// records by COPY into a temporary staging table, then one statement (`merge`) that inserts
+/// the new ones into `records` and keeps `conflicts`, `current_state`, `open_gaps` and
+/// `gateways` with them, then `settleGaps`. COPY and merge wrote 10,000-row batches 2-14 %
+/// faster (new rows) and 12-22 % faster (rows already stored) than one
 /// `INSERT ... SELECT FROM unnest(arrays) ON CONFLICT` (InsertBenchmarkTests; docs/fleet.md).
+/// The batch's days must have their partitions first (`preparePartitions`, outside the
+/// transaction).
 public enum RecordBatch {
     static let columns = "gateway, seq, prev, kind, time, monitor, identifier, state, output, value, payload, source"
 
@@ -65,18 +67,25 @@ public enum RecordBatch {
     static let merge = "with " + storing(from: "fleet_staging")
 
     /// The statement's body after `with` (or after the caller's own first query): the rows of
-    /// `source` into `records`, once each, and `gateways` brought up to date, both in key order
+    /// `source` into `records`, once each, with what the store keeps beside them, in key order
     /// (two writers at once then take their row locks in the same order and cannot deadlock on
-    /// each other's; a deadlock that still happens is tried again); it answers how many
-    /// rows were new. `received_at` is the moment each row is written (clock_timestamp(), not the
+    /// each other's; a deadlock that still happens is tried again); it answers how many rows
+    /// were new. `received_at` is the moment each row is written (clock_timestamp(), not the
     /// transaction's start): the end of the path the ingest's latency figures measure.
     static func storing(from source: String) -> String {
         """
-        stored as (
+        fresh as (
+            -- A seq above the gateway's last_seq is not stored (the live case: no look-up); one
+            -- at or below it is looked up in every partition, since a second record for it with
+            -- another time would land in another day's partition, where the key cannot see it.
+            select n.* from \(source) n left join gateways g on g.gateway = n.gateway
+            where n.seq > coalesce(g.last_seq, 0)
+                or not exists (select 1 from records r where r.gateway = n.gateway and r.seq = n.seq)
+        ), stored as (
             insert into records (\(columns), received_at)
-            select \(columns), clock_timestamp() from \(source) order by gateway, seq
-            on conflict (gateway, seq) do nothing
-            returning gateway, seq
+            select \(columns), clock_timestamp() from fresh order by gateway, seq
+            on conflict (gateway, seq, time) do nothing
+            returning gateway, seq, prev, kind, time, monitor, identifier, state, payload, received_at
         ), left_out as materialized (
             -- The batch's rows the insert left out (a hash anti-join against what it stored):
             -- none in the common case. Only these are looked up in `records`, each by its key
@@ -98,16 +107,64 @@ public enum RecordBatch {
             where exists (select 1 from \(source) o where o.gateway = n.gateway and o.seq = n.seq
                           and (o.kind, o.time, o.payload) is distinct from (n.kind, n.time, n.payload))
             on conflict do nothing
+        ), state as (
+            insert into current_state as c (gateway, monitor, identifier, state, date, seq, refinement)
+            select distinct on (gateway, monitor, identifier) gateway, monitor, identifier, state, time, seq, payload -> 'refinement'
+            from stored where kind = 'event'
+            order by gateway, monitor, identifier, seq desc
+            on conflict (gateway, monitor, identifier) do update set
+                state = excluded.state, date = excluded.date, seq = excluded.seq, refinement = excluded.refinement
+            where c.seq < excluded.seq
+        ), holes as (
+            -- A stored record whose prev is neither in the batch, nor the gateway's newest
+            -- before it, nor stored, nor below what a retention dropped. A prev that another
+            -- writer stores at this moment is not seen here: `settleGaps` settles that.
+            insert into open_gaps (gateway, seq, prev, time)
+            select s.gateway, s.seq, s.prev, s.time from stored s left join gateways g on g.gateway = s.gateway
+            where s.prev > 0 and s.prev <> coalesce(g.last_seq, 0) and s.prev > coalesce(g.dropped_through, 0)
+                and not exists (select 1 from \(source) b where b.gateway = s.gateway and b.seq = s.prev)
+                and not exists (select 1 from records p where p.gateway = s.gateway and p.seq = s.prev)
+            on conflict do nothing
         ), seen as (
-            insert into gateways as g (gateway, first_seen, last_seen, last_seq)
-            select gateway, min(time), max(time), max(seq) from \(source) group by gateway order by gateway
+            insert into gateways as g (gateway, first_seen, last_seen, last_seq, records, unverified, newest_time, newest_stored_at)
+            select gateway, min(time), max(time), max(seq), count(*), count(*) filter (where prev is null),
+                (array_agg(time order by seq desc))[1], (array_agg(received_at order by seq desc))[1]
+            from stored group by gateway order by gateway
             on conflict (gateway) do update set
                 first_seen = least(g.first_seen, excluded.first_seen),
                 last_seen = greatest(g.last_seen, excluded.last_seen),
-                last_seq = greatest(g.last_seq, excluded.last_seq)
+                last_seq = greatest(g.last_seq, excluded.last_seq),
+                records = g.records + excluded.records,
+                unverified = g.unverified + excluded.unverified,
+                newest_time = case when excluded.last_seq > coalesce(g.last_seq, 0) then excluded.newest_time else g.newest_time end,
+                newest_stored_at = case when excluded.last_seq > coalesce(g.last_seq, 0) then excluded.newest_stored_at else g.newest_stored_at end
         )
         select count(*) from stored
         """
+    }
+
+    /// After the merge, in a statement of its own (so it sees what writers that held the same
+    /// gateways committed while the merge waited for their rows): the batch's gateways' open
+    /// gaps that this batch opened or whose prev it brought, and whose prev is stored now, are
+    /// closed. Two writers storing a record and its prev at once: the later one to commit closes
+    /// the gap the other could not see filled.
+    static let settleGaps = """
+        delete from open_gaps o
+        where exists (select 1 from fleet_staging b where b.gateway = o.gateway and b.seq in (o.seq, o.prev))
+            and exists (select 1 from records p where p.gateway = o.gateway and p.seq = o.prev)
+        """
+
+    /// The UTC days (`YYYY-MM-DD`) of the records' times, each once: the partitions they need.
+    static func days(_ records: [FleetRecord]) -> [String] {
+        Array(Set(records.map { String($0.time.prefix(10)) })).sorted()
+    }
+
+    /// Makes the partitions of the records' days that are missing, in a statement of its own:
+    /// run it outside the batch's transaction, which would otherwise hold the lock on `records`
+    /// that making a partition takes until its commit.
+    public static func preparePartitions(_ records: [FleetRecord], on connection: PostgresConnection) throws(PostgresError) {
+        guard !records.isEmpty else { return }
+        try connection.execute("select records_partition(day) from unnest($1::date[]) as day", [PostgresText.array(days(records))])
     }
 
     static let insertQuarantine = """
@@ -136,6 +193,7 @@ public enum RecordBatch {
                 throw PostgresError(.query, "COPY took \(copied) of the batch's \(records.count) records")
             }
             outcome.inserted = Int(try connection.execute(merge).scalar ?? "0") ?? 0
+            try connection.execute(settleGaps)
         }
         if !quarantine.isEmpty {
             let parameters: [String?] = [

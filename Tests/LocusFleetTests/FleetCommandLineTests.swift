@@ -8,6 +8,7 @@ import Testing
         usage: locus-fleet migrate [--database URL]
                locus-fleet import [--database URL] [--gateway ID] [--batch N] DIR...
                locus-fleet status [--database URL] [--json]
+               locus-fleet retain [--database URL] --days N [--dry-run]
                locus-fleet ingest [--database URL] --broker URL [--client-id ID] [--share GROUP] [options]
                locus-fleet broker-acl (--gateways FILE | --from-database [--database URL]) [--prefix FILTER]
                                       [--fleet-user NAME] --out DIR
@@ -30,7 +31,7 @@ import Testing
         #expect(help.status == 0 && help.output.hasPrefix(Self.usage) && help.output.contains("LOCUS_FLEET_DATABASE")
                 && help.output.contains("--share GROUP"))
         let version = try Fleet.fleet(["--version"])
-        #expect(version.status == 0 && version.output == "locus-fleet \(LocusVersion.string) (schema version 3)\n")
+        #expect(version.status == 0 && version.output == "locus-fleet \(LocusVersion.string) (schema version 4)\n")
     }
 
     @Test(arguments: [
