@@ -62,7 +62,7 @@ public struct FleetStatus: Sendable, Equatable {
     public static func read(_ connection: PostgresConnection) throws(PostgresError) -> FleetStatus {
         let gateways = try connection.execute("""
             select s.gateway, \(utc("s.last_seen")), s.last_seq, s.records, s.gaps, s.unverified, s.online, \(utc("s.status_at")),
-                round(extract(epoch from g.newest_stored_at - g.newest_time) * 1000)::bigint
+                round(extract(epoch from g.newest_stored_at - g.last_seen) * 1000)::bigint
             from gateway_summary s join gateways g using (gateway) order by s.gateway
             """).rows.map { row in
             Gateway(gateway: row[0] ?? "", lastSeen: row[1], lastSeq: row[2].flatMap { Int64($0) }, records: Int64(row[3] ?? "") ?? 0,

@@ -54,7 +54,7 @@ public struct BatchOutcome: Sendable, Equatable {
 /// The batch's days must have their partitions first (`preparePartitions`, outside the
 /// transaction).
 public enum RecordBatch {
-    static let columns = "gateway, seq, prev, kind, time, monitor, identifier, state, output, value, payload, source"
+    public static let columns = "gateway, seq, prev, kind, time, monitor, identifier, state, output, value, payload, source"
 
     /// Per connection (`if not exists`), emptied at every commit.
     static let staging = """
@@ -78,9 +78,14 @@ public enum RecordBatch {
             -- A seq above the gateway's last_seq is not stored (the live case: no look-up); one
             -- at or below it is looked up in every partition, since a second record for it with
             -- another time would land in another day's partition, where the key cannot see it.
+            -- (A lateral probe with a limit: as a NOT EXISTS the planner may hash all of
+            -- `records` instead.)
             select n.* from \(source) n left join gateways g on g.gateway = n.gateway
-            where n.seq > coalesce(g.last_seq, 0)
-                or not exists (select 1 from records r where r.gateway = n.gateway and r.seq = n.seq)
+            left join lateral (
+                select true as stored from records r
+                where n.seq <= coalesce(g.last_seq, 0) and r.gateway = n.gateway and r.seq = n.seq limit 1
+            ) r on true
+            where r.stored is null
         ), stored as (
             insert into records (\(columns), received_at)
             select \(columns), clock_timestamp() from fresh order by gateway, seq
@@ -91,7 +96,10 @@ public enum RecordBatch {
             -- none in the common case. Only these are looked up in `records`, each by its key
             -- (the lateral subquery's limit keeps it an index probe: joined whole, the planner,
             -- who knows nothing of the staging table's size, scans and hashes all of `records`).
-            select * from \(source) n where not exists (select 1 from stored s where s.gateway = n.gateway and s.seq = n.seq)
+            -- When the insert stored every row (the count says so), nothing is looked at.
+            select * from \(source) n
+            where (select count(*) from stored) < (select count(*) from \(source))
+                and not exists (select 1 from stored s where s.gateway = n.gateway and s.seq = n.seq)
         ), conflicting as (
             -- Rows for a key stored before this statement with other contents, and two rows of
             -- the batch itself for one key that differ (the first of them is stored); the
@@ -103,7 +111,8 @@ public enum RecordBatch {
                 on (r.kind, r.time, r.payload) is distinct from (n.kind, n.time, n.payload)
             union all
             select n.gateway, n.seq, n.kind, n.time, n.payload, n.source from \(source) n
-            join (select gateway, seq from \(source) group by gateway, seq having count(*) > 1) twice using (gateway, seq)
+            join (select gateway, seq from \(source) where (select count(*) from stored) < (select count(*) from \(source))
+                  group by gateway, seq having count(*) > 1) twice using (gateway, seq)
             where exists (select 1 from \(source) o where o.gateway = n.gateway and o.seq = n.seq
                           and (o.kind, o.time, o.payload) is distinct from (n.kind, n.time, n.payload))
             on conflict do nothing
@@ -126,9 +135,9 @@ public enum RecordBatch {
                 and not exists (select 1 from records p where p.gateway = s.gateway and p.seq = s.prev)
             on conflict do nothing
         ), seen as (
-            insert into gateways as g (gateway, first_seen, last_seen, last_seq, records, unverified, newest_time, newest_stored_at)
-            select gateway, min(time), max(time), max(seq), count(*), count(*) filter (where prev is null),
-                (array_agg(time order by seq desc))[1], (array_agg(received_at order by seq desc))[1]
+            -- newest_stored_at: when the newest record (by its time, last_seen) was stored.
+            insert into gateways as g (gateway, first_seen, last_seen, last_seq, records, unverified, newest_stored_at)
+            select gateway, min(time), max(time), max(seq), count(*), count(*) filter (where prev is null), max(received_at)
             from stored group by gateway order by gateway
             on conflict (gateway) do update set
                 first_seen = least(g.first_seen, excluded.first_seen),
@@ -136,8 +145,8 @@ public enum RecordBatch {
                 last_seq = greatest(g.last_seq, excluded.last_seq),
                 records = g.records + excluded.records,
                 unverified = g.unverified + excluded.unverified,
-                newest_time = case when excluded.last_seq > coalesce(g.last_seq, 0) then excluded.newest_time else g.newest_time end,
-                newest_stored_at = case when excluded.last_seq > coalesce(g.last_seq, 0) then excluded.newest_stored_at else g.newest_stored_at end
+                newest_stored_at = case when g.last_seen is null or excluded.last_seen > g.last_seen
+                                        then excluded.newest_stored_at else g.newest_stored_at end
         )
         select count(*) from stored
         """
@@ -216,7 +225,7 @@ public enum RecordBatch {
     }
 
     /// COPY's text format: a line a record, its twelve columns in `columns` order, tab-separated.
-    static func copyData(_ records: [FleetRecord]) -> [UInt8] {
+    public static func copyData(_ records: [FleetRecord]) -> [UInt8] {
         var data: [UInt8] = []
         data.reserveCapacity(records.reduce(0) { $0 + $1.payload.utf8.count + 160 })
         for record in records {

@@ -228,3 +228,4 @@ import TestSupport
         try Self.expectKeptMatchesRecords(connection, "after the migration")
     }
 }
+
