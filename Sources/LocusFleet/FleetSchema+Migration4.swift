@@ -39,7 +39,8 @@ extension FleetSchema {
             value boolean,
             payload jsonb not null,
             source text not null check (source in ('mqtt', 'import')),
-            received_at timestamptz not null default now(),
+            -- The moment the row is written (a batch's direct COPY takes the default).
+            received_at timestamptz not null default clock_timestamp(),
             primary key (gateway, seq, time)
         ) partition by range (time);
 
