@@ -100,10 +100,11 @@ do {
                 let time = utc(startMs + Int64(first + records.count) * stepMs)
                 let identifier = "zone-\(seq % 8)"
                 let state = seq % 2 == 0 ? "satisfied" : "unsatisfied"
-                let payload = "{\"date\":\"\(time)\",\"identifier\":\"\(identifier)\",\"monitor\":\"yard\",\"refinement\":{\"lat\":48.1\(index % 10),\"lon\":11.5}," +
+                let refinement = "{\"lat\":48.1\(index % 10),\"lon\":11.5}"
+                let payload = "{\"date\":\"\(time)\",\"identifier\":\"\(identifier)\",\"monitor\":\"yard\",\"refinement\":\(refinement)," +
                     "\"state\":\"\(state)\"}"
                 records.append(FleetRecord(gateway: "\(prefix)\(index)", seq: seq, prev: seq - 1, kind: .event, time: time, monitor: "yard",
-                                           identifier: identifier, state: state, payload: payload, source: .mqtt))
+                                           identifier: identifier, state: state, refinement: refinement, payload: payload, source: .mqtt))
             }
         }
         return records

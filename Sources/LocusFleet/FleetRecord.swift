@@ -28,6 +28,10 @@ public struct FleetRecord: Sendable, Equatable {
     public var state: String? = nil
     public var output: String? = nil
     public var value: Bool? = nil
+    /// An event's refinement as JSON text; nil when it has none (or null). Kept beside the
+    /// payload (which holds it too) for `current_state`, so that the ingest never parses the
+    /// payload again.
+    public var refinement: String? = nil
     /// JSON text of the record's members.
     public var payload: String
     public var source: Source
@@ -35,7 +39,7 @@ public struct FleetRecord: Sendable, Equatable {
     /// A record whose columns are already known (the store's benchmark writes such records;
     /// the ingest and the import read theirs with `published` and `exported`).
     public init(gateway: String, seq: Int64, prev: Int64?, kind: Kind, time: String, monitor: String? = nil, identifier: String? = nil,
-                state: String? = nil, output: String? = nil, value: Bool? = nil, payload: String, source: Source) {
+                state: String? = nil, output: String? = nil, value: Bool? = nil, refinement: String? = nil, payload: String, source: Source) {
         self.gateway = gateway
         self.seq = seq
         self.prev = prev
@@ -46,6 +50,7 @@ public struct FleetRecord: Sendable, Equatable {
         self.state = state
         self.output = output
         self.value = value
+        self.refinement = refinement
         self.payload = payload
         self.source = source
     }
@@ -143,8 +148,9 @@ public struct FleetRecord: Sendable, Equatable {
         }
         self.state = state
         time = try Self.timestamp(event, "date")
-        if let refinement = event["refinement"], !refinement.isNull, !refinement.isObject {
-            throw FleetRecordError("refinement is neither null nor an object")
+        if let refinement = event["refinement"], !refinement.isNull {
+            guard refinement.isObject else { throw FleetRecordError("refinement is neither null nor an object") }
+            self.refinement = FleetJSON.text(refinement)
         }
     }
 

@@ -14,7 +14,8 @@ extension FleetSchema {
     ///   stored, so `status` reads one row a gateway instead of counting `records`;
     ///   `dropped_through` is the highest seq a retention dropped.
     /// - `current_state` is a table the merge keeps (the newest event of each condition), so it
-    ///   outlives the partitions a retention drops.
+    ///   outlives the partitions a retention drops. Its `refinement` is NULL when the event has
+    ///   none (the version 3 view gave JSON null).
     /// - `open_gaps` holds each stored record whose `prev` is not stored, kept by the merge
     ///   (added when such a record is stored, removed when its prev arrives); `gaps` reads it.
     ///   Exact over the whole store, and `status` never scans `records`.
@@ -95,7 +96,8 @@ extension FleetSchema {
             primary key (gateway, monitor, identifier)
         ) with (fillfactor = 50);
         insert into current_state
-            select distinct on (gateway, monitor, identifier) gateway, monitor, identifier, state, time, seq, payload -> 'refinement'
+            select distinct on (gateway, monitor, identifier) gateway, monitor, identifier, state, time, seq,
+                nullif(payload -> 'refinement', 'null')
             from records where kind = 'event'
             order by gateway, monitor, identifier, seq desc;
 

@@ -21,9 +21,9 @@ extension RecordBatch {
     static let keepDirect = """
         with state as (
             insert into current_state as c (gateway, monitor, identifier, state, date, seq, refinement)
-            select gateway, monitor, identifier, state, date, seq, payload -> 'refinement'
+            select gateway, monitor, identifier, state, date, seq, refinement
             from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::bigint[], $7::jsonb[])
-                as s (gateway, monitor, identifier, state, date, seq, payload)
+                as s (gateway, monitor, identifier, state, date, seq, refinement)
             order by gateway, monitor, identifier
             on conflict (gateway, monitor, identifier) do update set
                 state = excluded.state, date = excluded.date, seq = excluded.seq, refinement = excluded.refinement
@@ -68,12 +68,18 @@ extension RecordBatch {
 
     /// `keepDirect`'s seventeen arrays for the direct rows.
     static func keepParameters(_ direct: [FleetRecord], batch: [FleetRecord], known: [String: Known]) -> [String?] {
-        var newest: [String: FleetRecord] = [:]
+        struct Condition: Hashable {
+            var gateway: String
+            var monitor: String?
+            var identifier: String?
+        }
+        var newest: [Condition: FleetRecord] = [:]
         for record in direct where record.kind == .event {
-            let key = "\(record.gateway)\u{0}\(record.monitor ?? "")\u{0}\(record.identifier ?? "")"
+            let key = Condition(gateway: record.gateway, monitor: record.monitor, identifier: record.identifier)
             if (newest[key]?.seq ?? .min) < record.seq { newest[key] = record }
         }
-        let states = newest.values.sorted { ($0.gateway, $0.monitor ?? "", $0.identifier ?? "") < ($1.gateway, $1.monitor ?? "", $1.identifier ?? "") }
+        // The statement sorts them for its locks; the order here does not matter.
+        let states = Array(newest.values)
         var inBatch: [String: Set<Int64>] = [:]
         for record in batch { inBatch[record.gateway, default: []].insert(record.seq) }
         let holes = direct.filter { record in
@@ -95,7 +101,7 @@ extension RecordBatch {
         return [
             PostgresText.array(states.map(\.gateway)), PostgresText.array(states.map(\.monitor)), PostgresText.array(states.map(\.identifier)),
             PostgresText.array(states.map(\.state)), PostgresText.array(states.map(\.time)), PostgresText.array(states.map { String($0.seq) }),
-            PostgresText.array(states.map(\.payload)),
+            PostgresText.array(states.map(\.refinement)),
             PostgresText.array(holes.map(\.gateway)), PostgresText.array(holes.map { String($0.seq) }),
             PostgresText.array(holes.map { $0.prev.map { String($0) } }), PostgresText.array(holes.map(\.time)),
             PostgresText.array(gateways), PostgresText.array(gateways.map { seen[$0]!.first }), PostgresText.array(gateways.map { seen[$0]!.last }),

@@ -119,7 +119,8 @@ public enum RecordBatch {
             on conflict do nothing
         ), state as (
             insert into current_state as c (gateway, monitor, identifier, state, date, seq, refinement)
-            select distinct on (gateway, monitor, identifier) gateway, monitor, identifier, state, time, seq, payload -> 'refinement'
+            select distinct on (gateway, monitor, identifier) gateway, monitor, identifier, state, time, seq,
+                nullif(payload -> 'refinement', 'null')
             from stored where kind = 'event'
             order by gateway, monitor, identifier, seq desc
             on conflict (gateway, monitor, identifier) do update set

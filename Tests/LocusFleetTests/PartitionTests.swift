@@ -13,9 +13,12 @@ import TestSupport
     static func event(_ gateway: String, _ seq: Int64, prev: Int64?, second: Int, identifier: String = "dock",
                       state: String = "satisfied") -> FleetRecord {
         let date = Date(timeIntervalSince1970: 1_710_374_400 + Double(second))
+        // Every third record has a refinement (a beacon), the others JSON null, as the uplink writes.
+        let refinement = seq % 3 == 0 ? "{\"major\":\(seq % 7)}" : nil
         return FleetRecord(gateway: gateway, seq: seq, prev: prev, kind: .event, time: timestamp(date), monitor: "yard",
-                           identifier: identifier, state: state,
-                           payload: "{\"monitor\":\"yard\",\"identifier\":\"\(identifier)\",\"state\":\"\(state)\"}", source: .mqtt)
+                           identifier: identifier, state: state, refinement: refinement,
+                           payload: "{\"monitor\":\"yard\",\"identifier\":\"\(identifier)\",\"refinement\":\(refinement ?? "null"),\"state\":\"\(state)\"}",
+                           source: .mqtt)
     }
 
     static func timestamp(_ date: Date) -> String {
@@ -36,12 +39,14 @@ import TestSupport
         """
     static let storedGaps = "select string_agg(gateway || ':' || next_seq || '<-' || missing_to, ',' order by gateway, next_seq) from gaps"
     static let referenceState = """
-        select string_agg(gateway || '/' || monitor || '/' || identifier || '=' || state || '@' || seq, ',' order by gateway, monitor, identifier)
+        select string_agg(gateway || '/' || monitor || '/' || identifier || '=' || state || '@' || seq || coalesce(nullif(payload -> 'refinement', 'null')::text, ''),
+                          ',' order by gateway, monitor, identifier)
         from (select distinct on (gateway, monitor, identifier) * from records where kind = 'event'
               order by gateway, monitor, identifier, seq desc) newest
         """
     static let storedState = """
-        select string_agg(gateway || '/' || monitor || '/' || identifier || '=' || state || '@' || seq, ',' order by gateway, monitor, identifier)
+        select string_agg(gateway || '/' || monitor || '/' || identifier || '=' || state || '@' || seq || coalesce(refinement::text, ''),
+                          ',' order by gateway, monitor, identifier)
         from current_state
         """
     static let referenceCounts = """
