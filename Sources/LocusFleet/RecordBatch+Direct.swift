@@ -5,8 +5,8 @@
 /// the batch and written in one statement. Half of the merge's cost was the staging table's own
 /// COPY and the second copy of every row out of it (docs/fleet.md, "Where the time goes").
 ///
-/// The rest of a batch (a seq at or below `last_seq`: a redelivery, another worker's older rows,
-/// an import; a key twice in the batch) goes through the merge. A COPY that meets a row stored
+/// A batch holding any other record (a seq at or below `last_seq`: a redelivery, another
+/// worker's older rows, an import; a key twice in the batch) goes through the merge whole. A COPY that meets a row stored
 /// meanwhile by another writer (a unique violation) is undone to its savepoint and the whole
 /// batch goes through the merge, so nothing depends on the guess being right.
 extension RecordBatch {
@@ -110,16 +110,19 @@ extension RecordBatch {
         ]
     }
 
-    /// Writes what it can of `records` straight into `records`, inside the caller's transaction;
-    /// the records left for the merge (all of them when the COPY met a stored row).
+    /// Writes `records` straight into `records` when all of them can go so, inside the caller's
+    /// transaction; the records left for the merge (all of them, or none).
     static func writeDirect(_ records: [FleetRecord], on connection: PostgresConnection) throws(PostgresError) -> (inserted: Int, rest: [FleetRecord]) {
         let gateways = Array(Set(records.map(\.gateway)))
         var known: [String: Known] = [:]
         for row in try connection.execute(readGateways, [PostgresText.array(gateways)]).rows {
             known[row[0] ?? ""] = Known(lastSeq: Int64(row[1] ?? "") ?? 0, droppedThrough: Int64(row[2] ?? "") ?? 0)
         }
+        // All or nothing: a batch written half directly and half by the merge would take its row
+        // locks in two statements, each in key order but not together, and two workers sharing
+        // gateways then deadlock on each other (seen at once with two workers).
         let (direct, merged) = split(records, known: known)
-        guard !direct.isEmpty else { return (0, records) }
+        guard merged.isEmpty else { return (0, records) }
         try connection.execute("savepoint direct")
         do throws(PostgresError) {
             let copied = try connection.copyIn(copyDirect, copyData(direct))
@@ -132,6 +135,6 @@ extension RecordBatch {
         }
         try connection.execute("release savepoint direct")
         try connection.execute(keepDirect, keepParameters(direct, batch: records, known: known))
-        return (direct.count, merged)
+        return (direct.count, [])
     }
 }

@@ -127,14 +127,18 @@ public enum RecordBatch {
                 state = excluded.state, date = excluded.date, seq = excluded.seq, refinement = excluded.refinement
             where c.seq < excluded.seq
         ), holes as (
-            -- A stored record whose prev is neither in the batch, nor the gateway's newest
-            -- before it, nor stored, nor below what a retention dropped. A prev that another
-            -- writer stores at this moment is not seen here: `settleGaps` settles that.
+            -- A stored record whose prev is neither the record stored before it now, nor the
+            -- gateway's newest before, nor stored, nor below what a retention dropped. (The
+            -- record before it by `lag`: a join against the batch was planned as a loop over
+            -- the batch for each row, the planner taking `stored` for a few rows.) A prev that
+            -- another writer stores at this moment is not seen here: `settleGaps` settles that.
             insert into open_gaps (gateway, seq, prev, time)
-            select s.gateway, s.seq, s.prev, s.time from stored s left join gateways g on g.gateway = s.gateway
-            where s.prev > 0 and s.prev <> coalesce(g.last_seq, 0) and s.prev > coalesce(g.dropped_through, 0)
-                and not exists (select 1 from \(source) b where b.gateway = s.gateway and b.seq = s.prev)
-                and not exists (select 1 from records p where p.gateway = s.gateway and p.seq = s.prev)
+            select s.gateway, s.seq, s.prev, s.time
+            from (select gateway, seq, prev, time, lag(seq) over (partition by gateway order by seq) as before from stored) s
+            left join gateways g on g.gateway = s.gateway
+            left join lateral (select true as stored from records p where p.gateway = s.gateway and p.seq = s.prev limit 1) p on true
+            where s.prev > 0 and s.prev is distinct from s.before and s.prev <> coalesce(g.last_seq, 0)
+                and s.prev > coalesce(g.dropped_through, 0) and p.stored is null
             on conflict do nothing
         ), seen as (
             -- newest_stored_at: when the newest record (by its time, last_seen) was stored.
