@@ -117,7 +117,15 @@ public enum RecordBatch {
             where exists (select 1 from \(source) o where o.gateway = n.gateway and o.seq = n.seq
                           and (o.kind, o.time, o.payload) is distinct from (n.kind, n.time, n.payload))
             on conflict do nothing
-        ), state as (
+        ), \(keeping)
+        )
+        select count(*) from stored
+        """
+    }
+
+    /// The merge's part that keeps `current_state`, `open_gaps` and `gateways` from `stored`.
+    static let keeping = """
+        state as (
             insert into current_state as c (gateway, monitor, identifier, state, date, seq, refinement)
             select distinct on (gateway, monitor, identifier) gateway, monitor, identifier, state, time, seq,
                 nullif(payload -> 'refinement', 'null')
@@ -146,10 +154,7 @@ public enum RecordBatch {
             select gateway, min(time), max(time), max(seq), count(*), count(*) filter (where prev is null), max(received_at)
             from stored group by gateway order by gateway
             on conflict (gateway) do update set \(gatewayUpdate)
-        )
-        select count(*) from stored
         """
-    }
 
     /// A batch's aggregates (`excluded`) added to a gateway's row (`g`): the least and greatest
     /// of old and new, the counts summed, and when the newest record by time was stored.

@@ -10,7 +10,7 @@ import LocusDevices
 /// broker queues what the gateways publish, and a message is acknowledged only once the
 /// transaction holding it has committed. A crash, a lost connection or an unreachable database
 /// before that leaves the message unacknowledged, so the broker sends it again; a message
-/// stored and then sent again meets its own row (`ON CONFLICT (gateway, seq) DO NOTHING`).
+/// stored and then sent again meets its own row (`RecordBatch`: stored once per (gateway, seq)).
 /// Order does not matter: a record's place is its seq, whatever the order of arrival, so
 /// several workers can share the topics (`--share`).
 ///
