@@ -6,9 +6,10 @@
 /// COPY and the second copy of every row out of it (docs/fleet.md, "Where the time goes").
 ///
 /// A batch holding any other record (a seq at or below `last_seq`: a redelivery, another
-/// worker's older rows, an import; a key twice in the batch) goes through the merge whole. A COPY that meets a row stored
-/// meanwhile by another writer (a unique violation) is undone to its savepoint and the whole
-/// batch goes through the merge, so nothing depends on the guess being right.
+/// worker's older rows, an import; a key twice in the batch) goes through the merge whole. A
+/// COPY that meets a row stored meanwhile by another writer (a unique violation) is undone to
+/// its savepoint and the whole batch goes through the merge, so nothing depends on the guess
+/// being right.
 extension RecordBatch {
     /// The batch's gateways' `last_seq` and `dropped_through`, read in the batch's transaction.
     static let readGateways = "select gateway, last_seq, dropped_through from gateways where gateway = any($1::text[])"
@@ -17,7 +18,10 @@ extension RecordBatch {
 
     /// What the direct rows change beside `records`, from arrays: each condition's newest event,
     /// the rows whose prev is neither in the batch nor the gateway's newest (kept as open gaps
-    /// unless the prev is stored), each gateway's aggregates. Key order, as the merge.
+    /// unless the prev is stored), each gateway's aggregates. Each in key order, and the three in
+    /// the merge's order (all of them parts of the WITH, which PostgreSQL runs in a fixed order,
+    /// as the merge's): two writers, one here and one in the merge, take their row locks in the
+    /// same order.
     static let keepDirect = """
         with state as (
             insert into current_state as c (gateway, monitor, identifier, state, date, seq, refinement)
@@ -35,13 +39,15 @@ extension RecordBatch {
             left join lateral (select true as stored from records p where p.gateway = h.gateway and p.seq = h.prev limit 1) p on true
             where p.stored is null
             on conflict do nothing
+        ), seen as (
+            insert into gateways as g (gateway, first_seen, last_seen, last_seq, records, unverified, newest_stored_at)
+            select gateway, first_seen, last_seen, last_seq, records, unverified, clock_timestamp()
+            from unnest($12::text[], $13::timestamptz[], $14::timestamptz[], $15::bigint[], $16::bigint[], $17::bigint[])
+                as b (gateway, first_seen, last_seen, last_seq, records, unverified)
+            order by gateway
+            on conflict (gateway) do update set \(gatewayUpdate)
         )
-        insert into gateways as g (gateway, first_seen, last_seen, last_seq, records, unverified, newest_stored_at)
-        select gateway, first_seen, last_seen, last_seq, records, unverified, clock_timestamp()
-        from unnest($12::text[], $13::timestamptz[], $14::timestamptz[], $15::bigint[], $16::bigint[], $17::bigint[])
-            as b (gateway, first_seen, last_seen, last_seq, records, unverified)
-        order by gateway
-        on conflict (gateway) do update set \(gatewayUpdate)
+        select 1
         """
 
     struct Known {
@@ -119,8 +125,8 @@ extension RecordBatch {
             known[row[0] ?? ""] = Known(lastSeq: Int64(row[1] ?? "") ?? 0, droppedThrough: Int64(row[2] ?? "") ?? 0)
         }
         // All or nothing: a batch written half directly and half by the merge would take its row
-        // locks in two statements, each in key order but not together, and two workers sharing
-        // gateways then deadlock on each other (seen at once with two workers).
+        // locks in two statements, each in key order but not together, an order two workers
+        // sharing gateways can deadlock on.
         let (direct, merged) = split(records, known: known)
         guard merged.isEmpty else { return (0, records) }
         try connection.execute("savepoint direct")
