@@ -56,7 +56,7 @@ let package = Package(
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .target(name: "LocusFleet", dependencies: ["LocusCore", "LocusDevices", "CLocus", "CLibPQ"]),
         .executableTarget(name: "locus-fleet", dependencies: ["LocusFleet"]),
-        .executableTarget(name: "locus-store-bench", dependencies: ["LocusFleet", "LocusDevices"], path: "Benchmarks/StoreBench"),
+        .executableTarget(name: "locus-store-bench", dependencies: ["LocusFleet", "LocusCore", "LocusDevices"], path: "Benchmarks/StoreBench"),
         // The deterministic simulator (docs/simulator.md): host only, like the fleet's tools.
         .executableTarget(name: "locus-sim", dependencies: ["LocusAgent", "LocusDevices", "LocusCore", "TestSupport"]),
 

@@ -9,6 +9,7 @@
 // rows: the write rate of each tenth of the run (a store whose rate falls as it fills shows it
 // here), `locus-fleet status`'s read, the `gaps` view, and dropping the oldest day
 // (`locus-fleet retain`). Scripts/bench-fleet --store N runs it on a throw-away server.
+import LocusCore
 import LocusDevices
 import LocusFleet
 
@@ -42,22 +43,7 @@ func parse(_ arguments: [String]) -> Options? {
 
 /// `2024-03-14T00:05:30.000Z` for milliseconds since 1970.
 func utc(_ milliseconds: Int64) -> String {
-    let days = milliseconds / 86_400_000
-    let ms = milliseconds % 86_400_000
-    // Civil from days (Howard Hinnant's algorithm).
-    let z = days + 719_468
-    let era = z / 146_097
-    let doe = z - era * 146_097
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-    let mp = (5 * doy + 2) / 153
-    let day = doy - (153 * mp + 2) / 5 + 1
-    let month = mp < 10 ? mp + 3 : mp - 9
-    let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
-    func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
-    let fraction = ms % 1_000
-    let milli = fraction < 10 ? "00\(fraction)" : fraction < 100 ? "0\(fraction)" : "\(fraction)"
-    return "\(year)-\(two(month))-\(two(day))T\(two(ms / 3_600_000)):\(two(ms / 60_000 % 60)):\(two(ms / 1_000 % 60)).\(milli)Z"
+    UTCTime(seconds: milliseconds / 1_000, nanoseconds: Int32(milliseconds % 1_000) * 1_000_000).iso8601
 }
 
 extension String {
