@@ -49,8 +49,8 @@ public struct BatchOutcome: Sendable, Equatable {
 /// records certainly new straight into `records` (`writeDirect`), the others by COPY into a
 /// temporary staging table, then one statement (`merge`) that inserts the new ones into
 /// `records` and keeps `conflicts`, `current_state`, `open_gaps` and `gateways` with them; then
-/// `settleGaps`. COPY and merge wrote 10,000-row batches 2-14 %
-/// faster (new rows) and 12-22 % faster (rows already stored) than one
+/// `settleGaps`. COPY and merge wrote 10,000-row batches 2-14 % faster (new rows) and 12-22 %
+/// faster (rows already stored) than one
 /// `INSERT ... SELECT FROM unnest(arrays) ON CONFLICT` (InsertBenchmarkTests; docs/fleet.md).
 /// The batch's days must have their partitions first (`preparePartitions`, outside the
 /// transaction).

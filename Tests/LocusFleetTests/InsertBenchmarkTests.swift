@@ -53,6 +53,7 @@ struct InsertBenchmarkTests {
                         expectNew: Bool) throws -> Double {
         var batch = records
         for index in batch.indices { batch[index].gateway = gateway }
+        try RecordBatch.preparePartitions(batch, on: connection)
         let started = DispatchTime.now().uptimeNanoseconds
         for _ in 0..<batches / 2 {
             for part in [Array(batch[..<batchRows]), Array(batch[batchRows...])] {
