@@ -55,25 +55,22 @@ extension RecordBatch {
         var droppedThrough: Int64
     }
 
-    /// The records that can go straight into `records` (the others keep their order for the
-    /// merge), given what `gateways` says now.
-    static func split(_ records: [FleetRecord], known: [String: Known]) -> (direct: [FleetRecord], merged: [FleetRecord]) {
+    /// Each gateway's seqs in the batch, when the whole batch can go straight into `records`:
+    /// every record above its gateway's `last_seq` (what `gateways` says now) and no key twice.
+    /// Nil sends the batch through the merge.
+    static func directKeys(_ records: [FleetRecord], known: [String: Known]) -> [String: Set<Int64>]? {
         var keys: [String: Set<Int64>] = [:]
-        var twice: [String: Set<Int64>] = [:]
-        for record in records where !keys[record.gateway, default: []].insert(record.seq).inserted {
-            twice[record.gateway, default: []].insert(record.seq)
-        }
-        var direct: [FleetRecord] = []
-        var merged: [FleetRecord] = []
         for record in records {
-            let above = record.seq > (known[record.gateway]?.lastSeq ?? 0)
-            if above && twice[record.gateway]?.contains(record.seq) != true { direct.append(record) } else { merged.append(record) }
+            guard record.seq > (known[record.gateway]?.lastSeq ?? 0), keys[record.gateway, default: []].insert(record.seq).inserted else {
+                return nil
+            }
         }
-        return (direct, merged)
+        return keys
     }
 
-    /// `keepDirect`'s seventeen arrays for the direct rows.
-    static func keepParameters(_ direct: [FleetRecord], batch: [FleetRecord], known: [String: Known]) -> [String?] {
+    /// `keepDirect`'s seventeen arrays for a batch going straight into `records` (`keys`: its
+    /// seqs, from `directKeys`).
+    static func keepParameters(_ direct: [FleetRecord], keys: [String: Set<Int64>], known: [String: Known]) -> [String?] {
         struct Condition: Hashable {
             var gateway: String
             var monitor: String?
@@ -86,12 +83,10 @@ extension RecordBatch {
         }
         // The statement sorts them for its locks; the order here does not matter.
         let states = Array(newest.values)
-        var inBatch: [String: Set<Int64>] = [:]
-        for record in batch { inBatch[record.gateway, default: []].insert(record.seq) }
         let holes = direct.filter { record in
             guard let prev = record.prev, prev > 0 else { return false }
             let gateway = known[record.gateway]
-            return prev != (gateway?.lastSeq ?? 0) && prev > (gateway?.droppedThrough ?? 0) && inBatch[record.gateway]?.contains(prev) != true
+            return prev != (gateway?.lastSeq ?? 0) && prev > (gateway?.droppedThrough ?? 0) && keys[record.gateway]?.contains(prev) != true
         }
         var seen: [String: (first: String, last: String, lastSeq: Int64, records: Int64, unverified: Int64)] = [:]
         for record in direct {
@@ -116,9 +111,9 @@ extension RecordBatch {
         ]
     }
 
-    /// Writes `records` straight into `records` when all of them can go so, inside the caller's
-    /// transaction; the records left for the merge (all of them, or none).
-    static func writeDirect(_ records: [FleetRecord], on connection: PostgresConnection) throws(PostgresError) -> (inserted: Int, rest: [FleetRecord]) {
+    /// Writes the batch straight into `records` when all of it can go so (`directKeys`), inside
+    /// the caller's transaction: true when it did, false when the merge is to write it.
+    static func writeDirect(_ records: [FleetRecord], on connection: PostgresConnection) throws(PostgresError) -> Bool {
         let gateways = Array(Set(records.map(\.gateway)))
         var known: [String: Known] = [:]
         for row in try connection.execute(readGateways, [PostgresText.array(gateways)]).rows {
@@ -127,20 +122,19 @@ extension RecordBatch {
         // All or nothing: a batch written half directly and half by the merge would take its row
         // locks in two statements, each in key order but not together, an order two workers
         // sharing gateways can deadlock on.
-        let (direct, merged) = split(records, known: known)
-        guard merged.isEmpty else { return (0, records) }
+        guard let keys = directKeys(records, known: known) else { return false }
         try connection.execute("savepoint direct")
         do throws(PostgresError) {
-            let copied = try connection.copyIn(copyDirect, copyData(direct))
-            guard copied == direct.count else { throw PostgresError(.query, "COPY took \(copied) of the batch's \(direct.count) records") }
+            let copied = try connection.copyIn(copyDirect, copyData(records))
+            guard copied == records.count else { throw PostgresError(.query, "COPY took \(copied) of the batch's \(records.count) records") }
         } catch {
             // Another writer stored one of these keys since `known` was read: the merge sorts it out.
             guard error.sqlState == "23505" else { throw error }
             try connection.execute("rollback to savepoint direct")
-            return (0, records)
+            return false
         }
         try connection.execute("release savepoint direct")
-        try connection.execute(keepDirect, keepParameters(direct, batch: records, known: known))
-        return (direct.count, [])
+        try connection.execute(keepDirect, keepParameters(records, keys: keys, known: known))
+        return true
     }
 }

@@ -226,15 +226,15 @@ public enum RecordBatch {
                              on connection: PostgresConnection) throws(PostgresError) -> BatchOutcome {
         var outcome = BatchOutcome()
         if !records.isEmpty {
-            let (direct, rest) = try writeDirect(records, on: connection)
-            outcome.inserted = direct
-            if !rest.isEmpty {
+            if try writeDirect(records, on: connection) {
+                outcome.inserted = records.count
+            } else {
                 try connection.execute(staging)
-                let copied = try connection.copyIn(copy, copyData(rest))
-                guard copied == rest.count else {
-                    throw PostgresError(.query, "COPY took \(copied) of the batch's \(rest.count) records")
+                let copied = try connection.copyIn(copy, copyData(records))
+                guard copied == records.count else {
+                    throw PostgresError(.query, "COPY took \(copied) of the batch's \(records.count) records")
                 }
-                outcome.inserted += Int(try connection.execute(merge).scalar ?? "0") ?? 0
+                outcome.inserted = Int(try connection.execute(merge).scalar ?? "0") ?? 0
             }
             try connection.execute(settleGaps, settleParameters(records))
         }
