@@ -46,11 +46,6 @@ func utc(_ milliseconds: Int64) -> String {
     UTCTime(seconds: milliseconds / 1_000, nanoseconds: Int32(milliseconds % 1_000) * 1_000_000).iso8601
 }
 
-extension String {
-    /// `57` -> `0.57`.
-    var withFraction: String { count == 1 ? "0.0\(self)" : count == 2 ? "0.\(self)" : "\(dropLast(2)).\(suffix(2))" }
-}
-
 func milliseconds(since started: Int64) -> Double { Double(MonotonicClock.now() - started) / 1e6 }
 
 func fail(_ message: String) -> Never {
@@ -160,7 +155,8 @@ do {
     let lastTenth = tenths.last.map { Double($0.0) / $0.1 * 1000 } ?? 0
     let copyRate = Double(copied) / copyMs * 1000
     print("| COPY straight into records, the last tenth's rows (the store's own limit) | \(Int(copyRate)) records/s |")
-    print("| the last tenth's write / COPY | \(String(Int(lastTenth / copyRate * 100)).withFraction) |")
+    let ratio = JSONWriter.rendering(capacity: 16) { $0.fixed(units: Int64(lastTenth / copyRate * 100), scale: 2) }
+    print("| the last tenth's write / COPY | \(ratio) |")
 } catch {
     fail("\(error)")
 }
