@@ -81,7 +81,7 @@ import TestSupport
         // their rows): the records they stored add up to no more than the total (messages taken
         // would not: redeliveries count again).
         let shares = [one.totals.stored, two.totals.stored]
-        #expect(shares.reduce(0, +) <= total && shares.allSatisfy { $0 > 0 }, "records stored by each worker: \(shares)")
+        #expect(shares.reduce(0, +) <= total && shares.allSatisfy { $0 > 0 }, "records stored by each worker: \(shares)\none: \(one.said)\ntwo: \(two.said)")
     }
 
     /// A gateway's `online` and its `offline` a moment later, stored by the broker within one

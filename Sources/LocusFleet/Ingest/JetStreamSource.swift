@@ -129,9 +129,16 @@ final class JetStreamSource: IngestSource {
     /// then hands over the messages they complete. A lost connection or a server's error throws.
     func read(timeoutMs: Int32) throws(FleetError) -> [FleetBroker.Incoming] {
         let now = FleetClock.monotonicMs()
-        // A pull neither answered nor expired by the server's own clock (its consumer's leader
-        // stalled or lost, the request with it): asked again, so a worker never waits on one.
-        if let current = pull, now - current.sentMs > settings.pullExpiresMs + Int64(settings.timeoutMs) { pull = nil }
+        // A pull neither answered nor expired a second past the server's own expiry (the
+        // consumer's leader stalled or lost, and the request with it): asked again, so a
+        // worker on a live node does not sit out an election while another takes the backlog.
+        // With a PING: the silence may be this worker's own node stalling, which the pulls,
+        // keeping the connection busy, would otherwise hide from `keepAlive`. (An end that came
+        // unread while a batch committed is then ignored: it names the old pull.)
+        if let current = pull, now - current.sentMs > settings.pullExpiresMs + Self.pullGraceMs {
+            pull = nil
+            ping()
+        }
         if pull == nil && now >= nextPullMs { requestMessages(now) }
         try flush(deadline: now + Int64(settings.timeoutMs))
         let waitMs = pull == nil ? max(0, min(Int64(timeoutMs), nextPullMs - now)) : Int64(timeoutMs)
@@ -147,6 +154,9 @@ final class JetStreamSource: IngestSource {
     }
 
     var hasInput: Bool { (try? tcp.descriptor.wait(until: .readable, timeoutMs: 0).get()) == true }
+
+    /// How long past its expiry a pull may go unanswered before it is taken as lost.
+    static let pullGraceMs: Int64 = 1_000
 
     /// `+ACK` for each message, then a PING: its PONG says the server has read them all.
     func acknowledge(_ tags: [UInt16]) throws(FleetError) {
