@@ -75,20 +75,20 @@ public enum FleetJSON {
     }
 
     static func writeString(_ string: String, into output: inout [UInt8]) {
-        let hex = Array("0123456789abcdef".utf8)
         output.append(UInt8(ascii: "\""))
-        for byte in string.utf8 {
+        output.appendEscaping(string) { byte in byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") } escape: { byte, output in
             switch byte {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"): output.append(contentsOf: [UInt8(ascii: "\\"), byte])
             case 0x0A: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
             case 0x09: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
             case 0x0D: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            case 0x00..<0x20: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]])
-            default: output.append(byte)
+            case 0x00..<0x20: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), 0x30, 0x30, hexDigit(byte >> 4), hexDigit(byte & 0x0F)])
+            default: output.append(contentsOf: [UInt8(ascii: "\\"), byte])
             }
         }
         output.append(UInt8(ascii: "\""))
     }
+
+    static func hexDigit(_ nibble: UInt8) -> UInt8 { nibble < 10 ? 0x30 + nibble : 0x61 + nibble - 10 }
 
     /// The first string (key or value) in `value` holding U+0000, which neither `text` nor
     /// `jsonb` can store; nil when there is none.

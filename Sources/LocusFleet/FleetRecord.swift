@@ -56,7 +56,12 @@ public struct FleetRecord: Sendable, Equatable {
     }
 
     /// Members that are columns (or the export's framing), never kept in the payload.
-    static let envelope: Set<String> = ["gateway", "seq", "prev", "time", "type"]
+    static func isEnvelope(_ key: String) -> Bool {
+        switch key {
+        case "gateway", "seq", "prev", "time", "type": return true
+        default: return false
+        }
+    }
     /// Sequence numbers are read from JSON numbers, exact up to 2^53.
     public static let maximumSeq: Int64 = 1 << 53
     /// A gateway id: 1 to 255 bytes, no spaces or control characters (the uplink's own ids are
@@ -126,7 +131,7 @@ public struct FleetRecord: Sendable, Equatable {
         if let string = FleetJSON.nulString(in: object) {
             throw FleetRecordError("the string '\(string.replacingNUL)' holds U+0000, which PostgreSQL cannot store")
         }
-        let payload = FleetJSON.text(members: members.filter { !envelope.contains($0.key) })
+        let payload = FleetJSON.text(members: members.filter { !isEnvelope($0.key) })
         var record = FleetRecord(gateway: gateway, seq: seq, prev: prev, kind: kind, time: "", payload: payload, source: source)
         switch kind {
         case .event: try record.readEvent(object)

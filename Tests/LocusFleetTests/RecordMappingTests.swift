@@ -16,6 +16,37 @@ import Testing
         return FleetJSON.text(members: members.filter { !dropping.contains($0.key) })
     }
 
+    /// Strings written whole between the bytes that need an escape: JSON text that Foundation
+    /// reads back to the same strings, and COPY fields escaped byte by byte as COPY's text
+    /// format says (backslash, tab, newline, carriage return).
+    @Test func stringsAreEscapedForJSONAndCOPY() throws {
+        let controls = String(decoding: (1...0x1F).map { UInt8($0) }, as: UTF8.self)
+        let samples = ["", "plain", controls, "a\"b\\c", "\\\\\"\"", "é–🚚\tend", "tab\tat the end\t", "\r\n\r\n", String(repeating: "x", count: 300) + "\n"]
+        for sample in samples {
+            let parsed = try JSONParser.parse(Array("{\"s\":\(FleetJSON.text(.string(sample)))}".utf8))
+            #expect(parsed["s"]?.string == sample, "\(sample.debugDescription)")
+            let foundation = try JSONSerialization.jsonObject(with: Data(FleetJSON.text(.string(sample)).utf8), options: .fragmentsAllowed)
+            #expect(foundation as? String == sample, "\(sample.debugDescription)")
+            var field: [UInt8] = []
+            PostgresText.copyField(sample, into: &field)
+            var expected: [UInt8] = []
+            for byte in sample.utf8 {
+                switch byte {
+                case 0x5C: expected += Array("\\\\".utf8)
+                case 0x09: expected += Array("\\t".utf8)
+                case 0x0A: expected += Array("\\n".utf8)
+                case 0x0D: expected += Array("\\r".utf8)
+                default: expected.append(byte)
+                }
+            }
+            #expect(field == expected, "\(sample.debugDescription)")
+        }
+        // A string with an escape in the input is read through the escape, one without as it stands.
+        let mixed = try JSONParser.parse(Array(#"{"a":"a\u00e9b\n","b":"a\\u00e9b"}"#.utf8))
+        #expect(mixed["a"]?.string == "aéb\n" && mixed["b"]?.string == "a\\u00e9b")
+        #expect(throws: JSONError.self) { try JSONParser.parse(Array("{\"a\":\"a\u{01}\"}".utf8)) }
+    }
+
     @Test func everyKindOfTheDemoLogMapsToItsColumnsAndPayload() throws {
         let log = try Fleet.demoLog.get()
         #expect(log.count("event") >= 5 && log.count("gpio") >= 2 && log.count("visit") >= 2,

@@ -188,7 +188,14 @@ public struct JSONParser {
 
     private mutating func string() throws(JSONError) -> String {
         position += 1
-        var result: [UInt8] = []
+        let start = position
+        // The common case, a string without escapes: its bytes as they stand, with no copy.
+        while let byte = current, byte != UInt8(ascii: "\""), byte != UInt8(ascii: "\\"), byte >= 0x20 { position += 1 }
+        if current == UInt8(ascii: "\"") {
+            position += 1
+            return String(decoding: bytes[start..<(position - 1)], as: UTF8.self)
+        }
+        var result = Array(bytes[start..<position])
         while true {
             guard let byte = current else { throw error("unterminated string") }
             position += 1

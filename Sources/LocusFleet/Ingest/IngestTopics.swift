@@ -54,21 +54,25 @@ struct IngestTopics: Equatable {
         return Self.suffixes.map { ($0 == "/status" ? "" : head) + joined + $0 }
     }
 
+    /// The topic's levels are compared as bytes (a topic is UTF-8 and the levels are split at
+    /// `/`, so no Unicode rule applies): the ingest classifies every message it receives.
     func classify(_ topic: String) -> Topic {
-        let levels = topic.split(separator: "/", omittingEmptySubsequences: false)
+        let levels = topic.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
         guard levels.count > prefix.count else { return .foreign }
-        for (level, pattern) in zip(levels, prefix) where pattern != "+" && level != pattern { return .foreign }
+        for (level, pattern) in zip(levels, prefix) where pattern != "+" && !level.elementsEqual(pattern.utf8) { return .foreign }
         let rest = levels.count - prefix.count
-        let gateway = prefix.firstIndex(of: "+").map { String(levels[$0]) }
-        switch levels[prefix.count] {
-        case "event": return .record(.event, gateway: gateway)
-        case "gpio" where rest == 2: return .record(.gpio, gateway: gateway)
-        case "visit" where rest == 1: return .record(.visit, gateway: gateway)
-        case "config" where rest == 1: return .record(.config, gateway: gateway)
-        case "command" where rest == 1: return .record(.command, gateway: gateway)
-        case "status" where rest == 1:
-            return .status(gateway: gateway ?? String(levels[prefix.count - 1]))
-        default: return .foreign
+        let gateway = prefix.firstIndex(of: "+").map { String(decoding: levels[$0], as: UTF8.self) }
+        let kind = levels[prefix.count]
+        func named(_ name: StaticString) -> Bool {
+            kind.elementsEqual(UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
         }
+        if named("event") { return .record(.event, gateway: gateway) }
+        if named("gpio") { return rest == 2 ? .record(.gpio, gateway: gateway) : .foreign }
+        guard rest == 1 else { return .foreign }
+        if named("visit") { return .record(.visit, gateway: gateway) }
+        if named("config") { return .record(.config, gateway: gateway) }
+        if named("command") { return .record(.command, gateway: gateway) }
+        if named("status") { return .status(gateway: gateway ?? String(decoding: levels[prefix.count - 1], as: UTF8.self)) }
+        return .foreign
     }
 }

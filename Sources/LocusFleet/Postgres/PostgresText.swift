@@ -42,14 +42,31 @@ public enum PostgresText {
             row.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "N")])
             return
         }
-        for byte in value.utf8 {
+        row.appendEscaping(value) { byte in byte == UInt8(ascii: "\\") || byte == 0x09 || byte == 0x0A || byte == 0x0D } escape: { byte, row in
             switch byte {
-            case UInt8(ascii: "\\"): row.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
             case 0x09: row.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
             case 0x0A: row.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
             case 0x0D: row.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            default: row.append(byte)
+            default: row.append(contentsOf: [UInt8(ascii: "\\"), byte])
             }
+        }
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// Appends `string`'s UTF-8, each byte `needsEscape` picks written by `escape`; the runs
+    /// between them are copied whole (the common field has no such byte at all).
+    @inline(__always)
+    mutating func appendEscaping(_ string: String, needsEscape: (UInt8) -> Bool, escape: (UInt8, inout [UInt8]) -> Void) {
+        var string = string
+        string.withUTF8 { bytes in
+            var start = 0
+            for index in bytes.indices where needsEscape(bytes[index]) {
+                append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<index]))
+                escape(bytes[index], &self)
+                start = index + 1
+            }
+            append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...]))
         }
     }
 }
