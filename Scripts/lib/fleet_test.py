@@ -103,13 +103,14 @@ class Broker(servers.Broker):
       max_queued_bytes 0         no limit (max_queued_messages 0 is one of the common lines:
                                  the default, 1,000, drops QoS 1 messages past it for a
                                  subscriber that is slower than the gateways, or away)
-      max_inflight_messages 1000 QoS 1 messages sent to a client and not yet acknowledged
+      max_inflight_messages 2000 QoS 1 messages sent to a client and not yet acknowledged:
+                                 twice the ingest's batch, one written while one is read
     """
 
     def __init__(self, directory, port, logins):
         super().__init__(directory, [
             "persistence true", "persistence_location %s/" % directory, "autosave_interval 0",
-            "max_queued_bytes 0", "max_inflight_messages 1000", "log_type notice",
+            "max_queued_bytes 0", "max_inflight_messages 2000", "log_type notice",
             "listener %d 127.0.0.1" % port, "cafile %s" % logins.ca_file, "certfile %s" % logins.certificate("server.crt"),
             "keyfile %s" % logins.certificate("server.key"), "allow_anonymous false",
             "password_file %s" % logins.password_file, "acl_file %s" % logins.acl_file])

@@ -136,6 +136,13 @@ class Postgres:
         return subprocess.run(["bash", "-c", script, "postgres", LIBRARY, self.directory, str(self.port or "")] + list(arguments),
                               capture_output=True, text=True)
 
+    def session(self, database):
+        """One psql kept open on `database` (stdin in, a line out per query): for polling
+        without starting a process and a connection each time."""
+        return subprocess.Popen(["bash", "-c", '. "$1/postgres.sh"; exec "$postgres_bin/psql" -X -q -A -t -v ON_ERROR_STOP=1 '
+                                 '-h "$2" -p "$3" -U fleet_admin -d "$4"', "postgres", LIBRARY, self.directory, str(self.port), database],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+
     def restart(self):
         """pg_ctl restart -m fast: every connection ends; the same port."""
         done = self._bash("postgres_restart")

@@ -77,11 +77,15 @@ import TestSupport
         #expect(try IngestTests.count(url, "select count(*) from quarantine") == 0)
         #expect(try Fleet.fleet(["status", "--database", url]).status == 0, "no gap")
         #expect(one.stop() == 0 && two.stop() == 0)
-        // Each worker stored a share, and no record twice (the redeliveries after the faults met
-        // their rows): the records they stored add up to no more than the total (messages taken
-        // would not: redeliveries count again).
+        // No record stored twice (the redeliveries after the faults met their rows): the records
+        // the two last workers stored add up to no more than the total (messages taken would
+        // not: redeliveries count again). And the consumer was shared: the first worker stored
+        // part of it, the workers on the other side (the one killed, then its replacement) the
+        // rest. (Which of those two stored what depends on which node led the consumer when
+        // the third node stalled.)
         let shares = [one.totals.stored, two.totals.stored]
-        #expect(shares.reduce(0, +) <= total && shares.allSatisfy { $0 > 0 }, "records stored by each worker: \(shares)\none: \(one.said)\ntwo: \(two.said)")
+        #expect(shares.reduce(0, +) <= total && shares[0] > 0 && shares[0] < total,
+                "records stored by the first worker and the replacement: \(shares) of \(total)\none: \(one.said)\ntwo: \(two.said)")
     }
 
     /// A gateway's `online` and its `offline` a moment later, stored by the broker within one

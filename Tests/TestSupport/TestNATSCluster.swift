@@ -18,7 +18,7 @@ public final class TestNATSCluster {
         public let mqttPort: UInt16
     }
 
-    public let nodes: [Node]
+    public private(set) var nodes: [Node]
     public let directory: String
     private var helpers: [SpawnedProcess?]
     private var pids: [pid_t]
@@ -28,17 +28,29 @@ public final class TestNATSCluster {
             throw TestBroker.BrokerError("nats-server is missing: run Scripts/install-deps --test (Debian package nats-server)")
         }
         directory = NSTemporaryDirectory() + "locus-nats-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        var made: [Node] = []
-        for index in 0..<size {
-            let node = directory + "/n\(index + 1)"
-            try FileManager.default.createDirectory(atPath: node, withIntermediateDirectories: true)
-            made.append(Node(name: "n\(index + 1)", directory: node, clientPort: try TestBroker.freePort(),
-                             routePort: try TestBroker.freePort(), mqttPort: try TestBroker.freePort()))
-        }
-        nodes = made
+        nodes = []
         helpers = Array(repeating: nil, count: size)
         pids = Array(repeating: 0, count: size)
-        for index in 0..<size { try start(index) }
+        // Ports are picked free and then bound by nats-server: another process may take one in
+        // between (an outgoing connection's ephemeral port). Then the cluster starts again on
+        // new ports, at most three times.
+        for attempt in 1...3 {
+            try? FileManager.default.removeItem(atPath: directory)
+            var made: [Node] = []
+            for index in 0..<size {
+                let node = directory + "/n\(index + 1)"
+                try FileManager.default.createDirectory(atPath: node, withIntermediateDirectories: true)
+                made.append(Node(name: "n\(index + 1)", directory: node, clientPort: try TestBroker.freePort(),
+                                 routePort: try TestBroker.freePort(), mqttPort: try TestBroker.freePort()))
+            }
+            nodes = made
+            do {
+                for index in 0..<size { try start(index) }
+                break
+            } catch let error as TestBroker.BrokerError where attempt < 3 && "\(error)".contains("address already in use") {
+                for index in 0..<size { kill(index) }
+            }
+        }
         try waitUntilServing()
     }
 

@@ -16,7 +16,9 @@ import LocusDevices
 ///
 /// A batch is written when it is full (`batchMessages`) or when nothing more is waiting on the
 /// socket (group commit: the busier the broker, the larger the batches, up to what the broker
-/// lets be in flight unacknowledged; mosquitto's `max_inflight_messages`).
+/// lets be in flight unacknowledged; mosquitto's `max_inflight_messages`). It is written on a
+/// thread of its own (`BatchWriter`) while the next is read: a broker that lets twice the batch
+/// be in flight keeps both threads busy.
 ///
 /// On a NATS cluster (`nats`) the ingest reads the stream NATS keeps the MQTT messages in, as
 /// `JetStreamSource` says, on the same terms: acknowledged after the commit, sent again when
@@ -57,6 +59,13 @@ public final class Ingest {
     /// The NATS node tried next: an index into `settings.nats.nodes`.
     private var node = 0
     private var batch = IngestBatch()
+    /// The thread that writes a batch while the next is read (during `run`), and the batch with
+    /// it: acknowledged once its COMMIT has returned.
+    private var writer: BatchWriter? = nil
+    private var writing: IngestBatch? = nil
+    /// Where the writer leaves the outcome of the batch it wrote.
+    private final class Slot { var written: Result<Written, FleetError>? = nil }
+    private let slot = Slot()
     public private(set) var counters = Counters()
     private var reported = Counters()
     private var lastProgressMs = FleetClock.monotonicMs()
@@ -78,6 +87,12 @@ public final class Ingest {
     /// acknowledges it and disconnects. Throws only when the database refuses the ingest's own
     /// statements (a schema that is not this version's): nothing can be stored then.
     public func run(until stop: () -> Bool) throws(FleetError) {
+        let writer = BatchWriter()
+        self.writer = writer
+        defer {
+            writer.stop()
+            self.writer = nil
+        }
         var failures = 0
         while !stop() {
             if broker == nil {
@@ -100,8 +115,17 @@ public final class Ingest {
             }
             progress(force: false)
         }
-        if broker != nil && !batch.isEmpty {
-            do { try commit() } catch { drop(error.message) }
+        if broker != nil {
+            do {
+                try finishWriting(waitMs: nil)
+                if !batch.isEmpty {
+                    startWriting()
+                    try finishWriting(waitMs: nil)
+                }
+            } catch {
+                if error.isRefused { throw error }
+                drop(error.message)
+            }
         }
         broker?.disconnect()
         broker = nil
@@ -144,17 +168,33 @@ public final class Ingest {
     /// The connection is given up: nothing of the batch is acknowledged, so the broker sends it
     /// again on the next connection (what was committed meets its rows).
     private func drop(_ reason: String) {
-        let pending = batch.count
+        // A batch with the writer is let finish: its messages go again anyway (the connection
+        // they came on is gone), and the next batch must not share the database connection.
+        _ = writer?.take(waitMs: nil)
+        let pending = batch.count + (writing?.count ?? 0)
+        writing = nil
         notice(reason + (pending > 0 ? "; the \(pending) messages not yet stored were not acknowledged: the broker sends them again" : ""))
         broker = nil
         batch = IngestBatch()
         if let nodes = settings.nats?.nodes { node = (node + 1) % nodes.count }
     }
 
+    /// Reads what the broker sends into the batch while the writer writes the one before; hands
+    /// the batch over when the writer is free and the batch full or the socket empty. A full
+    /// batch waits for the writer instead of growing.
     private func step() throws(FleetError) {
         guard let broker else { return }
-        for incoming in try broker.read(timeoutMs: batch.isEmpty ? 1_000 : 0) { take(incoming) }
-        if batch.count >= settings.batchMessages || (!batch.isEmpty && !broker.hasInput) { try commit() }
+        let writerBusy = writing != nil
+        if writerBusy && batch.count >= settings.batchMessages {
+            try finishWriting(waitMs: 100)
+        } else {
+            // Nothing to do but read: wait on the socket. A batch with the writer: look at the
+            // writer every 2 ms, so its messages are acknowledged soon after their COMMIT.
+            let timeoutMs: Int32 = writerBusy ? 2 : batch.isEmpty ? 1_000 : 0
+            for incoming in try broker.read(timeoutMs: timeoutMs) { take(incoming) }
+            try finishWriting(waitMs: 0)
+        }
+        if writing == nil && (batch.count >= settings.batchMessages || (!batch.isEmpty && !broker.hasInput)) { startWriting() }
         try broker.keepAlive()
     }
 
@@ -169,33 +209,67 @@ public final class Ingest {
         batch.add(message, as: topic)
     }
 
-    /// Writes the batch in one transaction, then acknowledges its messages.
-    private func commit() throws(FleetError) {
-        var outcome = BatchOutcome()
-        // A batch of messages let pass only has nothing to write.
-        if !batch.records.isEmpty || !batch.quarantine.isEmpty || !batch.statuses.isEmpty {
-            do {
-                outcome = try database.write(batch.records, batch.quarantine, statuses: batch.statuses,
-                                             what: "storing a batch of \(batch.count) messages")
-            } catch where error.isRefused {
-                notice("\(error.message); storing the batch's records one by one to find the one refused")
-                outcome = try commitOneByOne()
+    /// A batch written: what was stored, and the batch as written (a record PostgreSQL refused
+    /// moved to its quarantine).
+    struct Written {
+        var batch: IngestBatch
+        var outcome: BatchOutcome
+    }
+
+    /// Hands the batch to the writer: one transaction, on the writer's thread.
+    private func startWriting() {
+        guard let writer else { return }
+        var handed = batch
+        batch = IngestBatch()
+        writing = handed
+        let database = database
+        let notice = notice
+        let slot = slot
+        slot.written = nil
+        writer.start {
+            do throws(FleetError) {
+                let outcome = try Self.store(&handed, database, notice)
+                slot.written = .success(Written(batch: handed, outcome: outcome))
+            } catch {
+                slot.written = .failure(error)
             }
         }
-        try broker?.acknowledge(batch.packetIDs)
+    }
+
+    /// The batch with the writer, once written (waiting at most `waitMs`; nil: until it is):
+    /// its messages acknowledged, the counters counted. A failure to write it is thrown.
+    private func finishWriting(waitMs: Int64?) throws(FleetError) {
+        guard writing != nil, writer?.take(waitMs: waitMs) == true, let done = slot.written else { return }
+        writing = nil
+        slot.written = nil
+        let written = try done.get()
+        try broker?.acknowledge(written.batch.packetIDs)
         counters.batches += 1
-        counters.inserted += outcome.inserted
-        counters.alreadyStored += batch.records.count - outcome.inserted
-        counters.quarantined += batch.quarantine.count
-        counters.statuses += batch.statuses.count
+        counters.inserted += written.outcome.inserted
+        counters.alreadyStored += written.batch.records.count - written.outcome.inserted
+        counters.quarantined += written.batch.quarantine.count
+        counters.statuses += written.batch.statuses.count
         let nowMs = FleetClock.wallMs()
-        lastLagMs = batch.records.compactMap { FleetJSON.timestampMs($0.time) }.max().map { nowMs - $0 }
-        batch = IngestBatch()
+        lastLagMs = written.batch.records.compactMap { FleetJSON.timestampMs($0.time) }.max().map { nowMs - $0 }
+    }
+
+    /// Writes `batch` in one transaction (on the writer's thread).
+    private static func store(_ batch: inout IngestBatch, _ database: FleetDatabase,
+                              _ notice: (String) -> Void) throws(FleetError) -> BatchOutcome {
+        // A batch of messages let pass only has nothing to write.
+        guard !batch.records.isEmpty || !batch.quarantine.isEmpty || !batch.statuses.isEmpty else { return BatchOutcome() }
+        do {
+            return try database.write(batch.records, batch.quarantine, statuses: batch.statuses,
+                                      what: "storing a batch of \(batch.count) messages")
+        } catch where error.isRefused {
+            notice("\(error.message); storing the batch's records one by one to find the one refused")
+            return try storeOneByOne(&batch, database)
+        }
     }
 
     /// A record PostgreSQL refuses (a check the mapping missed) goes to the quarantine with the
     /// server's reason; the others are stored. Only a refusal of the quarantine itself throws.
-    private func commitOneByOne() throws(FleetError) -> BatchOutcome {
+    private static func storeOneByOne(_ batch: inout IngestBatch, _ database: FleetDatabase) throws(FleetError) -> BatchOutcome {
         var outcome = BatchOutcome()
         var stored: [FleetRecord] = []
         for (record, origin) in zip(batch.records, batch.origins) {
