@@ -26,6 +26,8 @@ let package = Package(
         .executable(name: "locus", targets: ["locus"]),
         // Full Swift only (Foundation, concurrency): never part of the device binary.
         .library(name: "LocusMonitor", targets: ["LocusMonitor"]),
+        // Core Location's names over LocusMonitor: a CLMonitor program ported by its import.
+        .library(name: "LocusCoreLocation", targets: ["LocusCoreLocation"]),
     ],
     dependencies: [
         // Test oracle only: never linked into the device binary.
@@ -43,6 +45,7 @@ let package = Package(
         .target(name: "LocusAgent", dependencies: ["LocusCore", "LocusDevices"], swiftSettings: hotPathChecks),
         .executableTarget(name: "locus", dependencies: ["LocusAgent"]),
         .target(name: "LocusMonitor"),
+        .target(name: "LocusCoreLocation", dependencies: ["LocusMonitor", "LocusCore"]),
         .executableTarget(name: "monitor-greeter", dependencies: ["LocusMonitor"], path: "Examples/MonitorGreeter",
                           exclude: ["monitor-greeter.socket", "monitor-greeter.service"]),
         .executableTarget(name: "relay-controller", dependencies: ["LocusMonitor"], path: "Examples/RelayController"),
@@ -79,7 +82,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LocusAgentTests",
-            dependencies: ["locus", "locus-sim", "LocusAgent", "LocusDevices", "LocusCore", "AllocCounter", "LocusMonitor", "TestSupport"],
+            dependencies: ["locus", "locus-sim", "LocusAgent", "LocusDevices", "LocusCore", "AllocCounter", "LocusMonitor", "LocusCoreLocation", "TestSupport"],
             swiftSettings: hotPathChecks
         ),
         .testTarget(

@@ -7,6 +7,11 @@ public struct MonitorError: Error, Sendable, Equatable, CustomStringConvertible 
     public var code: String
     public var message: String
     public var description: String { "\(code): \(message)" }
+
+    public init(code: String, message: String) {
+        self.code = code
+        self.message = message
+    }
 }
 
 /// One connection to the agent's control socket: JSON lines, replies matched to requests by id,

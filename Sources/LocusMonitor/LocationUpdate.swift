@@ -12,6 +12,9 @@ public struct Location: Sendable, Equatable {
     /// Degrees clockwise from true north; nil when unknown.
     public var course: Double?
     public var timestamp: Date
+    /// Metres above the WGS84 ellipsoid (the MSL altitude plus the receiver's geoid
+    /// separation), when the receiver gave both.
+    public var ellipsoidalAltitude: Double? = nil
 }
 
 /// CLLocationUpdate for Swift programs on a Locus gateway: live updates from the running agent.
@@ -150,7 +153,7 @@ public struct LocationUpdate: Sendable {
         let time = (tpv["time"] as? String).flatMap(LocationUpdate.date) ?? Date()
         let location = Location(coordinate: Coordinate(latitude: latitude, longitude: longitude), altitude: tpv["altMSL"] as? Double,
                                 horizontalAccuracy: tpv["eph"] as? Double, speed: tpv["speed"] as? Double, course: tpv["track"] as? Double,
-                                timestamp: time)
+                                timestamp: time, ellipsoidalAltitude: tpv["altHAE"] as? Double)
         return (location, diagnostics, isStationary)
     }
 
