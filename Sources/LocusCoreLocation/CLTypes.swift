@@ -52,8 +52,8 @@ public final class CLLocation: Sendable, CustomStringConvertible {
     public let ellipsoidalAltitude: CLLocationDistance
     /// About one sigma, metres; -1 when unknown (the coordinate is then not to be trusted).
     public let horizontalAccuracy: CLLocationAccuracy
-    /// -1: the agent does not send a vertical accuracy yet, so Core Location's rule reads the
-    /// altitudes as unknown; `altitude` holds the receiver's value all the same.
+    /// About one sigma, metres (the receiver's altitude sigma, or its VDOP × 5 m); -1 when the
+    /// fix has no altitude or the receiver gave neither, and the altitudes are then invalid.
     public let verticalAccuracy: CLLocationAccuracy
     /// Metres per second over ground; -1 when unknown.
     public let speed: CLLocationSpeed
@@ -89,7 +89,8 @@ public final class CLLocation: Sendable, CustomStringConvertible {
     /// From LocusMonitor's location, with Core Location's -1 for what the fix lacks.
     convenience init(_ location: Location) {
         self.init(coordinate: location.coordinate, altitude: location.altitude ?? 0, horizontalAccuracy: location.horizontalAccuracy ?? -1,
-                  verticalAccuracy: -1, course: location.course ?? -1, speed: location.speed ?? -1, timestamp: location.timestamp,
+                  verticalAccuracy: location.altitude == nil ? -1 : location.verticalAccuracy ?? -1, course: location.course ?? -1,
+                  speed: location.speed ?? -1, timestamp: location.timestamp,
                   ellipsoidalAltitude: location.ellipsoidalAltitude ?? location.altitude ?? 0)
     }
 

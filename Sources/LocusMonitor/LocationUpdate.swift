@@ -15,6 +15,9 @@ public struct Location: Sendable, Equatable {
     /// Metres above the WGS84 ellipsoid (the MSL altitude plus the receiver's geoid
     /// separation), when the receiver gave both.
     public var ellipsoidalAltitude: Double? = nil
+    /// About one sigma, metres, for the altitudes (the receiver's altitude sigma, or its VDOP);
+    /// nil when unknown.
+    public var verticalAccuracy: Double? = nil
 }
 
 /// CLLocationUpdate for Swift programs on a Locus gateway: live updates from the running agent.
@@ -153,7 +156,8 @@ public struct LocationUpdate: Sendable {
         let time = (tpv["time"] as? String).flatMap(LocationUpdate.date) ?? Date()
         let location = Location(coordinate: Coordinate(latitude: latitude, longitude: longitude), altitude: tpv["altMSL"] as? Double,
                                 horizontalAccuracy: tpv["eph"] as? Double, speed: tpv["speed"] as? Double, course: tpv["track"] as? Double,
-                                timestamp: time, ellipsoidalAltitude: tpv["altHAE"] as? Double)
+                                timestamp: time, ellipsoidalAltitude: tpv["altHAE"] as? Double,
+                                verticalAccuracy: tpv["epv"] as? Double)
         return (location, diagnostics, isStationary)
     }
 

@@ -86,7 +86,11 @@ import Testing
         }
         let moving = try #require(fast?.location)
         #expect(moving.speed > 5 && moving.horizontalAccuracy >= 0 && moving.horizontalAccuracy < 50)
-        #expect(moving.courseAccuracy == -1 && moving.speedAccuracy == -1 && moving.verticalAccuracy == -1)
+        #expect(moving.courseAccuracy == -1 && moving.speedAccuracy == -1)
+        // The track's GGA: 20.0 m above the geoid, the geoid 30.0 m below the ellipsoid; its GSA:
+        // VDOP 1.2, so about 6 m (1.2 × the 5 m range error assumed without GST).
+        #expect(moving.altitude == 20 && moving.ellipsoidalAltitude == -10 && moving.verticalAccuracy == 6,
+                "\(moving.altitude) \(moving.ellipsoidalAltitude) \(moving.verticalAccuracy)")
         #expect(abs(moving.course) < 1 || abs(moving.course - 360) < 1, "northbound: \(moving.course)")
 
         var last: CLLocation? = nil
@@ -114,7 +118,7 @@ import Testing
         #expect(abs(CLLocation(latitude: 0, longitude: 1).distance(from: origin) - 111_319.491) < 0.001)
         #expect(abs(CLLocation(latitude: 1, longitude: 0).distance(from: origin) - 110_574.389) < 0.001)
         #expect(origin.speed == -1 && origin.course == -1 && origin.speedAccuracy == -1 && origin.courseAccuracy == -1)
-        #expect(origin.verticalAccuracy < 0, "no vertical accuracy: the altitudes are not to be used")
+        #expect(origin.verticalAccuracy < 0, "no altitude: the altitudes are not to be used")
         #expect(CLLocationCoordinate2DIsValid(CLLocationCoordinate2D(latitude: 90, longitude: -180)))
         #expect(!CLLocationCoordinate2DIsValid(CLLocationCoordinate2D(latitude: 90.5, longitude: 0)))
     }

@@ -222,6 +222,27 @@ import Testing
         for (got, want) in zip(rendered, expected) { #expect(got == want) }
     }
 
+    /// An update carries the vertical accuracy after the TPV's members (which stay gpsd's):
+    /// GST's altitude sigma when there is one, else VDOP × 5 m; none without a 3D fix.
+    @Test func anUpdateCarriesTheVerticalAccuracy() {
+        var fix = Self.fixes()[1]
+        fix.vdop = 1.2
+        func rendered(_ fix: Fix) -> String {
+            var line = JSONWriter(capacity: 1024)
+            UpdateJSON.write(LocationUpdate(fix: fix, time: Self.date, isStationary: false, diagnostics: []), into: &line)
+            return line.string
+        }
+        #expect(rendered(fix).contains(#""satellites_used":15,"epv":6.000,"isStationary":false"#), "\(rendered(fix))")
+        fix.altitudeSigmaM = 2.25
+        #expect(rendered(fix).contains(#""epv":2.250,"#))
+        var flat = fix
+        flat.mode = .twoDimensional
+        #expect(!rendered(flat).contains("epv"))
+        var tpv = JSONWriter(capacity: 1024)
+        FixJSON.write(fix, into: &tpv)
+        #expect(!tpv.string.contains("epv"), "the TPV stays gpsd's")
+    }
+
     @Test func everyJSONLineParses() throws {
         for line in Self.expected.split(separator: "\n") where line.hasPrefix("{") {
             #expect((try? JSONSerialization.jsonObject(with: Data(line.utf8))) != nil, "\(line)")

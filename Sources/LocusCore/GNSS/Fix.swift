@@ -63,6 +63,16 @@ public struct Fix: Equatable, Sendable {
         return nil
     }
 
+    /// Vertical accuracy estimate, metres (about 1 sigma, like Core Location's
+    /// `verticalAccuracy`), for a 3D fix: GST's altitude sigma when the receiver sent it, else
+    /// VDOP × `assumedUEREM`. nil without either, or without a 3D fix.
+    public var verticalAccuracyM: Double? {
+        guard mode == .threeDimensional, altitudeMSLM != nil else { return nil }
+        if let altitudeSigmaM { return altitudeSigmaM }
+        if let vdop { return vdop * Fix.assumedUEREM }
+        return nil
+    }
+
     /// True when the fix has a usable horizontal position.
     public var hasPosition: Bool {
         mode.rawValue >= Mode.twoDimensional.rawValue && latitude != nil && longitude != nil

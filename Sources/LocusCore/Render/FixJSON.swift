@@ -52,6 +52,9 @@ public enum UpdateJSON {
         if fix.time == nil { fix.time = update.time }
         if !fix.hasPosition && fix.mode == .unknown { fix.mode = .noFix }
         FixJSON.writeMembers(fix, into: &line)
+        // Not in the TPV (whose members are gpsd's, byte for byte): the vertical accuracy as
+        // `eph` is the horizontal one, about 1 sigma, for Core Location's `verticalAccuracy`.
+        if fix.hasPosition, let vertical = fix.verticalAccuracyM { line.number("epv", vertical, decimals: 3) }
         line.boolean("isStationary", update.isStationary)
         line.beginArray("diagnostics")
         update.diagnostics.forEachName { line.string($0) }
