@@ -98,6 +98,13 @@ public actor CLMonitor {
         do { try await monitor.remove(identifier) } catch { underlyingError = CLMonitor.monitorError(error) }
     }
 
+    /// Removes every condition of the monitor (not in Core Location: a program that rebuilds its
+    /// conditions starts from none). A refusal goes to `underlyingError`.
+    public func removeAll() async {
+        guard let monitor else { return }
+        do { try await monitor.removeAll() } catch { underlyingError = CLMonitor.monitorError(error) }
+    }
+
     public var identifiers: [String] {
         get async { await monitor?.identifiers ?? [] }
     }

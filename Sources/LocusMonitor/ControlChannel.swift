@@ -153,11 +153,11 @@ final class ControlChannel: @unchecked Sendable {
                 let line = Data(pending[..<newline])
                 pending.removeFirst(newline + 1)
                 guard let message = (try? JSONSerialization.jsonObject(with: line)) as? [String: Any] else { continue }
-                // Stream items carry no id; so does an error the agent sends before closing a stream.
-                let streamed = message["event"] != nil || message["update"] != nil || message["visit"] != nil
-                    || message["ranging"] != nil
-                    || (message["id"] is NSNull && message["ok"] as? Bool == false)
-                deliver(line, isEvent: streamed, id: message["id"] as? Int)
+                // A reply carries its request's id; stream items (events, updates, visits,
+                // ranging) carry none, nor does an error the agent sends before closing a stream.
+                // (Told apart by the id, not by the members: `status`'s reply has a `ranging`.)
+                let id = message["id"] as? Int
+                deliver(line, isEvent: id == nil, id: id)
             }
         }
         lock.lock()

@@ -89,6 +89,13 @@ public actor Monitor {
         _ = try await channel.request(["op": "remove", "monitor": name, "identifier": identifier])
     }
 
+    /// Removes every condition of the monitor (those of the site file too, until the site is
+    /// loaded again), one `remove` each; what was removed before a failure stays removed.
+    public func removeAll() async throws {
+        let reply = try await channel.request(["op": "identifiers", "monitor": name])
+        for identifier in reply["identifiers"] as? [String] ?? [] { try await remove(identifier) }
+    }
+
     /// The identifiers of the monitor's conditions (empty if the agent cannot be asked).
     public var identifiers: [String] {
         get async {

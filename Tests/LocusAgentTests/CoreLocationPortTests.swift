@@ -1,5 +1,6 @@
 import Foundation
 import LocusCoreLocation
+import LocusMonitor
 import Testing
 
 /// Core Location's monitor and live-update calls, written as Core Location programs write them
@@ -32,6 +33,11 @@ import Testing
         #expect((await monitor.record(for: "dock")?.condition as? CLMonitor.BeaconIdentityCondition)?.major == 7)
         await monitor.remove("dock")
         #expect(await monitor.identifiers == ["depot", "fence"])
+        // What the agent says of itself: the monitors, this program's grants, the room left.
+        let info = try await AgentInfo.ask(stateDirectory: site.state)
+        #expect(info.monitors.contains("road") && info.persistence, "\(info)")
+        #expect(info.grants.contains("read") && info.grants.contains("change"), "\(info)")
+        #expect(info.conditions >= 2 && info.capacity > info.conditions && info.conditionsLeft == info.capacity - info.conditions, "\(info)")
 
         let watchdog = Task { try await Task.sleep(for: .seconds(60)); _ = agent.stop(signal: SIGTERM) }
         defer { watchdog.cancel() }
@@ -50,6 +56,11 @@ import Testing
         // The site's fence: left, entered and left again by the 300 m track; the depot, 5.5 km
         // north, stays as assumed, so it has no event (events only on change).
         #expect(seen == ["fence unsatisfied", "fence satisfied", "fence unsatisfied"], "\(seen)")
+        // Every condition removed: none left, and the room they took is free again.
+        await monitor.removeAll()
+        let refusal = await monitor.underlyingError
+        #expect(await monitor.identifiers.isEmpty && refusal == nil, "\(String(describing: refusal))")
+        #expect(try await AgentInfo.ask(stateDirectory: site.state).conditions == info.conditions - 2)
     }
 
     @Test func aMonitorThatCannotBeOpenedSaysWhyAndItsEventsThrowIt() async throws {
