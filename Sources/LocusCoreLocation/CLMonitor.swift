@@ -8,10 +8,10 @@ extension CircularGeographicCondition: CLCondition {}
 extension BeaconIdentityCondition: CLCondition {}
 
 /// CLMonitor over the agent's monitors: Core Location's calls, with its signatures (nothing
-/// throws but the events' loop). What Core Location would not throw goes where it puts it: a
-/// monitor that cannot be opened or a condition the agent refuses leaves the agent's error in
-/// `underlyingError` (`code` and `message`, as `MonitorError` has them), and `events` then
-/// throws it at the first iteration.
+/// throws but the events' loop). What Core Location would not throw is kept for the program to
+/// read: a monitor that cannot be opened, or a condition the agent refuses, leaves the agent's
+/// error in `underlyingError` (`code` and `message`, as `MonitorError` has them); a monitor
+/// that could not be opened also throws it from `events` at the first iteration.
 ///
 ///     let monitor = await CLMonitor("gate")
 ///     await monitor.add(CLMonitor.CircularGeographicCondition(center: center, radius: 100), identifier: "yard", assuming: .unsatisfied)
