@@ -11,7 +11,10 @@ import LocusMonitor
 /// The agent pauses while the device stands still (one update says `isStationary`) and says
 /// when it has no fix (`locationUnavailable`, `location` nil). A stream whose agent stops throws
 /// `MonitorError` `disconnected`; start a new one with `liveUpdates` once the agent is back.
-public struct CLLocationUpdate: Sendable {
+///
+/// Core Location's authorization diagnostics are false (`CLAuthorizationDiagnostics`): a
+/// program the agent's access rules refuse gets `MonitorError` `permission_denied` from the loop.
+public struct CLLocationUpdate: Sendable, CLAuthorizationDiagnostics {
     /// The platform model the updates are filtered with (Core Location's cases).
     public enum LiveConfiguration: String, Sendable, CaseIterable {
         case `default`, automotiveNavigation, otherNavigation, fitness, airborne
@@ -33,14 +36,6 @@ public struct CLLocationUpdate: Sendable {
     public let stationary: Bool
     public let locationUnavailable: Bool
     public let accuracyLimited: Bool
-    /// Core Location's authorization diagnostics: false on a gateway (a program the agent's
-    /// access rules refuse gets `MonitorError` `permission_denied` from the loop instead).
-    public var authorizationDenied: Bool { false }
-    public var authorizationDeniedGlobally: Bool { false }
-    public var authorizationRestricted: Bool { false }
-    public var authorizationRequestInProgress: Bool { false }
-    public var insufficientlyInUse: Bool { false }
-    public var serviceSessionRequired: Bool { false }
 
     init(_ update: LocationUpdate) {
         location = update.location.map(CLLocation.init)

@@ -20,7 +20,10 @@ public actor CLMonitor {
     public typealias CircularGeographicCondition = LocusMonitor.CircularGeographicCondition
     public typealias BeaconIdentityCondition = LocusMonitor.BeaconIdentityCondition
 
-    public struct Event: Sendable {
+    /// Core Location's authorization diagnostics are false (`CLAuthorizationDiagnostics`): a
+    /// program the agent's access rules refuse is refused when it opens the monitor, and
+    /// `underlyingError` says `permission_denied` and names the grant.
+    public struct Event: Sendable, CLAuthorizationDiagnostics {
         public enum State: String, Sendable {
             case unknown, satisfied, unsatisfied
             /// The identifier names no condition of the monitor (iOS 18).
@@ -37,16 +40,6 @@ public actor CLMonitor {
         public let conditionLimitExceeded: Bool
         public let conditionUnsupported: Bool
         public let persistenceUnavailable: Bool
-        /// Core Location's authorization diagnostics: a gateway has no user to ask, no
-        /// restriction profile, no in-use requirement and no service session to hold, so they
-        /// are false on every event. A program the agent's access rules refuse is refused when
-        /// it opens the monitor: `underlyingError` says `permission_denied` and names the grant.
-        public var authorizationDenied: Bool { false }
-        public var authorizationDeniedGlobally: Bool { false }
-        public var authorizationRestricted: Bool { false }
-        public var authorizationRequestInProgress: Bool { false }
-        public var insufficientlyInUse: Bool { false }
-        public var serviceSessionRequired: Bool { false }
         /// The agent's log sequence number of the event (0 for an assumed state).
         public let sequence: Int
 

@@ -33,6 +33,20 @@ public func CLLocationCoordinate2DIsValid(_ coordinate: CLLocationCoordinate2D) 
     (-90...90).contains(coordinate.latitude) && (-180...180).contains(coordinate.longitude)
 }
 
+/// Core Location's authorization diagnostics on an event or an update. A gateway has no user to
+/// ask, no restriction profile, no in-use requirement and no service session to hold: each is
+/// false. The agent's access rules refuse a program when it connects instead (docs/access.md).
+public protocol CLAuthorizationDiagnostics {}
+
+extension CLAuthorizationDiagnostics {
+    public var authorizationDenied: Bool { false }
+    public var authorizationDeniedGlobally: Bool { false }
+    public var authorizationRestricted: Bool { false }
+    public var authorizationRequestInProgress: Bool { false }
+    public var insufficientlyInUse: Bool { false }
+    public var serviceSessionRequired: Bool { false }
+}
+
 /// Where the port finds the agent: `LOCUS_STATE_DIRECTORY` when set, else the default state
 /// directory (`/var/lib/locus`). Core Location's calls name no daemon; this is the one setting.
 enum Agent {
