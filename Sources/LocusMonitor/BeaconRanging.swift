@@ -73,17 +73,19 @@ public struct Beacon: Sendable, Equatable {
 ///     }
 ///
 /// Ranging starts at the first iteration, through the agent's read socket (ranging only
-/// reads), and stops when the iteration does. If the agent stops, the sequence throws
-/// `MonitorError` `disconnected`; it does not reconnect.
-public func rangeBeacons(satisfying constraint: BeaconIdentityConstraint,
+/// reads), and stops when the iteration does. If the agent restarts, ranging starts again on the
+/// new agent once it is up (nothing comes meanwhile); with `resumes: false` the sequence throws
+/// `MonitorError` `disconnected` instead.
+public func rangeBeacons(satisfying constraint: BeaconIdentityConstraint, resumes: Bool = true,
                          stateDirectory: String = Monitor.defaultStateDirectory) -> BeaconRanging {
-    BeaconRanging(constraint: constraint, stateDirectory: stateDirectory)
+    BeaconRanging(constraint: constraint, stateDirectory: stateDirectory, resumes: resumes)
 }
 
 public struct BeaconRanging: AsyncSequence, Sendable {
     public typealias Element = [Beacon]
     let constraint: BeaconIdentityConstraint
     let stateDirectory: String
+    let resumes: Bool
 
     public func makeAsyncIterator() -> Iterator { Iterator(session: Session(self)) }
 
@@ -96,19 +98,23 @@ public struct BeaconRanging: AsyncSequence, Sendable {
     /// the agent's ranging for it.
     public final class Session: @unchecked Sendable {
         private let request: BeaconRanging
-        private let lock = NSLock()
-        private var channel: ControlChannel?
+        private let link: AgentLink
+        private var started = false
 
-        init(_ request: BeaconRanging) { self.request = request }
+        init(_ request: BeaconRanging) {
+            self.request = request
+            link = AgentLink(stateDirectory: request.stateDirectory, purpose: .reading, resumes: request.resumes)
+        }
 
-        deinit { channel?.hangUp() }
+        deinit { link.close() }
 
         func next() async throws -> [Beacon]? {
-            let channel = try await open()
+            if !started {
+                _ = try await link.setUpRequest(["op": "range", "constraint": request.constraint.requestMember])
+                started = true
+            }
             while true {
-                guard let message = await channel.nextStreamed() else {
-                    throw MonitorError(code: "disconnected", message: "the agent closed the connection (stopped?)")
-                }
+                guard case .message(let message) = try await link.next() else { continue }
                 if message["ranging"] != nil {
                     return (message["beacons"] as? [[String: Any]] ?? []).compactMap(Beacon.init)
                 }
@@ -116,14 +122,6 @@ public struct BeaconRanging: AsyncSequence, Sendable {
                     throw MonitorError(code: error["code"] as? String ?? "error", message: error["message"] as? String ?? "the agent ended ranging")
                 }
             }
-        }
-
-        private func open() async throws -> ControlChannel {
-            if let channel = lock.withLock({ self.channel }) { return channel }
-            let channel = try ControlChannel.open(stateDirectory: request.stateDirectory, for: .reading)
-            _ = try await channel.request(["op": "range", "constraint": request.constraint.requestMember])
-            lock.withLock { self.channel = channel }
-            return channel
         }
     }
 }

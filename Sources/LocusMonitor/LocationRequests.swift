@@ -68,9 +68,11 @@ extension LocationUpdate {
 
     /// Visits as they happen (CLLocationManager's visit monitoring), from the agent's update
     /// stream at the site's settings: each stay longer than `[updates] visit_minimum` at arrival
-    /// and again at departure. Breaking out ends the stream.
-    public static func visits(stateDirectory: String = Monitor.defaultStateDirectory) -> Visits {
-        Visits(updates: Updates(configuration: .default, accuracy: nil, stateDirectory: stateDirectory))
+    /// and again at departure. Breaking out ends the stream. When the agent restarts, the
+    /// sequence reads the visits it logged meanwhile (`recentVisits`) and goes on with the new
+    /// agent's; with `resumes: false` it throws `MonitorError` `disconnected` instead.
+    public static func visits(resumes: Bool = true, stateDirectory: String = Monitor.defaultStateDirectory) -> Visits {
+        Visits(updates: Updates(configuration: nil, accuracy: nil, stateDirectory: stateDirectory, resumes: resumes))
     }
 
     public struct Visits: AsyncSequence, Sendable {
@@ -80,10 +82,42 @@ extension LocationUpdate {
 
         public struct Iterator: AsyncIteratorProtocol {
             let session: Session
+            /// Logged visits the stream missed while the agent was away, oldest first.
+            var missed: [Visit] = []
+            /// The newest visit returned: what is older is not returned again.
+            var last: Visit? = nil
+
             public mutating func next() async throws -> Visit? {
                 while true {
-                    if let visit = Visit(try await session.nextObject("visit")) { return visit }
+                    if !missed.isEmpty { return taken(missed.removeFirst()) }
+                    guard let object = try await session.nextObject("visit") else {
+                        missed = try await catchUp()
+                        continue
+                    }
+                    if let visit = Visit(object), isNew(visit) { return taken(visit) }
                 }
+            }
+
+            private mutating func taken(_ visit: Visit) -> Visit {
+                last = visit
+                return visit
+            }
+
+            /// Newer than the last one returned: a later arrival, or the departure of the
+            /// stay whose arrival was returned. (The stream's and the log's times of one visit
+            /// can differ by the fix that decided it: a second is the same visit.)
+            func isNew(_ visit: Visit) -> Bool {
+                guard let last else { return true }
+                if visit.arrivalDate.timeIntervalSince(last.arrivalDate) > 1 { return true }
+                return abs(visit.arrivalDate.timeIntervalSince(last.arrivalDate)) <= 1 && last.isArrival && !visit.isArrival
+            }
+
+            /// After a gap: the visits the agent logged since the last one returned (or in the
+            /// last hour, when none was), through the new connection.
+            private func catchUp() async throws -> [Visit] {
+                let since = last.map { $0.arrivalDate.addingTimeInterval(-1) } ?? Date().addingTimeInterval(-3_600)
+                let reply = try await session.link.request(["op": "visits", "since": since.timeIntervalSince1970])
+                return (reply["visits"] as? [[String: Any]] ?? []).compactMap(Visit.init).filter(isNew)
             }
         }
     }
@@ -105,9 +139,9 @@ extension LocationUpdate {
     /// after a move of `distance` metres (default 1,000; 50...100,000), whatever the site's
     /// `significant_change`; the agent runs the radios no finer than the coarse tier the distance
     /// implies (kilometer from 1 km, threeKilometers from 3 km, else hundredMeters).
-    public static func significantChanges(distance: Double = 1_000, _ configuration: LiveConfiguration = .default,
+    public static func significantChanges(distance: Double = 1_000, _ configuration: LiveConfiguration = .default, resumes: Bool = true,
                                           stateDirectory: String = Monitor.defaultStateDirectory) -> Updates {
-        var updates = Updates(configuration: configuration, accuracy: nil, stateDirectory: stateDirectory)
+        var updates = Updates(configuration: configuration, accuracy: nil, stateDirectory: stateDirectory, resumes: resumes)
         updates.significantChangeM = distance
         return updates
     }

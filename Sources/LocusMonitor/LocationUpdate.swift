@@ -29,8 +29,9 @@ public struct Location: Sendable, Equatable {
 ///
 /// The agent pauses updates while the device stands still: one update says `isStationary`, the
 /// next comes when it moves again. No fix says so (`locationUnavailable`) rather than going
-/// quiet. If the agent stops, the sequence ends by throwing `MonitorError` `disconnected`; it
-/// does not reconnect (a new `liveUpdates` call starts a new stream).
+/// quiet. If the agent restarts, the stream says `locationUnavailable` once (an update without a
+/// location), waits for the agent and goes on with the new agent's updates; with
+/// `resumes: false` it ends by throwing `MonitorError` `disconnected` instead.
 public struct LocationUpdate: Sendable {
     /// CLLocationUpdate.LiveConfiguration: the platform model and filters the updates use.
     public struct LiveConfiguration: Sendable, Equatable {
@@ -67,18 +68,59 @@ public struct LocationUpdate: Sendable {
     public var locationUnavailable: Bool { diagnostics.contains(.locationUnavailable) }
     public var accuracyLimited: Bool { diagnostics.contains(.accuracyLimited) }
 
-    /// Updates with `configuration`, at `accuracy` (nil: the site's `[updates] accuracy`), from
-    /// the agent running with `stateDirectory`. The stream starts at the first iteration and
-    /// stops when the iteration does.
-    public static func liveUpdates(_ configuration: LiveConfiguration = .default, accuracy: Accuracy? = nil,
-                                   stateDirectory: String = Monitor.defaultStateDirectory) -> Updates {
-        Updates(configuration: configuration, accuracy: accuracy, stateDirectory: stateDirectory)
+    /// A stream's own settings (CLLocationManager's per-client ones); what is left nil is the
+    /// site's `[updates]`.
+    public struct Options: Sendable, Equatable {
+        /// CLLocationManager.distanceFilter: an update only once the device is this many metres
+        /// from the last one delivered (0: every fix).
+        public var distanceFilter: Double? = nil
+        /// Deferred updates: delivered together once this many have gathered (at most 120, or
+        /// the site's `batch_count` if more)...
+        public var deferredCount: Int? = nil
+        /// ... or once the oldest is this many seconds old (0: no age bound), or at a monitor event.
+        public var deferredAge: TimeInterval? = nil
+        /// CLLocationManager.pausesLocationUpdatesAutomatically. false: updates go on while the
+        /// device stands still (each says `isStationary`) and the receiver is kept awake while
+        /// the stream is open (a heartbeat tracker).
+        public var pausesAutomatically = true
+        /// CLLocationManager.activityType: the receiver's platform model follows it while the
+        /// stream is open (the most dynamic of the site's and the open streams' activities).
+        public var activityType: LiveConfiguration? = nil
+
+        public init(distanceFilter: Double? = nil, deferredCount: Int? = nil, deferredAge: TimeInterval? = nil,
+                    pausesAutomatically: Bool = true, activityType: LiveConfiguration? = nil) {
+            self.distanceFilter = distanceFilter
+            self.deferredCount = deferredCount
+            self.deferredAge = deferredAge
+            self.pausesAutomatically = pausesAutomatically
+            self.activityType = activityType
+        }
+
+        /// The options as the `updates` request's members.
+        func add(to members: inout [String: Any]) {
+            if let distanceFilter { members["distance_filter_m"] = distanceFilter }
+            if let deferredCount { members["batch_count"] = deferredCount }
+            if let deferredAge { members["batch_age_s"] = deferredAge }
+            if !pausesAutomatically { members["pauses"] = false }
+            if let activityType { members["activity"] = activityType.name }
+        }
+    }
+
+    /// Updates with `configuration`, at `accuracy` (nil: the site's `[updates] accuracy`), with
+    /// the stream's own `options`, from the agent running with `stateDirectory`. The stream
+    /// starts at the first iteration and stops when the iteration does.
+    public static func liveUpdates(_ configuration: LiveConfiguration = .default, accuracy: Accuracy? = nil, options: Options = Options(),
+                                   resumes: Bool = true, stateDirectory: String = Monitor.defaultStateDirectory) -> Updates {
+        Updates(configuration: configuration, accuracy: accuracy, stateDirectory: stateDirectory, options: options, resumes: resumes)
     }
 
     public struct Updates: AsyncSequence, Sendable {
-        let configuration: LiveConfiguration
+        /// nil: the site's preset.
+        let configuration: LiveConfiguration?
         let accuracy: Accuracy?
         let stateDirectory: String
+        var options = Options()
+        var resumes = true
         /// Significant change: an update only after a move of this many metres.
         var significantChangeM: Double? = nil
 
@@ -91,27 +133,33 @@ public struct LocationUpdate: Sendable {
     }
 
     /// One stream's connection; releasing it (the iterator going away) hangs up, which ends the
-    /// agent's stream and lets the radios go back to the site's tier.
+    /// agent's stream and lets the radios go back to the site's tier. When the agent restarts it
+    /// starts the stream again on the new agent (`request.resumes`).
     public final class Session: @unchecked Sendable {
         private let request: Updates
-        private let lock = NSLock()
-        private var channel: ControlChannel?
+        let link: AgentLink
 
-        init(_ request: Updates) { self.request = request }
-
-        deinit { channel?.hangUp() }
-
-        func next() async throws -> LocationUpdate? {
-            try await LocationUpdate(nextObject("update"))
+        init(_ request: Updates) {
+            self.request = request
+            // Positions are read: read.sock, so an account that may only read gets them too.
+            link = AgentLink(stateDirectory: request.stateDirectory, purpose: .reading, resumes: request.resumes)
         }
 
-        /// The next streamed object under `key` ("update" or "visit"), skipping the others.
-        func nextObject(_ key: String) async throws -> [String: Any] {
-            let channel = try await open()
+        deinit { link.close() }
+
+        /// The next update; while the agent is away, one update without a location
+        /// (`locationUnavailable`), then the new agent's.
+        func next() async throws -> LocationUpdate? {
+            guard let object = try await nextObject("update") else { return LocationUpdate.agentAway }
+            return LocationUpdate(object)
+        }
+
+        /// The next streamed object under `key` ("update" or "visit"), skipping the others; nil
+        /// once when the agent went away (the next call resumes).
+        func nextObject(_ key: String) async throws -> [String: Any]? {
+            if !started { try await start() }
             while true {
-                guard let message = await channel.nextStreamed() else {
-                    throw MonitorError(code: "disconnected", message: "the agent closed the connection (stopped?)")
-                }
+                guard case .message(let message) = try await link.next() else { return nil }
                 if let object = message[key] as? [String: Any] { return object }
                 if message["ok"] as? Bool == false, let error = message["error"] as? [String: Any] {
                     throw MonitorError(code: error["code"] as? String ?? "error", message: error["message"] as? String ?? "the agent ended the stream")
@@ -119,17 +167,27 @@ public struct LocationUpdate: Sendable {
             }
         }
 
-        private func open() async throws -> ControlChannel {
-            if let channel = lock.withLock({ self.channel }) { return channel }
-            // Positions are read: read.sock, so an account that may only read gets them too.
-            let channel = try ControlChannel.open(stateDirectory: request.stateDirectory, for: .reading)
-            var members: [String: Any] = ["op": "updates", "preset": request.configuration.name]
+        private var started = false
+
+        private func start() async throws {
+            var members: [String: Any] = ["op": "updates"]
+            if let configuration = request.configuration { members["preset"] = configuration.name }
             if let accuracy = request.accuracy { members["accuracy"] = accuracy.rawValue }
             if let significantChangeM = request.significantChangeM { members["significant_change_m"] = significantChangeM }
-            _ = try await channel.request(members)
-            lock.withLock { self.channel = channel }
-            return channel
+            request.options.add(to: &members)
+            _ = try await link.setUpRequest(members)
+            started = true
         }
+    }
+
+    /// What a stream says while its agent is away: no location.
+    static let agentAway = LocationUpdate(location: nil, placemark: nil, isStationary: false, diagnostics: .locationUnavailable)
+
+    init(location: Location?, placemark: Placemark?, isStationary: Bool, diagnostics: Diagnostics) {
+        self.location = location
+        self.placemark = placemark
+        self.isStationary = isStationary
+        self.diagnostics = diagnostics
     }
 
     /// From the stream's TPV object.
@@ -166,5 +224,87 @@ public struct LocationUpdate: Sendable {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         return formatter.date(from: text)
+    }
+}
+
+/// A hold on the radios without updates (CLServiceSession's gateway meaning): while it lasts, the
+/// agent runs the receiver and the BLE scan at least at `accuracy`, and the receiver's platform
+/// model at least as loose as `activityType`'s, as an update stream would, but sends nothing.
+/// A program that answers `requestLocation` quickly, or that ranges at short notice, holds one.
+///
+///     let session = ServiceSession(accuracy: .best)
+///     ...
+///     session.invalidate()          // or let it go: the radios go back to the site's tier
+///
+/// The hold is taken when the session is made (`isHeld` says when the agent took it) and taken
+/// again when the agent restarts; a refusal (no agent, no access) is in `error`.
+public final class ServiceSession: Sendable {
+    private let link: AgentLink
+    private let holder: Task<Void, Never>
+    private let state = SessionState()
+
+    public init(accuracy: LocationUpdate.Accuracy? = nil, activityType: LocationUpdate.LiveConfiguration? = nil,
+                stateDirectory: String = Monitor.defaultStateDirectory) {
+        let link = AgentLink(stateDirectory: stateDirectory, purpose: .reading, resumes: true)
+        let state = self.state
+        self.link = link
+        holder = Task {
+            var members: [String: Any] = ["op": "updates", "quiet": true]
+            if let accuracy { members["accuracy"] = accuracy.rawValue }
+            if let activityType { members["activity"] = activityType.name }
+            do {
+                _ = try await link.setUpRequest(members)
+                state.set(held: true, error: nil)
+                while true {
+                    // A quiet stream sends nothing: a gap is the agent gone, and the hold is
+                    // back once a request on the new connection (which took it again) answers.
+                    guard case .gap = try await link.next() else { continue }
+                    state.set(held: false, error: nil)
+                    while true {
+                        try Task.checkCancellation()
+                        do {
+                            _ = try await link.request(["op": "hello"])
+                            break
+                        } catch let error as MonitorError where AgentLink.isTransient(error) {
+                            continue
+                        }
+                    }
+                    state.set(held: true, error: nil)
+                }
+            } catch {
+                state.set(held: false, error: error as? MonitorError ?? MonitorError(code: "error", message: "\(error)"))
+            }
+        }
+    }
+
+    deinit { invalidate() }
+
+    /// Lets the radios go (as releasing the session does).
+    public func invalidate() {
+        link.close()
+        holder.cancel()
+    }
+
+    /// The agent holds the radios for this session now.
+    public var isHeld: Bool { state.held }
+    /// Why the hold could not be taken (`permission_denied`, `bad_argument`, or `disconnected`
+    /// when no agent runs at the state directory); nil while all is well.
+    public var error: MonitorError? { state.error }
+
+    /// Waits until the agent holds the radios for this session (or refused it), at most `timeout`
+    /// seconds; true when held.
+    public func waitUntilHeld(timeout: TimeInterval = 10) async -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while !state.held && state.error == nil && Date() < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+        return state.held
+    }
+
+    final class SessionState: @unchecked Sendable {
+        private let lock = NSLock()
+        private var heldNow = false
+        private var failure: MonitorError? = nil
+        var held: Bool { lock.withLock { heldNow } }
+        var error: MonitorError? { lock.withLock { failure } }
+        func set(held: Bool, error: MonitorError?) { lock.withLock { (heldNow, failure) = (held, error) } }
     }
 }

@@ -11,7 +11,12 @@ import Foundation
 /// One open instance per name: a second `Monitor("gate")` (in any process) fails with
 /// `in_use` until the first is released. Events are delivered only on change, and an event
 /// counts as taken once `events` has returned it: a program that stops iterating and starts again
-/// later (or after the agent restarted) gets exactly what it had not taken, in order.
+/// later gets exactly what it had not taken, in order.
+///
+/// When the agent restarts, the monitor connects again, opens itself again and carries on from
+/// its consumer cursor: the loop over `events` goes on with nothing missed and nothing twice
+/// (a request made meanwhile waits up to 30 s for the agent). With `resumes: false` the loop
+/// throws `MonitorError` `disconnected` instead.
 public actor Monitor {
     public enum State: String, Sendable {
         case unknown, satisfied, unsatisfied
@@ -58,22 +63,26 @@ public actor Monitor {
     public static let defaultStateDirectory = "/var/lib/locus"
 
     public let name: String
-    private let channel: ControlChannel
+    private let link: AgentLink
     private var subscribed = false
+    /// The newest event `events` returned: one the agent sends again after a restart (its
+    /// acknowledgement went out on the old connection) is not returned twice.
+    private var lastTaken = 0
 
     /// Opens (or creates) the monitor `name` on the agent running with `stateDirectory`.
-    public init(_ name: String, stateDirectory: String = Monitor.defaultStateDirectory) async throws {
+    public init(_ name: String, stateDirectory: String = Monitor.defaultStateDirectory, resumes: Bool = true) async throws {
         self.name = name
         // Opening a monitor makes this program its consumer (a logged cursor): a change.
-        channel = try ControlChannel.open(stateDirectory: stateDirectory, for: .changing)
-        _ = try await channel.request(["op": "open", "monitor": name])
+        link = AgentLink(stateDirectory: stateDirectory, purpose: .changing, resumes: resumes)
+        _ = try await link.setUpRequest(["op": "open", "monitor": name])
     }
-
-    deinit { channel.hangUp() }
 
     /// Releases the monitor now (as dropping the last reference does): a loop over `events`
     /// ends with `disconnected`, and another client may open the name.
-    public func close() { channel.hangUp() }
+    public func close() { link.close() }
+
+    /// Connections made again after the agent restarted.
+    public var resumptions: Int { link.resumptions }
 
     /// `add(_:identifier:assuming:)`: an existing identifier is replaced and its record starts over.
     public func add(_ condition: some MonitoringCondition, identifier: String, assuming: State? = nil) async throws {
@@ -82,30 +91,30 @@ public actor Monitor {
         request[member.key] = member.value
         if let settings = condition.requestSettings { request["settings"] = settings }
         if let assuming { request["assuming"] = assuming.rawValue }
-        _ = try await channel.request(request)
+        _ = try await link.request(request)
     }
 
     public func remove(_ identifier: String) async throws {
-        _ = try await channel.request(["op": "remove", "monitor": name, "identifier": identifier])
+        _ = try await link.request(["op": "remove", "monitor": name, "identifier": identifier])
     }
 
     /// Removes every condition of the monitor (those of the site file too, until the site is
     /// loaded again), one `remove` each; what was removed before a failure stays removed.
     public func removeAll() async throws {
-        let reply = try await channel.request(["op": "identifiers", "monitor": name])
+        let reply = try await link.request(["op": "identifiers", "monitor": name])
         for identifier in reply["identifiers"] as? [String] ?? [] { try await remove(identifier) }
     }
 
     /// The identifiers of the monitor's conditions (empty if the agent cannot be asked).
     public var identifiers: [String] {
         get async {
-            let reply = try? await channel.request(["op": "identifiers", "monitor": name])
+            let reply = try? await link.request(["op": "identifiers", "monitor": name])
             return reply?["identifiers"] as? [String] ?? []
         }
     }
 
     public func record(for identifier: String) async -> Record? {
-        guard let reply = try? await channel.request(["op": "record", "monitor": name, "identifier": identifier]),
+        guard let reply = try? await link.request(["op": "record", "monitor": name, "identifier": identifier]),
               let record = reply["record"] as? [String: Any] else { return nil }
         return Monitor.record(record)
     }
@@ -127,15 +136,21 @@ public actor Monitor {
     /// program has it, it is never delivered again.
     func nextEvent() async throws -> Event? {
         if !subscribed {
-            _ = try await channel.request(["op": "subscribe", "monitor": name, "consumer": true])
+            _ = try await link.setUpRequest(["op": "subscribe", "monitor": name, "consumer": true])
             subscribed = true
         }
-        guard let object = await channel.nextEvent() else {
-            throw MonitorError(code: "disconnected", message: "the agent closed the connection (stopped?)")
+        while true {
+            guard case .message(let message) = try await link.next() else { continue }
+            if message["ok"] as? Bool == false, let error = message["error"] as? [String: Any] {
+                throw MonitorError(code: error["code"] as? String ?? "error", message: error["message"] as? String ?? "the agent ended the events")
+            }
+            guard let object = message["event"] as? [String: Any], let event = Monitor.event(object), event.sequence > lastTaken else { continue }
+            // Across a restart the acknowledgement goes out on the new connection; the agent
+            // then sends this event again, and `lastTaken` skips it.
+            _ = try await link.request(["op": "ack", "monitor": name, "seq": event.sequence])
+            lastTaken = event.sequence
+            return event
         }
-        guard let event = Monitor.event(object) else { return try await nextEvent() }
-        _ = try await channel.request(["op": "ack", "monitor": name, "seq": event.sequence])
-        return event
     }
 
     static func event(_ object: [String: Any]) -> Event? {

@@ -508,8 +508,11 @@ enum ComponentHarness {
         #expect(updates.radioTier == .hundredMeters)
 
         // A client asks for the finest tier: the radios follow, as orders for the loop.
-        let (preset, tier, radios) = updates.startStream(1, preset: .fitness, accuracy: .best)
-        #expect(preset == .fitness && tier == .best && radios == .best)
+        var request = UpdateStreamRequest()
+        request.preset = .fitness
+        request.accuracy = .best
+        let (settings, radios) = updates.startStream(1, request)
+        #expect(settings.configuration.preset == .fitness && settings.tier.tier == .best && radios == .best)
         let started = Self.drain(updates)
         #expect(started.orders.count == 1 && updates.takeScanSettings() == TierPolicy(tier: .best).scanSettings)
         if case .plan(_, let policy)? = started.orders.first { #expect(policy.tier == .best) } else { Issue.record("no plan order") }
@@ -549,6 +552,63 @@ enum ComponentHarness {
         var next = NextDeadline(now: H.at(30))
         updates.deadlines(&next)
         #expect(next.earliest != nil, "the pause's probe is due")
+    }
+
+    /// A stream's own controls: no automatic pause (updates go on while standing still, each
+    /// saying so, and the receiver is never put to sleep until the stream closes), a distance
+    /// filter, deferred batches, and an activity that sets the receiver's platform model.
+    @Test func aStreamsOwnPauseDistanceFilterBatchesAndActivity() throws {
+        let directory = try H.directory("stream-controls")
+        let loaded = try H.loaded(directory, "[updates]\nstationary_window = \"10s\"\n")
+        let updates = try LiveUpdates(loaded: loaded, slots: 3, stateDirectory: directory)
+        let engine = MonitorEngine(capacity: MonitorEngine.Capacity(conditions: 4, events: 4))
+        let receiver = ReceiverState(receiver: .ublox, portOpen: true)
+        var heartbeat = UpdateStreamRequest()
+        heartbeat.pausesAutomatically = false
+        heartbeat.activity = .automotiveNavigation
+        let (settings, _) = updates.startStream(1, heartbeat)
+        #expect(!settings.pausesAutomatically && settings.batchCount == 1)
+        var sparse = UpdateStreamRequest()
+        sparse.distanceFilterM = 12
+        sparse.batchCount = 3
+        _ = updates.startStream(2, sparse)
+        let opened = Self.drain(updates).orders
+        // The automotive model reaches the receiver (the site's is the default preset's).
+        guard case .plan(let model, _)? = opened.last else { Issue.record("no plan order: \(opened)"); return }
+        #expect(model.ubxDynamicModel == .automotive && updates.receiverModel == .automotiveNavigation)
+
+        // Moving 5 m a second for 10 s, then standing still for 40 s.
+        var lines: [Int: [[String: Any]]] = [:]
+        var orders: [ReceiverOrder] = []
+        for second in 0..<50 {
+            let now = H.at(Double(second))
+            updates.observe(H.fix(Double(second), metresNorth: Double(min(second, 10)) * 5), now, receiver: receiver, engine: engine)
+            updates.tick(now, receiver: receiver)
+            while let item = updates.nextItem() {
+                if case .stream(let slot, let line?) = item {
+                    lines[slot, default: []] += String(decoding: line, as: UTF8.self).split(separator: "\n").compactMap(H.json)
+                }
+            }
+            while let order = updates.nextReceiverOrder() { orders.append(order) }
+        }
+        let isSleep: (ReceiverOrder) -> Bool = { if case .sleep = $0 { return true } else { return false } }
+        #expect(!orders.contains(where: isSleep), "kept awake: \(orders)")
+        let heartbeats = (lines[1] ?? []).compactMap { $0["update"] as? [String: Any] }
+        #expect(heartbeats.count == 50, "an update every second, standing still too: \(heartbeats.count)")
+        #expect(heartbeats.last?["isStationary"] as? Bool == true)
+        // 12 m between deliveries at 5 m a second: every third fix while moving, in threes.
+        let filtered = (lines[2] ?? []).compactMap { $0["update"] as? [String: Any] }
+        let batches = filtered.compactMap { $0["batch"] as? Int }
+        #expect(filtered.count >= 3 && filtered.count <= 5 && batches.first == 1 && Set(batches).count == (filtered.count + 2) / 3,
+                "\(filtered)")
+
+        // The heartbeat stream ends: the pause is back, and the stationary receiver sleeps.
+        updates.endStream(1)
+        updates.tick(H.at(50), receiver: receiver)
+        var after: [ReceiverOrder] = []
+        while let order = updates.nextReceiverOrder() { after.append(order) }
+        #expect(after.contains(where: isSleep), "\(after)")
+        #expect(after.contains { if case .plan(let model, _) = $0 { return model.preset == .default } else { return false } }, "\(after)")
     }
 }
 

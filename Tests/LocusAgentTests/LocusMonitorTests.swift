@@ -93,7 +93,7 @@ import Testing
         let site = try AgentEndToEndTests.site("library-two")
         let agent = try AgentEndToEndTests.start(site)
         defer { _ = agent.stop(signal: SIGKILL) }
-        let road = try await Monitor("road", stateDirectory: site.state)
+        let road = try await Monitor("road", stateDirectory: site.state, resumes: false)
         let cargo = try await Monitor("cargo", stateDirectory: site.state)
         let watchdog = Task {
             try await Task.sleep(for: .seconds(60))

@@ -379,8 +379,8 @@ final class Agent {
         case .subscribe(let monitor, let after, let consumer): Operations.subscribe(request, control, monitor, after, consumer: consumer, log)
         case .open(let monitor): Operations.open(request, control, monitor, engine, log)
         case .ack(let monitor, let sequence): Operations.acknowledge(request, control, monitor, sequence, log, now)
-        case .updates(let preset, let accuracy, let significantChangeM):
-            Operations.updates(request, control, preset, accuracy, significantChangeM: significantChangeM, updates)
+        case .updates(let stream):
+            Operations.updates(request, control, stream, updates)
         case .updatesStop: Operations.updatesStop(request, control, updates)
         case .gpioClear(let name):
             changed = Operations.gpioClear(request, control, name, outputs, log, now)

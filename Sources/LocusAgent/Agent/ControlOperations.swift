@@ -242,18 +242,25 @@ enum ControlOperations {
 
     // MARK: live updates
 
-    static func updates(_ request: Request, _ connections: ControlConnections, _ preset: LivePreset?, _ accuracy: AccuracyTier?,
-                        significantChangeM: Double?, _ updates: LiveUpdates) {
-        let (chosenPreset, chosenTier, radios) = updates.startStream(request.slot, preset: preset, accuracy: accuracy,
-                                                                     significantChangeM: significantChangeM)
+    static func updates(_ request: Request, _ connections: ControlConnections, _ stream: UpdateStreamRequest, _ updates: LiveUpdates) {
+        if let batchCount = stream.batchCount, batchCount > updates.streamBatchCapacity {
+            return connections.refuse(request, .badArgument, "'batch_count' is at most \(updates.streamBatchCapacity) on this site")
+        }
+        let (settings, radios) = updates.startStream(request.slot, stream)
         connections[request.slot].streaming = true
         let coarse = connections.privacy == .coarse
         connections.reply(request) { line in
-            line.string("preset", chosenPreset.description)
-            line.string("accuracy", chosenTier.description)
+            line.string("preset", settings.configuration.preset.description)
+            line.string("accuracy", settings.tier.tier.description)
             line.string("radios", radios.description)
+            line.string("model", updates.receiverModel.description)
             line.boolean("coarse", coarse)
-            if let significantChangeM { line.number("significant_change_m", significantChangeM, decimals: 1) }
+            if stream.significantChangeM != nil { line.number("significant_change_m", settings.significantChangeM, decimals: 1) }
+            line.number("distance_filter_m", settings.distanceFilterM, decimals: 1)
+            line.integer("batch_count", settings.batchCount)
+            line.number("batch_age_s", Double(settings.batchAgeMs) / 1_000, decimals: 1)
+            line.boolean("pauses", settings.pausesAutomatically)
+            if stream.quiet { line.boolean("quiet", true) }
         }
     }
 

@@ -63,6 +63,8 @@ final class LiveUpdates: LoopComponent {
     private var pause: PauseController
     /// The tier the receiver and the BLE scan run at.
     private(set) var radioTier: AccuracyTier
+    /// The receiver's platform model (`UpdateStreams.receiverModel`).
+    private(set) var receiverModel: LivePreset
     /// `[updates] motion_input`.
     private var motion: MotionInput
     /// Boundary-aware sampling: when the receiver, off between fixes, is to be woken.
@@ -85,6 +87,7 @@ final class LiveUpdates: LoopComponent {
         siteUpdater = LiveUpdater(settings: LiveUpdateSettings(site))
         pause = PauseController(siteUpdater.settings.configuration, siteUpdater.settings.tier)
         radioTier = site.accuracy
+        receiverModel = site.preset
         privacy = loaded.site.fixPrivacy
         places = loaded.placeLabels
         streams = UpdateStreams(slots: slots, batchCount: site.batchCount)
@@ -113,6 +116,8 @@ final class LiveUpdates: LoopComponent {
         line.string("preset", site.preset.description)
         line.string("accuracy", site.accuracy.description)
         line.string("radios", radioTier.description)
+        line.string("model", receiverModel.description)
+        line.integer("kept_awake", streams.keepingAwake)
         line.boolean("stationary", siteUpdater.isStationary)
         line.string("pause", PauseText.phase(pause.phase))
         line.integer("probes", pause.probes)
@@ -170,6 +175,10 @@ final class LiveUpdates: LoopComponent {
             requests.pending.tick(monotonicNs: now.monotonic.nanoseconds, nowNs: now.utc.totalNanoseconds)
             if requests.pending.waitingCount == 0 { locatesReleased(now.utc.totalNanoseconds) }
         }
+        if pause.keptAwake && streams.keepingAwake == 0 {
+            AgentLog.info("locus: updates: the last stream without the automatic pause closed: the pause is back")
+            carryOut(pause.keepAwake(false, isStationary: siteUpdater.isStationary, nowNs: now.utc.totalNanoseconds), receiver, why: "stationary")
+        }
         carryOut(pause.tick(isStationary: siteUpdater.isStationary, nowNs: now.utc.totalNanoseconds), receiver, why: "probe")
         streams.tick(now: now.utc)
     }
@@ -200,28 +209,37 @@ final class LiveUpdates: LoopComponent {
     // MARK: streams
 
     /// A control slot asks for updates: its stream, and the radios at the finest tier wanted.
-    /// Returns the preset and tier it got and the radios' tier.
+    /// Returns the settings it got and the radios' tier.
     /// With `significantChangeM`, the stream delivers an update only after a move of that many
     /// metres, whatever the site's `significant_change`, and its tier is never finer than the
     /// coarse one the distance implies (`significantChangeTier`): it does not raise the radios.
-    func startStream(_ slot: Int, preset: LivePreset?, accuracy: AccuracyTier?, significantChangeM: Double? = nil)
-        -> (LivePreset, AccuracyTier, AccuracyTier) {
-        let chosenPreset = preset ?? site.preset
-        var chosenTier = accuracy ?? site.accuracy
-        if let significantChangeM {
+    /// What the request leaves out is the site's `[updates]`.
+    func startStream(_ slot: Int, _ request: UpdateStreamRequest) -> (LiveUpdateSettings, AccuracyTier) {
+        let chosenPreset = request.preset ?? site.preset
+        var chosenTier = request.accuracy ?? site.accuracy
+        if let significantChangeM = request.significantChangeM {
             let coarse = LiveUpdates.significantChangeTier(significantChangeM)
-            if accuracy == nil || chosenTier < coarse { chosenTier = coarse }
+            if request.accuracy == nil || chosenTier < coarse { chosenTier = coarse }
         }
         var settings = LiveUpdateSettings(site, preset: chosenPreset, tier: chosenTier)
-        if let significantChangeM {
+        if let significantChangeM = request.significantChangeM {
             settings.significantChange = true
             settings.significantChangeM = significantChangeM
         }
-        streams.open(slot, UpdateStreams.Stream(updater: LiveUpdater(settings: settings), preset: chosenPreset, tier: chosenTier))
-        AgentLog.info("locus: updates: stream \(slot) opened (\(chosenPreset), \(chosenTier))")
+        if let distanceFilterM = request.distanceFilterM { settings.distanceFilterM = distanceFilterM }
+        if let batchCount = request.batchCount { settings.batchCount = batchCount }
+        if let batchAgeMs = request.batchAgeMs { settings.batchAgeMs = batchAgeMs }
+        settings.pausesAutomatically = request.pausesAutomatically
+        precondition(settings.batchCount <= UpdateStreams.batchCapacity(site: site.batchCount), "a stream's batch within the render buffer")
+        streams.open(slot, UpdateStreams.Stream(updater: LiveUpdater(settings: settings), preset: chosenPreset, tier: chosenTier,
+                                                activity: request.activity, quiet: request.quiet))
+        AgentLog.info("locus: updates: \(request.quiet ? "service session" : "stream") \(slot) opened (\(chosenPreset), \(chosenTier)\(request.pausesAutomatically ? "" : ", no pause"))")
         applyRadioTier()
-        return (chosenPreset, chosenTier, radioTier)
+        return (settings, radioTier)
     }
+
+    /// The most updates a stream's batch may hold here.
+    var streamBatchCapacity: Int { UpdateStreams.batchCapacity(site: site.batchCount) }
 
     /// A stream ends (`updates-stop`, its connection closed, or it could not keep up).
     func endStream(_ slot: Int) {
@@ -437,16 +455,28 @@ final class LiveUpdates: LoopComponent {
         }
     }
 
-    /// The tier the radios run at: the finest of the site's and the open streams'. A change
-    /// orders the receiver's plan and the scan's timing.
+    /// The tier the radios run at: the finest of the site's and the open streams'; the
+    /// receiver's platform model: the most dynamic of the site's and the streams' activities; the
+    /// pause held off while a stream without it is open. A change of tier or model orders the
+    /// receiver's plan (and a new tier the scan's timing).
     private func applyRadioTier() {
         var wanted = streams.finestTier(site.accuracy)
         if let requested = requests.pending.finestTier, requested < wanted { wanted = requested }
-        guard wanted != radioTier else { return }
-        AgentLog.info("locus: updates: radios from \(radioTier) to \(wanted)")
+        let model = streams.receiverModel(site.preset)
+        if streams.keepingAwake > 0 && !pause.keptAwake {
+            // Letting go waits for the next tick (`releaseKeptAwake`), which knows the time.
+            AgentLog.info("locus: updates: a stream without the automatic pause is open: the receiver stays awake")
+            if pause.keepAwake(true, isStationary: siteUpdater.isStationary, nowNs: 0) == .wake { radios.queue(.wake) }
+        }
+        guard wanted != radioTier || model != receiverModel else { return }
+        if wanted != radioTier {
+            AgentLog.info("locus: updates: radios from \(radioTier) to \(wanted)")
+            radios.scan(TierPolicy(tier: wanted).scanSettings)
+        }
+        if model != receiverModel { AgentLog.info("locus: updates: receiver's platform model from \(receiverModel) to \(model)") }
         radioTier = wanted
-        let policy = TierPolicy(tier: wanted)
-        radios.scan(policy.scanSettings)
-        radios.queue(.plan(siteUpdater.settings.configuration, policy))
+        receiverModel = model
+        let configuration = model == site.preset ? siteUpdater.settings.configuration : LiveConfiguration(preset: model)
+        radios.queue(.plan(configuration, TierPolicy(tier: wanted)))
     }
 }

@@ -14,6 +14,10 @@ struct UpdateStreams: ~Copyable {
         let updater: LiveUpdater
         let preset: LivePreset
         let tier: AccuracyTier
+        /// The platform model the stream asks of the receiver (`activity`), if any.
+        var activity: LivePreset? = nil
+        /// A service session's: it holds the radios and sends nothing.
+        var quiet = false
         var batch = 0
     }
 
@@ -27,12 +31,38 @@ struct UpdateStreams: ~Copyable {
     private let batch: UnsafeMutableBufferPointer<LocationUpdate>
     private var scratch = JSONWriter(capacity: 2048)
 
-    /// `slots` control connections; a batch of at most `batchCount` updates (`[updates] batch_count`).
+    /// `slots` control connections; a batch of at most `batchCount` updates (`[updates]
+    /// batch_count`, or a stream's own, at most `batchCapacity(site:)`).
     init(slots: Int, batchCount: Int) {
         precondition(slots >= 0, "a number of control connections")
         precondition(batchCount >= 0, "a batch count is not negative")
         streams = Array(repeating: nil, count: slots)
-        batch = .allocate(capacity: max(1, batchCount))
+        batch = .allocate(capacity: UpdateStreams.batchCapacity(site: batchCount))
+    }
+
+    /// The most updates a stream's batch may hold: the site's `batch_count`, or
+    /// `UpdateStreamRequest.batchCountLimit` if that is more.
+    static func batchCapacity(site batchCount: Int) -> Int { max(batchCount, UpdateStreamRequest.batchCountLimit) }
+
+    /// The open streams that keep the receiver awake (their pause is off).
+    var keepingAwake: Int {
+        var count = 0
+        for stream in streams where stream?.updater.settings.pausesAutomatically == false { count += 1 }
+        return count
+    }
+
+    /// The platform model for the receiver: the most dynamic (highest top speed) of `site` and
+    /// the open streams' activities: a model too tight would clip real movement, one too loose
+    /// only filters less.
+    func receiverModel(_ site: LivePreset) -> LivePreset {
+        var model = site
+        var top = LiveConfiguration(preset: site).maximumSpeedMps
+        for stream in streams {
+            guard let activity = stream?.activity else { continue }
+            let speed = LiveConfiguration(preset: activity).maximumSpeedMps
+            if speed > top { (model, top) = (activity, speed) }
+        }
+        return model
     }
 
     deinit { batch.deallocate() }
@@ -109,6 +139,10 @@ struct UpdateStreams: ~Copyable {
     private mutating func render(_ slot: Int, _ privacy: SiteConfig.FixPrivacy, _ places: PlaceLabels?,
                                  into line: inout JSONWriter) -> Bool {
         guard var stream = streams[slot] else { return false }
+        if stream.quiet {
+            while stream.updater.nextOutput() != nil {}
+            return false
+        }
         line.reset()
         var waiting = 0
         while let output = stream.updater.nextOutput() {

@@ -21,11 +21,9 @@ public enum ControlRequest: Sendable {
     /// The consumer took the event with this sequence number: it becomes its record's lastEvent
     /// for the consumer, and is not delivered to it again.
     case ack(monitor: FixedName, sequence: UInt64)
-    /// Live location updates (CLLocationUpdate.liveUpdates) on this connection, with a preset and
-    /// an accuracy tier (nil: the site's `[updates]`), until the connection closes or
-    /// `updates-stop`. With `significantChangeM`, an update only after a move of that many metres
-    /// (the stream's radios at the coarse tier that distance implies).
-    case updates(preset: LivePreset?, accuracy: AccuracyTier?, significantChangeM: Double?)
+    /// Live location updates (CLLocationUpdate.liveUpdates) on this connection, with the
+    /// stream's choices (`UpdateStreamRequest`), until the connection closes or `updates-stop`.
+    case updates(UpdateStreamRequest)
     case updatesStop
 
     // MARK: beacon ranging
@@ -136,22 +134,7 @@ public enum ControlProtocol {
                 guard let sequence = try sequence(value, "seq") else { throw ControlError(.badArgument, "'seq' (the event's sequence number) is required") }
                 return .success(.ack(monitor: try name(value, "monitor"), sequence: sequence))
             case "gpio-clear": return .success(.gpioClear(output: try name(value, "gpio")))
-            case "updates":
-                var preset: LivePreset? = nil
-                var accuracy: AccuracyTier? = nil
-                if let raw = value["preset"] {
-                    guard let text = raw.string, let named = LivePreset.named(text) else {
-                        throw ControlError(.badArgument, "'preset' is one of \(LivePreset.names.map { $0.0 }.joined(separator: ", "))")
-                    }
-                    preset = named
-                }
-                if let raw = value["accuracy"] {
-                    guard let text = raw.string, let named = AccuracyTier.named(text) else {
-                        throw ControlError(.badArgument, "'accuracy' is one of \(AccuracyTier.names.map { $0.0 }.joined(separator: ", "))")
-                    }
-                    accuracy = named
-                }
-                return .success(.updates(preset: preset, accuracy: accuracy, significantChangeM: try significantChange(value)))
+            case "updates": return .success(.updates(try updateStream(value)))
             case "updates-stop": return .success(.updatesStop)
             // MARK: beacon ranging
             case "range": return .success(.range(constraint: try beaconIdentity(value, "constraint")))
@@ -214,6 +197,42 @@ public enum ControlProtocol {
     public static let defaultSignificantChangeM = 1_000.0
 
     /// `significant_change: true` (the default distance) or `significant_change_m: M`.
+    static func updateStream(_ value: JSONValue) throws(ControlError) -> UpdateStreamRequest {
+        var stream = UpdateStreamRequest()
+        stream.preset = try preset(value, "preset")
+        stream.activity = try preset(value, "activity")
+        if let raw = value["accuracy"] {
+            guard let text = raw.string, let named = AccuracyTier.named(text) else {
+                throw ControlError(.badArgument, "'accuracy' is one of \(AccuracyTier.names.map { $0.0 }.joined(separator: ", "))")
+            }
+            stream.accuracy = named
+        }
+        stream.significantChangeM = try significantChange(value)
+        stream.distanceFilterM = try number(value, "distance_filter_m", in: 0...100_000)
+        if let count = try number(value, "batch_count", in: 1...Double(UpdateStreamRequest.batchCountLimit)) {
+            guard count == count.rounded() else { throw ControlError(.badArgument, "'batch_count' is a whole number of updates") }
+            stream.batchCount = Int(count)
+        }
+        stream.batchAgeMs = try number(value, "batch_age_s", in: 0...3_600).map { Int64(($0 * 1_000).rounded()) }
+        if let raw = value["pauses"] {
+            guard let flag = raw.bool else { throw ControlError(.badArgument, "'pauses' is true or false") }
+            stream.pausesAutomatically = flag
+        }
+        if let raw = value["quiet"] {
+            guard let flag = raw.bool else { throw ControlError(.badArgument, "'quiet' is true or false") }
+            stream.quiet = flag
+        }
+        return stream
+    }
+
+    static func preset(_ value: JSONValue, _ key: String) throws(ControlError) -> LivePreset? {
+        guard let raw = value[key] else { return nil }
+        guard let text = raw.string, let named = LivePreset.named(text) else {
+            throw ControlError(.badArgument, "'\(key)' is one of \(LivePreset.names.map { $0.0 }.joined(separator: ", "))")
+        }
+        return named
+    }
+
     static func significantChange(_ value: JSONValue) throws(ControlError) -> Double? {
         if let metres = try number(value, "significant_change_m", in: 50...100_000) { return metres }
         guard let raw = value["significant_change"] else { return nil }
@@ -354,4 +373,37 @@ public enum ControlProtocol {
         if minor != nil && major == nil { throw ControlError(.badArgument, "'minor' needs 'major' too") }
         return BeaconIdentityConstraint(uuid: uuid, major: major.flatMap { $0.map { UInt16($0) } }, minor: minor.flatMap { $0.map { UInt16($0) } })
     }
+}
+
+/// An `updates` request's choices (CLLocationManager's per-client settings); each nil takes the
+/// site's `[updates]`.
+public struct UpdateStreamRequest: Equatable, Sendable {
+    /// A batch (deferred updates) holds at most this many updates on any site whose own
+    /// `batch_count` is smaller: the render buffer set aside at start.
+    public static let batchCountLimit = 120
+
+    /// The stream's filters and stationary thresholds.
+    public var preset: LivePreset? = nil
+    public var accuracy: AccuracyTier? = nil
+    /// An update only after a move of this many metres (the stream's radios at the coarse tier
+    /// that distance implies).
+    public var significantChangeM: Double? = nil
+    /// CLLocationManager.distanceFilter: an update only once the device is this far from the
+    /// last one delivered (0: every fix).
+    public var distanceFilterM: Double? = nil
+    /// Deferred updates: delivered together once this many have gathered, or once the oldest
+    /// is `batchAgeMs` old (0: no age bound), or at a monitor event.
+    public var batchCount: Int? = nil
+    public var batchAgeMs: Int64? = nil
+    /// false: no automatic pause. Updates keep coming while the device stands still (each says
+    /// whether it is stationary) and the receiver is kept awake while the stream is open.
+    public var pausesAutomatically = true
+    /// CLLocationManager.activityType: the receiver's platform model follows this preset while
+    /// the stream is open (the most dynamic of the site's and the open streams' activities).
+    public var activity: LivePreset? = nil
+    /// A service session (CLServiceSession): the stream holds the radios at its tier and
+    /// model and sends nothing.
+    public var quiet = false
+
+    public init() {}
 }

@@ -62,6 +62,10 @@ public struct LiveUpdateSettings: Equatable, Sendable {
     /// The distance for `significantChange`: the site's is `siteSignificantChangeM`; a client's
     /// stream chooses its own (`updates` with `significant_change_m`).
     public var significantChangeM = LiveUpdateSettings.siteSignificantChangeM
+    /// false: standing still does not pause the updates (a client's stream that asked
+    /// `pauses = false`): every fix that passes the filters is delivered, saying whether the
+    /// device is stationary, and a silence while stationary is reported as any other.
+    public var pausesAutomatically = true
 
     public static let siteSignificantChangeM = 500.0
 
@@ -134,6 +138,8 @@ public final class LiveUpdater {
     }
 
     public var isStationary: Bool { stationary.isStationary }
+    /// Standing still with the automatic pause on: no updates are due.
+    private var isPaused: Bool { stationary.isStationary && settings.pausesAutomatically }
 
     /// The outbox holds an output (`nextOutput` would return one; asking this copies none).
     @inlinable public var hasOutput: Bool { outboxCount > 0 }
@@ -216,10 +222,11 @@ public final class LiveUpdater {
         case .none:
             break
         }
-        if stationary.isStationary { return }
+        if stationary.isStationary && settings.pausesAutomatically { return }
         if let last = lastDelivered, settings.distanceFilterM > 0,
            Geodesy.chordM(GeoPoint(latitude: last.latitude, longitude: last.longitude), point) < settings.distanceFilterM { return }
-        enqueue(LocationUpdate(fix: fix, time: now, isStationary: false, diagnostics: diagnostics), nowNs)
+        if stationary.isStationary { diagnostics.insert(.stationary) }
+        enqueue(LocationUpdate(fix: fix, time: now, isStationary: stationary.isStationary, diagnostics: diagnostics), nowNs)
     }
 
     /// Time passing without fixes: a batch past its age is delivered, and a receiver silent for
@@ -230,7 +237,7 @@ public final class LiveUpdater {
         flushIfOld(nowNs)
         if let arrival = visits.arrival(stationary.currentStay, nowNs: nowNs) { put(.visit(arrival)) }
         // Paused for standing still, the receiver is meant to be quiet.
-        guard let lastFixNs, unavailableSinceNs == nil, !stationary.isStationary else { return }
+        guard let lastFixNs, unavailableSinceNs == nil, !isPaused else { return }
         if nowNs - lastFixNs > silenceNs { reportUnavailable(Fix(timeOfDayNs: 0), nowNs: nowNs) }
     }
 
@@ -241,7 +248,7 @@ public final class LiveUpdater {
     public var nextDeadlineNs: Int64? {
         var deadline: Int64? = nil
         if batchCount > 0, settings.batchAgeMs > 0 { deadline = batchStartNs + settings.batchAgeMs * 1_000_000 }
-        if let lastFixNs, unavailableSinceNs == nil, !stationary.isStationary {
+        if let lastFixNs, unavailableSinceNs == nil, !isPaused {
             let silent = lastFixNs + silenceNs + 1
             deadline = min(deadline ?? silent, silent)
         }

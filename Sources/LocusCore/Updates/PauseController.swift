@@ -12,6 +12,8 @@
 /// - A motion input (ignition, accelerometer) wakes it at once and keeps it awake for
 ///   `motionHoldMs`, so the fixes that show the movement come at the tier's rate.
 /// - Movement confirmed (`resumed`): the receiver stays awake; the pause is over.
+/// - Kept awake (`keepAwake(true, ...)`: a client's stream with the pause off): it never sleeps
+///   until let go.
 public struct PauseController: Equatable, Sendable {
     public enum Action: Equatable, Sendable {
         case none
@@ -44,6 +46,8 @@ public struct PauseController: Equatable, Sendable {
     public private(set) var motionWakes = 0
     /// Wake-ups for location requests (one per wake, however many requests shared it).
     public private(set) var requestWakes = 0
+    /// A stream that does not pause is open: the receiver is never put to sleep.
+    public private(set) var keptAwake = false
 
     public init(probeIntervalMs: Int64, probeTimeoutMs: Int64 = 30_000, probeFixes: Int = 3, motionHoldMs: Int64) {
         precondition(probeIntervalMs > 0 && probeTimeoutMs > 0 && probeFixes >= 1 && motionHoldMs >= 0)
@@ -184,6 +188,23 @@ public struct PauseController: Equatable, Sendable {
         if case .asleep = phase { phase = .probing(sinceNs: nowNs, fixes: 0) }
     }
 
+    /// A stream without the automatic pause opened (`on`) or the last one closed: kept awake, a
+    /// sleeping receiver is woken and the pause is over; let go, a stationary device's receiver
+    /// goes to sleep at once.
+    public mutating func keepAwake(_ on: Bool, isStationary: Bool, nowNs: Int64) -> Action {
+        guard on != keptAwake else { return .none }
+        keptAwake = on
+        if on {
+            let wasAsleep: Bool
+            if case .asleep = phase { wasAsleep = true } else { wasAsleep = false }
+            if case .requested = phase { return .none }
+            phase = .active
+            return wasAsleep ? .wake : .none
+        }
+        guard isStationary, phase == .active else { return .none }
+        return sleep(nowNs)
+    }
+
     /// When `tick` next has something to do.
     public var nextDeadlineNs: Int64? {
         switch phase {
@@ -194,6 +215,7 @@ public struct PauseController: Equatable, Sendable {
     }
 
     private mutating func sleep(_ nowNs: Int64) -> Action {
+        if keptAwake { return activate() }
         phase = .asleep(untilNs: nowNs + probeIntervalMs * 1_000_000)
         return .sleep(durationMs: probeIntervalMs)
     }
