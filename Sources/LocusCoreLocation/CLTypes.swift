@@ -78,6 +78,10 @@ public final class CLLocation: Sendable, CustomStringConvertible {
     /// -1: a GNSS receiver's NMEA gives no course accuracy.
     public let courseAccuracy: CLLocationDirectionAccuracy
     public let timestamp: Date
+    /// Where the location came from: `isSimulatedBySoftware` when the agent's receiver is
+    /// simulated (the simulated board, a feed playing NMEA); nil for a location made by the
+    /// program.
+    public let sourceInformation: CLLocationSourceInformation?
 
     public convenience init(latitude: CLLocationDegrees, longitude: CLLocationDegrees) {
         self.init(coordinate: CLLocationCoordinate2D(latitude: latitude, longitude: longitude), altitude: 0, horizontalAccuracy: 0,
@@ -87,7 +91,8 @@ public final class CLLocation: Sendable, CustomStringConvertible {
     public init(coordinate: CLLocationCoordinate2D, altitude: CLLocationDistance, horizontalAccuracy: CLLocationAccuracy,
                 verticalAccuracy: CLLocationAccuracy, course: CLLocationDirection = -1, courseAccuracy: CLLocationDirectionAccuracy = -1,
                 speed: CLLocationSpeed = -1, speedAccuracy: CLLocationSpeedAccuracy = -1, timestamp: Date,
-                ellipsoidalAltitude: CLLocationDistance? = nil) {
+                ellipsoidalAltitude: CLLocationDistance? = nil, sourceInformation: CLLocationSourceInformation? = nil) {
+        self.sourceInformation = sourceInformation
         self.coordinate = coordinate
         self.altitude = altitude
         self.ellipsoidalAltitude = ellipsoidalAltitude ?? altitude
@@ -105,7 +110,8 @@ public final class CLLocation: Sendable, CustomStringConvertible {
         self.init(coordinate: location.coordinate, altitude: location.altitude ?? 0, horizontalAccuracy: location.horizontalAccuracy ?? -1,
                   verticalAccuracy: location.altitude == nil ? -1 : location.verticalAccuracy ?? -1, course: location.course ?? -1,
                   speed: location.speed ?? -1, timestamp: location.timestamp,
-                  ellipsoidalAltitude: location.ellipsoidalAltitude ?? location.altitude ?? 0)
+                  ellipsoidalAltitude: location.ellipsoidalAltitude ?? location.altitude ?? 0,
+                  sourceInformation: CLLocationSourceInformation(softwareSimulationState: location.isSimulated, andExternalAccessoryState: false))
     }
 
     /// The length of the geodesic between the two coordinates on the WGS84 ellipsoid, metres
@@ -116,5 +122,17 @@ public final class CLLocation: Sendable, CustomStringConvertible {
 
     public var description: String {
         "<\(coordinate.latitude),\(coordinate.longitude)> +/- \(horizontalAccuracy)m, speed \(speed) m/s, course \(course) @ \(timestamp)"
+    }
+}
+
+/// CLLocationSourceInformation: whether a location was simulated in software (the agent's
+/// receiver is simulated) or came from an accessory (a gateway's receiver is its own: false).
+public final class CLLocationSourceInformation: Sendable {
+    public let isSimulatedBySoftware: Bool
+    public let isProducedByAccessory: Bool
+
+    public init(softwareSimulationState isSoftware: Bool, andExternalAccessoryState wasProcessedByAccessory: Bool) {
+        isSimulatedBySoftware = isSoftware
+        isProducedByAccessory = wasProcessedByAccessory
     }
 }

@@ -31,9 +31,10 @@ extension LocationUpdate {
         if let timeout { members["timeout_s"] = timeout }
         let reply = try await channel.request(members)
         guard let result = reply["result"] as? [String: Any], let fix = result["fix"] as? [String: Any],
-              let location = LocationUpdate.parse(fix).0 else {
+              var location = LocationUpdate.parse(fix).0 else {
             throw MonitorError(code: "bad_reply", message: "the agent's locate reply has no fix")
         }
+        location.isSimulated = result["simulated"] as? Bool ?? false
         return Located(location: location, age: result["age_s"] as? Double ?? 0, accuracyLimited: result["accuracy_limited"] as? Bool ?? false,
                        placemark: (result["place"] as? [String: Any]).flatMap(Placemark.init))
     }

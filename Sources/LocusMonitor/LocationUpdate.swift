@@ -18,6 +18,8 @@ public struct Location: Sendable, Equatable {
     /// About one sigma, metres, for the altitudes (the receiver's altitude sigma, or its VDOP);
     /// nil when unknown.
     public var verticalAccuracy: Double? = nil
+    /// The agent's receiver is simulated (a feed plays NMEA into it: the simulated board).
+    public var isSimulated = false
 }
 
 /// CLLocationUpdate for Swift programs on a Locus gateway: live updates from the running agent.
@@ -215,7 +217,7 @@ public struct LocationUpdate: Sendable {
         let location = Location(coordinate: Coordinate(latitude: latitude, longitude: longitude), altitude: tpv["altMSL"] as? Double,
                                 horizontalAccuracy: tpv["eph"] as? Double, speed: tpv["speed"] as? Double, course: tpv["track"] as? Double,
                                 timestamp: time, ellipsoidalAltitude: tpv["altHAE"] as? Double,
-                                verticalAccuracy: tpv["epv"] as? Double)
+                                verticalAccuracy: tpv["epv"] as? Double, isSimulated: tpv["simulated"] as? Bool ?? false)
         return (location, diagnostics, isStationary)
     }
 

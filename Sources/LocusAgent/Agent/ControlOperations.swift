@@ -280,9 +280,10 @@ enum ControlOperations {
         switch updates.locate(request.slot, id: request.id, accuracy: accuracy, maxAgeMs: maxAgeMs, timeoutMs: timeoutMs, now, receiver: receiver) {
         case .answered(let fix, let ageMs):
             let labels = connections.labels
+            let simulated = updates.isSimulated
             connections.send(request.slot) { line in
                 ControlReply.located(request.id, PrivacyFilter.shownFix(fix, privacy), ageMs: ageMs, accuracyLimited: false, places: labels,
-                                     into: &line)
+                                     simulated: simulated, into: &line)
             }
         case .waiting:
             connections[request.slot].locating = true

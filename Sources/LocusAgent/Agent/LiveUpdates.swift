@@ -65,6 +65,8 @@ final class LiveUpdates: LoopComponent {
     private(set) var radioTier: AccuracyTier
     /// The receiver's platform model (`UpdateStreams.receiverModel`).
     private(set) var receiverModel: LivePreset
+    /// The board's receiver is simulated: updates and located replies say so.
+    let isSimulated: Bool
     /// `[updates] motion_input`.
     private var motion: MotionInput
     /// Boundary-aware sampling: when the receiver, off between fixes, is to be woken.
@@ -88,6 +90,7 @@ final class LiveUpdates: LoopComponent {
         pause = PauseController(siteUpdater.settings.configuration, siteUpdater.settings.tier)
         radioTier = site.accuracy
         receiverModel = site.preset
+        isSimulated = loaded.board.gnss?.isSimulated ?? false
         privacy = loaded.site.fixPrivacy
         places = loaded.placeLabels
         streams = UpdateStreams(slots: slots, batchCount: site.batchCount)
@@ -322,7 +325,8 @@ final class LiveUpdates: LoopComponent {
         requests.answered(located: request.outcome == .located)
         let fix = PrivacyFilter.shownFix(best, privacy)
         let ageMs = (request.answeredNs - (best.time?.totalNanoseconds ?? request.answeredNs)) / 1_000_000
-        ControlReply.located(request.id, fix, ageMs: ageMs, accuracyLimited: request.outcome == .accuracyLimited, places: places, into: &line)
+        ControlReply.located(request.id, fix, ageMs: ageMs, accuracyLimited: request.outcome == .accuracyLimited, places: places,
+                             simulated: isSimulated, into: &line)
     }
 
     /// The fleet's `locate` answered after a wait: its object, nil when no fix came.
@@ -405,7 +409,7 @@ final class LiveUpdates: LoopComponent {
             renderLocated(answered.request)
             return .reply(slot: answered.slot, line: line.bytes)
         }
-        if streams.count > 0, let slot = streams.next(privacy: privacy, places: places, into: &line) {
+        if streams.count > 0, let slot = streams.next(privacy: privacy, places: places, simulated: isSimulated, into: &line) {
             return .stream(slot: slot, line: line.overflowed ? nil : line.bytes)
         }
         return nil

@@ -123,11 +123,11 @@ struct UpdateStreams: ~Copyable {
 
     /// The next stream with lines to send, from where the last call stopped: its slot, its lines
     /// in `line`. nil when every slot has been looked at (the next call starts again at slot 0).
-    mutating func next(privacy: SiteConfig.FixPrivacy, places: PlaceLabels?, into line: inout JSONWriter) -> Int? {
+    mutating func next(privacy: SiteConfig.FixPrivacy, places: PlaceLabels?, simulated: Bool, into line: inout JSONWriter) -> Int? {
         while count > 0 && nextSlot < streams.count {
             let slot = nextSlot
             nextSlot += 1
-            guard render(slot, privacy, places, into: &line) else { continue }
+            guard render(slot, privacy, places, simulated, into: &line) else { continue }
             return slot
         }
         nextSlot = 0
@@ -136,7 +136,7 @@ struct UpdateStreams: ~Copyable {
 
     /// One stream's outputs as protocol lines into `line` (updates numbered by batch, with the
     /// flush reason; visits), each as `[privacy]` shows it; false when it has none.
-    private mutating func render(_ slot: Int, _ privacy: SiteConfig.FixPrivacy, _ places: PlaceLabels?,
+    private mutating func render(_ slot: Int, _ privacy: SiteConfig.FixPrivacy, _ places: PlaceLabels?, _ simulated: Bool,
                                  into line: inout JSONWriter) -> Bool {
         guard var stream = streams[slot] else { return false }
         if stream.quiet {
@@ -154,7 +154,8 @@ struct UpdateStreams: ~Copyable {
             case .batchEnd(let reason):
                 stream.batch += 1
                 for index in 0..<waiting {
-                    ControlReply.update(batch[index], batch: stream.batch, flush: reason, places: places, scratch: &scratch, into: &line)
+                    ControlReply.update(batch[index], batch: stream.batch, flush: reason, places: places, simulated: simulated,
+                                        scratch: &scratch, into: &line)
                 }
                 waiting = 0
             case .visit(let visit):

@@ -23,6 +23,11 @@ public struct BoardConfig {
         /// Board outputs that can restart the receiver when it falls silent (see `RadioLines`).
         public var lines = RadioLines()
 
+        /// The receiver is simulated: its device is a relative path, the pseudo-terminal a feed
+        /// (`locus feed`) plays recorded or made-up NMEA into. Clients are told its fixes are
+        /// simulated (CLLocation's `sourceInformation`).
+        public var isSimulated: Bool { !device.hasPrefix("/") }
+
         public init(device: String, baud: Int, receiver: Receiver, allowMissingChecksum: Bool, lines: RadioLines = RadioLines()) {
             self.device = device
             self.baud = baud

@@ -59,8 +59,10 @@ public enum ControlReply {
     /// itself (the wire format since protocol version 1): `UpdateJSON` renders the object into
     /// `scratch`, and its members go into an object this writer opens, so the separators stay
     /// the writer's business.
-    public static func update(_ update: LocationUpdate, batch: Int, flush: FlushReason, places: PlaceLabels? = nil, scratch: inout JSONWriter,
-                              into line: inout JSONWriter) {
+    /// With `simulated` (a simulated receiver's fix: `BoardConfig.GNSS.isSimulated`), the update
+    /// says `"simulated":true`.
+    public static func update(_ update: LocationUpdate, batch: Int, flush: FlushReason, places: PlaceLabels? = nil, simulated: Bool = false,
+                              scratch: inout JSONWriter, into line: inout JSONWriter) {
         scratch.reset()
         UpdateJSON.write(update, places: places, into: &scratch)
         let object = scratch.bytes
@@ -72,6 +74,7 @@ public enum ControlReply {
         line.raw(UnsafeRawBufferPointer(rebasing: object[1..<(object.count - 1)]))
         line.integer("batch", batch)
         line.string("flush", name(flush))
+        if simulated && update.fix.hasPosition { line.boolean("simulated", true) }
         line.endObject()
         end(into: &line)
     }
@@ -90,22 +93,24 @@ public enum ControlReply {
     /// with `places` and a place within reach `"place":{..}` in the result too.
     @_noAllocation
     public static func located(_ id: Int64?, _ fix: Fix, ageMs: Int64, accuracyLimited: Bool, places: PlaceLabels? = nil,
-                               into line: inout JSONWriter) {
+                               simulated: Bool = false, into line: inout JSONWriter) {
         ok(id, into: &line)
         line.key("result")
-        location(fix, ageMs: ageMs, accuracyLimited: accuracyLimited, places: places, into: &line)
+        location(fix, ageMs: ageMs, accuracyLimited: accuracyLimited, places: places, simulated: simulated, into: &line)
         end(into: &line)
     }
 
     /// A location request's answer as one object: `{"fix":{TPV},"age_s":1.5,"accuracy_limited":false}`
     /// (and `place`): a located reply's `result`, and the fleet's `locate` record's `detail`.
     @_noAllocation
-    public static func location(_ fix: Fix, ageMs: Int64, accuracyLimited: Bool, places: PlaceLabels?, into line: inout JSONWriter) {
+    public static func location(_ fix: Fix, ageMs: Int64, accuracyLimited: Bool, places: PlaceLabels?, simulated: Bool = false,
+                                into line: inout JSONWriter) {
         line.beginObject()
         line.key("fix")
         FixJSON.write(fix, into: &line)
         line.number("age_s", Double(max(0, ageMs)) / 1_000, decimals: 3)
         line.boolean("accuracy_limited", accuracyLimited)
+        if simulated { line.boolean("simulated", true) }
         if let places, fix.hasPosition, let latitude = fix.latitude, let longitude = fix.longitude {
             places.writeMember(latitude: latitude, longitude: longitude, into: &line)
         }
