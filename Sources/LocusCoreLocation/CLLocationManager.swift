@@ -63,12 +63,13 @@ extension CLLocationManagerDelegate {
     private var updating: Task<Void, Never>?
     private var significant: Task<Void, Never>?
     private var visiting: Task<Void, Never>?
+    private var authorizing: Task<Void, Never>?
     private var ranging: [(constraint: CLBeaconIdentityConstraint, task: Task<Void, Never>)] = []
 
     public init() {}
 
     isolated deinit {
-        for task in [updating, significant, visiting] { task?.cancel() }
+        for task in [updating, significant, visiting, authorizing] { task?.cancel() }
         for entry in ranging { entry.task.cancel() }
     }
 
@@ -87,14 +88,25 @@ extension CLLocationManagerDelegate {
     public func requestWhenInUseAuthorization() { requestAuthorization() }
     public func requestAlwaysAuthorization() { requestAuthorization() }
 
+    /// The first request starts following the program's grants: a reload of the site that gives
+    /// or takes `positions` is an authorization change, as a user's answer is on a phone.
     private func requestAuthorization() {
-        Task {
-            let grants = (try? await AgentInfo.ask(stateDirectory: Agent.stateDirectory))?.grants ?? []
-            let status: CLAuthorizationStatus = grants.contains("positions") ? .authorizedAlways : .denied
-            guard status != authorizationStatus else { return }
-            authorizationStatus = status
-            delegate?.locationManagerDidChangeAuthorization(self)
+        guard authorizing == nil else { return }
+        let changes = AgentInfo.grantChanges(stateDirectory: Agent.stateDirectory)
+        authorizing = Task {
+            do {
+                for try await grants in changes { authorized(grants.contains("positions") ? .authorizedAlways : .denied) }
+            } catch is CancellationError {
+            } catch {
+                authorized(.denied)
+            }
         }
+    }
+
+    private func authorized(_ status: CLAuthorizationStatus) {
+        guard status != authorizationStatus else { return }
+        authorizationStatus = status
+        delegate?.locationManagerDidChangeAuthorization(self)
     }
 
     // MARK: locations

@@ -31,3 +31,51 @@ public struct AgentInfo: Sendable, Equatable {
                          persistence: hello["persistence"] as? Bool ?? false)
     }
 }
+
+extension AgentInfo {
+    /// This program's grants now, then each time a reload of the site changes them (a SIGHUP
+    /// with a new `[access]` or `[privacy]`), and after an agent restart if they differ. The
+    /// agent also ends, with `permission_denied`, a stream the program may no longer have.
+    ///
+    ///     for try await grants in AgentInfo.grantChanges() where !grants.contains("positions") { ... }
+    public static func grantChanges(stateDirectory: String = Monitor.defaultStateDirectory) -> GrantChanges {
+        GrantChanges(stateDirectory: stateDirectory)
+    }
+
+    public struct GrantChanges: AsyncSequence, Sendable {
+        let stateDirectory: String
+
+        public func makeAsyncIterator() -> Iterator {
+            Iterator(link: AgentLink(stateDirectory: stateDirectory, purpose: .reading, resumes: true))
+        }
+
+        public struct Iterator: AsyncIteratorProtocol {
+            let link: AgentLink
+            var current: [String]? = nil
+
+            public mutating func next() async throws -> [String]? {
+                guard let current else {
+                    let hello = try await link.setUpRequest(["op": "hello"])
+                    let grants = hello["access"] as? [String] ?? []
+                    self.current = grants
+                    return grants
+                }
+                while true {
+                    var grants: [String]? = nil
+                    switch try await link.next() {
+                    case .message(let message):
+                        grants = message["grants"] as? [String]
+                    case .gap:
+                        // A new agent: its `hello` (the set-up request, sent again) has been
+                        // answered on the new connection; ask once more for the answer.
+                        grants = try await link.request(["op": "hello"])["access"] as? [String]
+                    }
+                    if let grants, grants != current {
+                        self.current = grants
+                        return grants
+                    }
+                }
+            }
+        }
+    }
+}

@@ -245,6 +245,13 @@ extension CoreLocationPortTests {
             #expect(manager.location?.sourceInformation?.isSimulatedBySoftware == true)
             manager.stopMonitoringVisits()
             try await Self.until("every stream ended") { LocusMonitorTests.updatesStatus(site.state)["streams"] as? Int == 0 }
+
+            // The site stops giving out positions: the delegate hears of it, as of a user's "no".
+            let original = try String(contentsOfFile: site.sitePath, encoding: .utf8)
+            try (original + "\n[privacy]\nfixes = \"none\"\n").write(toFile: site.sitePath, atomically: true, encoding: .utf8)
+            kill(agent.process.processIdentifier, SIGHUP)
+            try await Self.until("the authorization change") { manager.authorizationStatus == .denied }
+            #expect(recorder.authorizationChanges == 2)
         }
 
         @Test func theGeocoderAnswersFromTheAgentsPlaceIndex() async throws {

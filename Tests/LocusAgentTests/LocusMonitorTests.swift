@@ -66,6 +66,39 @@ import Testing
 
     /// The seeds' spellings compile as written (the nested condition names, diagnostics read as
     /// properties), and a beacon condition's proximity requirement reaches the agent and comes back.
+    /// A reload that changes what a program may do reaches it at once: `AgentInfo.grantChanges`
+    /// yields the new grants, and a stream the program may no longer have ends with
+    /// `permission_denied` (here `[privacy] fixes = "none"` takes positions from everyone).
+    @Test func aReloadThatChangesTheGrantsTellsTheProgramAndEndsWhatItMayNoLongerHave() async throws {
+        let site = try AgentEndToEndTests.site("library-grants", extra: LiveUpdateAgentTests.updates)
+        let agent = try AgentEndToEndTests.start(site)
+        defer { _ = agent.stop(signal: SIGKILL) }
+        let watchdog = Task { try await Task.sleep(for: .seconds(60)); _ = agent.stop(signal: SIGKILL) }
+        defer { watchdog.cancel() }
+        var changes = AgentInfo.grantChanges(stateDirectory: site.state).makeAsyncIterator()
+        #expect(try await changes.next() == ["read", "positions", "change"], "the grants now, first")
+        let stream = Task {
+            for try await _ in LocationUpdate.liveUpdates(stateDirectory: site.state) {}
+        }
+        try AgentEndToEndTests.waitFor("the stream", seconds: 20) { Self.updatesStatus(site.state)["streams"] as? Int == 1 }
+
+        let original = try String(contentsOfFile: site.sitePath, encoding: .utf8)
+        try (original + "\n[privacy]\nfixes = \"none\"\n").write(toFile: site.sitePath, atomically: true, encoding: .utf8)
+        kill(agent.process.processIdentifier, SIGHUP)
+        #expect(try await changes.next() == ["read", "change"])
+        do {
+            try await stream.value
+            Issue.record("the stream went on without positions")
+        } catch let error as MonitorError {
+            #expect(error.code == "permission_denied" && error.message.contains("positions"), "\(error)")
+        }
+        #expect(Self.updatesStatus(site.state)["streams"] as? Int == 0)
+
+        try original.write(toFile: site.sitePath, atomically: true, encoding: .utf8)
+        kill(agent.process.processIdentifier, SIGHUP)
+        #expect(try await changes.next() == ["read", "positions", "change"])
+    }
+
     @Test func theSeedsSpellingsAndABeaconsProximityRequirement() async throws {
         let site = try AgentEndToEndTests.site("library-spellings")
         let agent = try AgentEndToEndTests.start(site)

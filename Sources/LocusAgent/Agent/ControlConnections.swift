@@ -157,7 +157,11 @@ final class ControlConnections: LoopComponent {
         privacy = config.site.fixPrivacy
         access = config.accessPolicy
         // Grants follow the new file at once, for connections already open too.
-        for slot in slots.indices where server?.isConnected(slot) == true { decideGrants(slot) }
+        for slot in slots.indices where server?.isConnected(slot) == true {
+            let before = slots[slot].grants
+            decideGrants(slot)
+            if slots[slot].grants != before { grantsChanged(slot) }
+        }
     }
 
     // MARK: connections and requests
@@ -449,6 +453,32 @@ extension ControlConnections {
         guard let server else { return }
         let peer = server.peer(slot)
         slots[slot].grants = access.grants(user: peer.user, group: peer.group, groups: peer.groups, socket: socket(slot))
+    }
+
+    /// A reload changed what the connection may do: it is told (`{"grants":[...]}`, a line
+    /// without an id), and what it has open but may no longer have ends with `permission_denied`
+    /// (its update stream, ranging or waiting location request, without `positions`). An open
+    /// monitor and a subscription stay: they were granted when made.
+    private func grantsChanged(_ slot: Int) {
+        let grants = slots[slot].grants
+        send(slot) { line in
+            line.beginObject()
+            line.beginArray("grants")
+            for (_, grant) in AccessGrants.names where grants.contains(grant) { line.string(grant.name) }
+            line.endArray()
+            ControlReply.end(into: &line)
+        }
+        guard server?.isConnected(slot) == true, !grants.contains(.positions),
+              slots[slot].streaming || slots[slot].ranging || slots[slot].locating else { return }
+        refuse(slot, nil, .permissionDenied, "the site was reloaded and this connection no longer has the 'positions' grant; its stream ended")
+        slots[slot].streaming = false
+        slots[slot].ranging = false
+        slots[slot].locating = false
+        if !slots[slot].streamEnded {
+            slots[slot].streamEnded = true
+            endedStreams += 1
+        }
+        AgentLog.info("locus: control: connection \(slot) lost the 'positions' grant; its stream ended")
     }
 
     /// `status`'s `control.clients`: each connection, who it is, what it may do and what it does.

@@ -139,7 +139,11 @@ public final class LiveUpdater {
 
     public var isStationary: Bool { stationary.isStationary }
     /// Standing still with the automatic pause on: no updates are due.
-    private var isPaused: Bool { stationary.isStationary && settings.pausesAutomatically }
+    private var isPaused: Bool {
+        // Locals, not `self`, in the autoclosure (see `put`).
+        let standing = stationary.isStationary, pauses = settings.pausesAutomatically
+        return standing && pauses
+    }
 
     /// The outbox holds an output (`nextOutput` would return one; asking this copies none).
     @inlinable public var hasOutput: Bool { outboxCount > 0 }
@@ -222,7 +226,7 @@ public final class LiveUpdater {
         case .none:
             break
         }
-        if stationary.isStationary && settings.pausesAutomatically { return }
+        if isPaused { return }
         if let last = lastDelivered, settings.distanceFilterM > 0,
            Geodesy.chordM(GeoPoint(latitude: last.latitude, longitude: last.longitude), point) < settings.distanceFilterM { return }
         if stationary.isStationary { diagnostics.insert(.stationary) }
