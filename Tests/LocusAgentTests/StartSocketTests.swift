@@ -1,4 +1,5 @@
 import Foundation
+import LocusMonitor
 import Testing
 
 private typealias E2E = AgentEndToEndTests
@@ -154,5 +155,46 @@ private typealias E2E = AgentEndToEndTests
         #expect(text.contains("goodbye, tag"), "\(text)\n\(agent.log)")
         #expect(agent.log.contains("locus: start gate: connected to \(socketPath)"), "\(agent.log)")
         try E2E.waitFor("the event taken", seconds: 10) { try Self.starter(site.state)["pending_seq"] as? Int == 0 }
+    }
+
+    /// `[updates] start_socket`: a visit, or the device moving again, starts the location client
+    /// while no update stream is open; once its stream is open nothing more is started, and the
+    /// client reads the visit it was started for from the log.
+    @Test func aVisitOrAMoveStartsTheLocationClientUntilItHasAStream() async throws {
+        let site = try E2E.site("start-updates")
+        let socketPath = site.directory + "/tracker.sock"
+        try """
+        board = "\(repositoryRoot)/Boards/sim.toml"
+        [updates]
+        stationary_window = "10s"
+        visit_minimum = "5s"
+        start_socket = "\(socketPath)"
+        """.write(toFile: site.sitePath, atomically: true, encoding: .utf8)
+        let agent = try E2E.start(site)
+        defer { _ = agent.stop(signal: SIGKILL) }
+        let listener = try Listener(socketPath)
+        #expect(try Self.starter(site.state)["updates"] as? Bool == true)
+
+        // 10 s moving, then standing: a stay, reported as a visit 5 s in; nobody has a stream.
+        let feeder = try E2E.feed(site, nmea: segmentedTrack([(10, 10), (30, 0)], startLatitude: 45.0, longitude: 7.0), hci: nil, speed: "5")
+        defer { feeder.waitUntilExit() }
+        var started = 0
+        try E2E.waitFor("the start", seconds: 20) {
+            started += listener.acceptAll()
+            return started > 0
+        }
+        #expect(agent.log.contains("locus: start updates: connected to \(socketPath)"), "\(agent.log)")
+        // Started, as systemd would start it: the client reads the visit and opens its stream.
+        let visits = try await LocationUpdate.recentVisits(stateDirectory: site.state)
+        #expect(visits.count == 1 && visits[0].isArrival, "\(visits)")
+        var iterator = LocationUpdate.liveUpdates(stateDirectory: site.state).makeAsyncIterator()
+        let first = Task { try await iterator.next() }
+        try E2E.waitFor("the client's stream", seconds: 10) { LocusMonitorTests.updatesStatus(site.state)["streams"] as? Int == 1 }
+        try E2E.waitFor("the start no longer wanted", seconds: 10) { try Self.starter(site.state)["pending_seq"] as? Int == 0 }
+        usleep(1_500_000)
+        started += listener.acceptAll()
+        let starts = try Self.starter(site.state)["starts"] as? Int
+        #expect(started == 1 && starts == 1)
+        first.cancel()
     }
 }

@@ -116,7 +116,7 @@ final class Agent {
         }
         let loop: LoopHousekeeping
         do { loop = try LoopHousekeeping() } catch { return .failure(.loop(error)) }
-        let starter = ClientStarter(monitors: loaded.site.monitors)
+        let starter = ClientStarter(monitors: loaded.site.monitors, updates: loaded.site.updates)
         starter.restore(log)
         // The declared conditions now live in the engine; the parsed copy would only hold memory
         // (a SIGHUP reads the file again).
@@ -221,7 +221,7 @@ final class Agent {
         sendRanging(now)
         bluetooth.scanForRanging(ranging.isActive)
         handleEvents(now)
-        starter.service(now) { monitor in (control.isOpen(monitor), log.consumerPosition(monitor)) }
+        starter.service(now, updateStreams: updates.streamCount) { monitor in (control.isOpen(monitor), log.consumerPosition(monitor)) }
         outputs.update(now) { log.appendGPIO($0, now) }
         if log.takeLevelsToState(now) { outputs.recordLevels(.restored) { log.appendGPIO($0, now) } }
         // The interval sync before the uplink: it publishes only what a sync made durable.
@@ -289,19 +289,27 @@ final class Agent {
         }
         let anchored = AgentTime(monotonic: now.monotonic, utc: clock.now(monotonicNs: now.monotonic.nanoseconds, realtimeNs: Clock.realtimeNs()))
         engine.observe(fix)
+        let wasStationary = updates.siteUpdater.isStationary
         updates.observe(fix, anchored, receiver: gnss.receiverState, engine: engine)
+        if wasStationary && !updates.siteUpdater.isStationary { starter.locationWanted(sequence: 0) }
         takeUpdates(anchored)
         return anchored
+    }
+
+    /// A visit of the site's updater: its record, and `[updates] start_socket`'s program wanted.
+    private func visitFound(_ visit: Visit, _ now: AgentTime) {
+        log.appendVisit(visit, now)
+        starter.locationWanted(sequence: 0)
     }
 
     /// What the live updates produced: fix and visit records to the log, stream lines to their
     /// connections, orders to the receiver, the scan's timing to the Bluetooth source.
     private func takeUpdates(_ now: AgentTime) {
-        while updates.siteUpdater.hasOutput, updates.takeSiteOutput(fix: { log.appendFix($0.pointee) }, visit: { log.appendVisit($0, now) }) {}
+        while updates.siteUpdater.hasOutput, updates.takeSiteOutput(fix: { log.appendFix($0.pointee) }, visit: { visitFound($0, now) }) {}
         while let item = updates.nextItem() {
             switch item {
             case .fix(let fix): log.appendFix(fix)
-            case .visit(let visit): log.appendVisit(visit, now)
+            case .visit(let visit): visitFound(visit, now)
             case .stream(let slot, let line): if !control.sendStream(slot, line) { updates.endStream(slot) }
             case .reply(let slot, let line): control.sendReply(slot, line)
             case .fleetLocated(let detail): fleetLocated(detail, now)

@@ -12,6 +12,12 @@ import LocusDevices
 /// is missing or refuses is retried with backoff (`firstRetryNs` doubling to `maximumRetryNs`).
 /// A monitor's events count as taken once its consumer cursor has passed them: the log says so,
 /// across restarts too (at start, events a consumer had not taken before are pending again).
+///
+/// `[updates] start_socket` is started the same way for location (CLLocationManager's relaunch
+/// for a visit or a significant change): on a visit logged, or when the device moves again after
+/// standing still, while no connection has an update stream open; it waits until one opens. The
+/// started program reads what it missed from the log (`visits`, `recentVisits`) and opens its
+/// stream.
 final class ClientStarter: LoopComponent {
     /// At most one start per monitor this often while its events wait and it has no consumer: a
     /// client that starts but does not take them is not started again and again.
@@ -22,6 +28,8 @@ final class ClientStarter: LoopComponent {
     struct Target {
         let monitor: FixedName
         let path: String
+        /// `[updates] start_socket`'s target (its `monitor` is only a name for the log).
+        var isUpdates = false
         /// The newest event of the monitor that may not have been taken (0: none waits).
         var pendingSequence: UInt64 = 0
         /// Not before then (nil: at once).
@@ -38,22 +46,23 @@ final class ClientStarter: LoopComponent {
     /// Targets with an event waiting (the turn looks at none while this is 0).
     private var pendingCount = 0
 
-    init(monitors: [MonitorConfig]) {
-        targets = ClientStarter.targets(monitors)
+    init(monitors: [MonitorConfig], updates: SiteConfig.Updates) {
+        targets = ClientStarter.targets(monitors, updates)
     }
 
-    private static func targets(_ monitors: [MonitorConfig]) -> [Target] {
+    private static func targets(_ monitors: [MonitorConfig], _ updates: SiteConfig.Updates) -> [Target] {
         var targets: [Target] = []
         for monitor in monitors {
             guard let path = monitor.startSocket, let name = FixedName(monitor.name) else { continue }
             targets.append(Target(monitor: name, path: path))
         }
+        if let path = updates.startSocket, let name = FixedName("updates") { targets.append(Target(monitor: name, path: path, isUpdates: true)) }
         return targets
     }
 
     /// At start: events of a started monitor that its consumer had not taken wait again.
     func restore(_ log: EventLog) {
-        for index in targets.indices {
+        for index in targets.indices where !targets[index].isUpdates {
             let monitor = targets[index].monitor
             var newest: UInt64 = 0
             do {
@@ -80,7 +89,7 @@ final class ClientStarter: LoopComponent {
         line.beginArray("start_sockets")
         for target in targets {
             line.beginObject()
-            line.string("monitor", target.monitor)
+            if target.isUpdates { line.boolean("updates", true) } else { line.string("monitor", target.monitor) }
             line.string("socket", target.path)
             line.integer("pending_seq", target.pendingSequence)
             line.integer("starts", target.starts)
@@ -94,9 +103,11 @@ final class ClientStarter: LoopComponent {
     /// SIGHUP: monitors gain, change or lose their `start_socket`; one that keeps its socket keeps
     /// its state (pending events, counters).
     func reload(_ config: LoadedConfig, now: AgentTime) {
-        var fresh = ClientStarter.targets(config.site.monitors)
+        var fresh = ClientStarter.targets(config.site.monitors, config.site.updates)
         for index in fresh.indices {
-            if let old = targets.first(where: { $0.monitor == fresh[index].monitor && $0.path == fresh[index].path }) { fresh[index] = old }
+            if let old = targets.first(where: { $0.monitor == fresh[index].monitor && $0.path == fresh[index].path && $0.isUpdates == fresh[index].isUpdates }) {
+                fresh[index] = old
+            }
         }
         targets = fresh
         pendingCount = targets.reduce(0) { $0 + ($1.pendingSequence > 0 ? 1 : 0) }
@@ -106,7 +117,13 @@ final class ClientStarter: LoopComponent {
 
     /// An event of `monitor` was logged (the events path: allocates nothing).
     func eventLogged(_ monitor: FixedName, sequence: UInt64) {
-        for index in targets.indices where targets[index].monitor == monitor { markPending(index, sequence) }
+        for index in targets.indices where targets[index].monitor == monitor && !targets[index].isUpdates { markPending(index, sequence) }
+    }
+
+    /// A visit was logged (its sequence number), or the device moved again (`sequence` 0: the
+    /// newest record then): `[updates] start_socket`'s program is wanted.
+    func locationWanted(sequence: UInt64) {
+        for index in targets.indices where targets[index].isUpdates { markPending(index, max(1, sequence)) }
     }
 
     private func markPending(_ index: Int, _ sequence: UInt64) {
@@ -119,10 +136,12 @@ final class ClientStarter: LoopComponent {
     /// Each monitor whose events wait: taken since (its consumer cursor, from `consumer`)? has a
     /// connection open (`consumer`)? due? then its client's socket is connected to. `consumer`
     /// gives a monitor's (open in a connection, consumer cursor).
-    func service(_ now: AgentTime, consumer: (FixedName) -> (open: Bool, position: UInt64)) {
+    /// `[updates] start_socket`'s program counts as there once an update stream is open
+    /// (`updateStreams`).
+    func service(_ now: AgentTime, updateStreams: Int = 0, consumer: (FixedName) -> (open: Bool, position: UInt64)) {
         guard pendingCount > 0 else { return }
         for index in targets.indices where targets[index].pendingSequence > 0 {
-            let (open, position) = consumer(targets[index].monitor)
+            let (open, position) = targets[index].isUpdates ? (false, updateStreams > 0 ? UInt64.max : 0) : consumer(targets[index].monitor)
             if position >= targets[index].pendingSequence {
                 targets[index].pendingSequence = 0
                 pendingCount -= 1
@@ -145,7 +164,7 @@ final class ClientStarter: LoopComponent {
             targets[index].nextAttempt = now.monotonic + targets[index].retryNs
             // Said once per kind of failure, not every retry.
             if target.lastError != error {
-                AgentLog.warning("locus: start \(target.monitor): cannot connect to \(target.path): \(error); retrying with backoff while its events wait")
+                AgentLog.warning("locus: start \(target.monitor): cannot connect to \(target.path): \(error); retrying with backoff while \(target.isUpdates ? "a visit or a move waits" : "its events wait")")
             }
             targets[index].lastError = error
             return
@@ -154,6 +173,10 @@ final class ClientStarter: LoopComponent {
         targets[index].retryNs = 0
         targets[index].lastError = nil
         targets[index].nextAttempt = now.monotonic + ClientStarter.intervalNs
-        AgentLog.info("locus: start \(target.monitor): connected to \(target.path) (events up to \(target.pendingSequence) wait, no consumer connected)")
+        if target.isUpdates {
+            AgentLog.info("locus: start updates: connected to \(target.path) (a visit or a move, no update stream open)")
+        } else {
+            AgentLog.info("locus: start \(target.monitor): connected to \(target.path) (events up to \(target.pendingSequence) wait, no consumer connected)")
+        }
     }
 }

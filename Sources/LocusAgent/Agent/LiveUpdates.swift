@@ -241,6 +241,9 @@ final class LiveUpdates: LoopComponent {
         return (settings, radioTier)
     }
 
+    /// Update streams open (service sessions included).
+    var streamCount: Int { streams.count }
+
     /// The most updates a stream's batch may hold here.
     var streamBatchCapacity: Int { UpdateStreams.batchCapacity(site: site.batchCount) }
 

@@ -167,6 +167,9 @@ public struct SiteConfig {
         /// receiver at once; where it was written, for the cross-check with the board.
         public var motionInput: String? = nil
         public var motionInputLocation = SourceLocation(line: 0, column: 0)
+        /// `start_socket`: the Unix socket of a client to start (systemd socket activation) on a
+        /// visit or when the device moves again, while no program has an update stream open.
+        public var startSocket: String? = nil
     }
 
     public enum FixPrivacy: Equatable, Sendable { case full, coarse, none }

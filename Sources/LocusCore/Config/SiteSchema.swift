@@ -150,6 +150,17 @@ enum SiteSchema {
             updates.motionInput = input
             updates.motionInputLocation = section.report.document.location(of: section.offset(of: "motion_input"))
         }
+        updates.startSocket = startSocket(&section)
+    }
+
+    /// A `start_socket` key (a monitor's, `[updates]`'s): a Unix socket path, checked for length.
+    private static func startSocket(_ reader: inout TableReader) -> String? {
+        guard let path = reader.string("start_socket") else { return nil }
+        guard !path.isEmpty && path.utf8.count <= 107 else {
+            reader.report.fail(at: reader.offset(of: "start_socket"), "'\(reader.label("start_socket"))' must be a Unix socket path of 1...107 bytes")
+            return nil
+        }
+        return path
     }
 
     private static func readMonitors(_ section: inout TableReader) -> [MonitorConfig] {
@@ -158,14 +169,7 @@ enum SiteSchema {
             if !Identifier.isValid(name) {
                 reader.report.fail(at: offset, "monitor name '\(name)' must be 1...\(Identifier.maximumLength) letters, digits, '-' or '_'")
             }
-            var startSocket: String? = nil
-            if let path = reader.string("start_socket") {
-                if path.isEmpty || path.utf8.count > 107 {
-                    reader.report.fail(at: reader.offset(of: "start_socket"), "'\(reader.label("start_socket"))' must be a Unix socket path of 1...107 bytes")
-                } else {
-                    startSocket = path
-                }
-            }
+            let socket = startSocket(&reader)
             var conditions: [ConditionConfig] = []
             var positions: [String: Int] = [:]
             for var entry in reader.tables("condition") {
@@ -180,7 +184,7 @@ enum SiteSchema {
                 entry.finish()
             }
             reader.finish()
-            monitors.append(MonitorConfig(name: name, conditions: conditions, startSocket: startSocket))
+            monitors.append(MonitorConfig(name: name, conditions: conditions, startSocket: socket))
         }
         return monitors
     }
