@@ -132,25 +132,18 @@ extension CLLocationManagerDelegate {
         let updates = LocationUpdate.liveUpdates(activityType.configuration, accuracy: tier(desiredAccuracy), options: options,
                                                  stateDirectory: Agent.stateDirectory)
         let pauses = pausesLocationUpdatesAutomatically
-        updating = Task {
-            var paused = false
-            do {
-                for try await update in updates {
-                    if let location = update.location {
-                        if paused && !update.isStationary {
-                            paused = false
-                            delegate?.locationManagerDidResumeLocationUpdates(self)
-                        }
-                        deliver(CLLocation(location))
-                    }
-                    if update.isStationary && pauses && !paused {
-                        paused = true
-                        delegate?.locationManagerDidPauseLocationUpdates(self)
-                    }
+        var paused = false
+        updating = serve(updates) { manager, update in
+            if let location = update.location {
+                if paused && !update.isStationary {
+                    paused = false
+                    manager.delegate?.locationManagerDidResumeLocationUpdates(manager)
                 }
-            } catch is CancellationError {
-            } catch {
-                delegate?.locationManager(self, didFailWithError: error)
+                manager.deliver(CLLocation(location))
+            }
+            if update.isStationary && pauses && !paused {
+                paused = true
+                manager.delegate?.locationManagerDidPauseLocationUpdates(manager)
             }
         }
     }
@@ -164,19 +157,33 @@ extension CLLocationManagerDelegate {
     public func startMonitoringSignificantLocationChanges() {
         significant?.cancel()
         let updates = LocationUpdate.significantChanges(distance: 500, stateDirectory: Agent.stateDirectory)
-        significant = Task {
-            do {
-                for try await update in updates { if let location = update.location { deliver(CLLocation(location)) } }
-            } catch is CancellationError {
-            } catch {
-                delegate?.locationManager(self, didFailWithError: error)
-            }
+        significant = serve(updates) { manager, update in
+            if let location = update.location { manager.deliver(CLLocation(location)) }
         }
     }
 
     public func stopMonitoringSignificantLocationChanges() {
         significant?.cancel()
         significant = nil
+    }
+
+    /// A service's task: each element of `sequence` to `each`, on the main actor, until the task
+    /// is cancelled (its `stop...` call) or the agent refuses (`didFailWithError`).
+    private func serve<Elements: AsyncSequence & Sendable>(_ sequence: Elements,
+                                                          _ each: @escaping @MainActor (CLLocationManager, Elements.Element) -> Void)
+        -> Task<Void, Never> where Elements.Element: Sendable {
+        Task { [weak self] in
+            do {
+                for try await element in sequence {
+                    guard let self else { return }
+                    each(self, element)
+                }
+            } catch is CancellationError {
+            } catch {
+                guard let self else { return }
+                self.delegate?.locationManager(self, didFailWithError: error)
+            }
+        }
     }
 
     private func deliver(_ location: CLLocation) {
@@ -189,14 +196,7 @@ extension CLLocationManagerDelegate {
     public func startMonitoringVisits() {
         visiting?.cancel()
         let visits = LocationUpdate.visits(stateDirectory: Agent.stateDirectory)
-        visiting = Task {
-            do {
-                for try await visit in visits { delegate?.locationManager(self, didVisit: CLVisit(visit)) }
-            } catch is CancellationError {
-            } catch {
-                delegate?.locationManager(self, didFailWithError: error)
-            }
-        }
+        visiting = serve(visits) { manager, visit in manager.delegate?.locationManager(manager, didVisit: CLVisit(visit)) }
     }
 
     public func stopMonitoringVisits() {
