@@ -7,6 +7,22 @@ import Testing
 @Suite struct PauseControllerTests {
     static let second: Int64 = 1_000_000_000
 
+    /// A stream without the automatic pause keeps the receiver awake: a sleeping one is woken,
+    /// standing still and probes put it to sleep no more; let go while stationary, it sleeps.
+    @Test func keptAwakeItNeverSleepsUntilLetGo() {
+        var pause = PauseController(probeIntervalMs: 25_000, probeTimeoutMs: 30_000, probeFixes: 3, motionHoldMs: 120_000)
+        #expect(pause.stationaryChanged(true, nowNs: 0) == .sleep(durationMs: 25_000))
+        #expect(pause.keepAwake(true, isStationary: true, nowNs: Self.second) == .wake)
+        #expect(pause.phase == .active && pause.keptAwake && !pause.isPaused)
+        #expect(pause.keepAwake(true, isStationary: true, nowNs: Self.second) == .none, "already kept")
+        #expect(pause.stationaryChanged(true, nowNs: 2 * Self.second) == .none)
+        #expect(pause.tick(isStationary: true, nowNs: 60 * Self.second) == .none && pause.phase == .active)
+        #expect(pause.motion(nowNs: 61 * Self.second) == .none && pause.phase == .active)
+        #expect(pause.keepAwake(false, isStationary: true, nowNs: 62 * Self.second) == .sleep(durationMs: 25_000))
+        #expect(pause.keepAwake(true, isStationary: false, nowNs: 63 * Self.second) == .wake)
+        #expect(pause.keepAwake(false, isStationary: false, nowNs: 64 * Self.second) == .none && pause.phase == .active)
+    }
+
     @Test func sleepsProbesAndWakes() {
         var pause = PauseController(probeIntervalMs: 25_000, probeTimeoutMs: 30_000, probeFixes: 3, motionHoldMs: 120_000)
         #expect(pause.stationaryChanged(true, nowNs: 0) == .sleep(durationMs: 25_000))

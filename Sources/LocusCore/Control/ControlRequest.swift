@@ -209,7 +209,9 @@ public enum ControlProtocol {
         }
         stream.significantChangeM = try significantChange(value)
         stream.distanceFilterM = try number(value, "distance_filter_m", in: 0...100_000)
-        if let count = try number(value, "batch_count", in: 1...Double(UpdateStreamRequest.batchCountLimit)) {
+        // The site file's own bound; the agent refuses more than its buffer holds (`batchCountLimit`,
+        // or the site's `batch_count` if more).
+        if let count = try number(value, "batch_count", in: 1...4_096) {
             guard count == count.rounded() else { throw ControlError(.badArgument, "'batch_count' is a whole number of updates") }
             stream.batchCount = Int(count)
         }

@@ -1,0 +1,152 @@
+import Foundation
+@testable import LocusCore
+import TestSupport
+import Testing
+
+/// `Geodesy.direct` against GeographicLib's GeodSolve (Debian geographiclib-tools): 2,000 random
+/// geodesics from a metre to nearly half the globe, the end point, azimuth, reduced length and
+/// geodesic scales compared; and back through the inverse solution.
+@Suite struct GeodesicDirectTests {
+    /// `GeodSolve -f -p 12` on "lat1 lon1 azi1 s12" lines: its lat2, lon2, azi2, m12, M12, M21.
+    static func geodSolveDirect(_ executable: String, _ lines: [String]) throws -> [[Double]] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = ["-f", "-p", "12"]
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        let text = lines.joined(separator: "\n") + "\n"
+        let writer = Thread {
+            input.fileHandleForWriting.write(text.data(using: .utf8)!)
+            try? input.fileHandleForWriting.close()
+        }
+        writer.start()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        // -f: lat1 lon1 azi1 lat2 lon2 azi2 s12 a12 m12 M12 M21 S12.
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").map { line in
+            let fields = line.split(separator: " ").map { Double(String($0)) ?? .nan }
+            return fields.count == 12 ? [fields[3], fields[4], fields[5], fields[8], fields[9], fields[10]] : []
+        }
+    }
+
+    @Test(.enabled(if: GeodSolveDifferentialTests.geodSolvePath() != nil, "GeodSolve is not on PATH: apt-get install geographiclib-tools"))
+    func theDirectSolutionIsGeodSolves() throws {
+        let executable = try #require(GeodSolveDifferentialTests.geodSolvePath())
+        var random = SplitMix64(seed: 35)
+        var cases: [(lat: Double, lon: Double, azi: Double, s: Double)] = []
+        for index in 0..<2_000 {
+            // Lengths spread over decades: a metre to 19,000 km; a few from the poles and along
+            // the equator and meridians.
+            let s = pow(10, random.uniform(0, 7.28))
+            var lat = random.latitude(), azi = random.uniform(-180, 180)
+            switch index % 10 {
+            case 0: lat = index % 20 == 0 ? 90 : -90
+            case 1: lat = 0; azi = index % 4 == 1 ? 90 : -90
+            case 2: azi = index % 4 == 2 ? 0 : 180
+            default: break
+            }
+            cases.append((lat, random.longitude(), azi, s))
+        }
+        let theirs = try Self.geodSolveDirect(executable, cases.map { "\($0.lat) \($0.lon) \($0.azi) \($0.s)" })
+        #expect(theirs.count == cases.count)
+        var worstM = 0.0, worstAzimuth = 0.0, worstReduced = 0.0, worstScale = 0.0
+        for (index, item) in cases.enumerated() where index < theirs.count && theirs[index].count == 6 {
+            let ours = Geodesy.direct(item.lat, item.lon, azimuthDeg: item.azi, distanceM: item.s)
+            let reference = theirs[index]
+            let apartM = Geodesy.distanceM(ours.latitude, ours.longitude, reference[0], reference[1])
+            worstM = max(worstM, apartM)
+            // The azimuth at a pole depends on the longitude's convention: compared elsewhere.
+            if abs(reference[0]) < 89.9999 {
+                var azimuth = abs(ours.azimuthDeg - reference[2])
+                if azimuth > 180 { azimuth = 360 - azimuth }
+                worstAzimuth = max(worstAzimuth, azimuth)
+            }
+            worstReduced = max(worstReduced, abs(ours.reducedLengthM - reference[3]))
+            worstScale = max(worstScale, abs(ours.scale12 - reference[4]), abs(ours.scale21 - reference[5]))
+            #expect(apartM < 1e-6, "\(item): \(ours) against \(reference)")
+        }
+        // Nanometres and nanodegrees, as GeographicLib's own error bounds.
+        #expect(worstM < 1e-6 && worstAzimuth < 1e-9 && worstReduced < 1e-6 && worstScale < 1e-12,
+                "worst: \(worstM) m, \(worstAzimuth)°, m12 \(worstReduced) m, M \(worstScale)")
+    }
+
+    /// Out and back: the inverse solution between the ends gives the distance and the azimuth.
+    @Test func theInverseSolutionUndoesIt() {
+        var random = SplitMix64(seed: 36)
+        for _ in 0..<1_000 {
+            let lat = random.latitude(), lon = random.longitude(), azi = random.uniform(-180, 180), s = pow(10, random.uniform(0, 7))
+            let end = Geodesy.direct(lat, lon, azimuthDeg: azi, distanceM: s)
+            let back = Geodesy.inverseSolution(lat, lon, end.latitude, end.longitude)
+            #expect(abs(back.distanceM - s) < 1e-6 * max(1, s / 1e6), "\(lat) \(lon) \(azi) \(s)")
+            var difference = abs(back.azimuth1Deg - azi)
+            if difference > 180 { difference = 360 - difference }
+            // As a sideways displacement at the end: the ends' coordinates are rounded to about a
+            // nanometre, which for a short line is a large angle.
+            if abs(lat) < 89.99 { #expect(difference * .pi / 180 * s < 1e-8, "\(lat) \(lon) \(azi) \(s): \(back.azimuth1Deg)") }
+        }
+    }
+}
+
+/// The gnomonic projection and the nearest point of a geodesic edge, against the definitions:
+/// the projection's round trip, and the distance to an edge against a golden-section search for
+/// the minimum of the exact distance along the edge.
+@Suite struct EdgeProximityTests {
+    @Test func theProjectionRoundTrips() {
+        var random = SplitMix64(seed: 37)
+        for _ in 0..<500 {
+            let center = Gnomonic(latitude: random.latitude(), longitude: random.longitude())
+            let end = Geodesy.direct(center.latitude, center.longitude, azimuthDeg: random.uniform(-180, 180), distanceM: pow(10, random.uniform(0, 6.5)))
+            guard let point = center.forward(end.latitude, end.longitude) else {
+                Issue.record("within 3,000 km the projection reaches")
+                continue
+            }
+            let back = center.reverse(point)
+            #expect(Geodesy.distanceM(back.latitude, back.longitude, end.latitude, end.longitude) < 1e-6)
+        }
+    }
+
+    /// The minimum over the edge of the exact distance, by golden-section search on the length.
+    static func nearestByScan(_ p: (Double, Double), _ a: (Double, Double), _ b: (Double, Double)) -> (distanceM: Double, fraction: Double) {
+        let edge = Geodesy.inverseSolution(a.0, a.1, b.0, b.1)
+        func distance(_ s: Double) -> Double {
+            let q = Geodesy.direct(a.0, a.1, azimuthDeg: edge.azimuth1Deg, distanceM: s)
+            return Geodesy.distanceM(p.0, p.1, q.latitude, q.longitude)
+        }
+        var low = 0.0, high = edge.distanceM
+        let ratio = (5.0.squareRoot() - 1) / 2
+        for _ in 0..<200 {
+            let left = high - ratio * (high - low), right = low + ratio * (high - low)
+            if distance(left) < distance(right) { high = right } else { low = left }
+        }
+        let s = (low + high) / 2
+        return (min(distance(s), distance(0), distance(edge.distanceM)), s / edge.distanceM)
+    }
+
+    @Test func theNearestPointOfAnEdgeIsTheMinimumOfTheDistance() {
+        var random = SplitMix64(seed: 38)
+        var worst = 0.0
+        for index in 0..<400 {
+            // Edges from a metre to 500 km, anywhere (across the antimeridian and near the poles
+            // too); positions near them and beyond their ends.
+            let lat1 = index % 20 == 0 ? random.uniform(88, 89.9) : random.latitude(), lon1 = index % 7 == 0 ? random.uniform(179.9, 180) : random.longitude()
+            let length = pow(10, random.uniform(0, 5.7))
+            let end = Geodesy.direct(lat1, lon1, azimuthDeg: random.uniform(-180, 180), distanceM: length)
+            let along = Geodesy.direct(lat1, lon1, azimuthDeg: Geodesy.inverseSolution(lat1, lon1, end.latitude, end.longitude).azimuth1Deg,
+                                       distanceM: length * random.uniform(-0.3, 1.3))
+            let p = Geodesy.direct(along.latitude, along.longitude, azimuthDeg: random.uniform(-180, 180), distanceM: length * random.uniform(0, 0.5))
+            let ours = Geodesy.edgeProximity(p.latitude, p.longitude, lat1, lon1, end.latitude, end.longitude)
+            let reference = Self.nearestByScan((p.latitude, p.longitude), (lat1, lon1), (end.latitude, end.longitude))
+            worst = max(worst, abs(ours.distanceM - reference.distanceM))
+            #expect(abs(ours.distanceM - reference.distanceM) < 1e-6 + 1e-12 * length, "\(index): \(ours) against \(reference)")
+            // The side: the position's direction from the foot against the edge's there.
+            let toP = Geodesy.inverseSolution(ours.latitude, ours.longitude, p.latitude, p.longitude)
+            let edgeHere = ours.fraction < 1 ? Geodesy.inverseSolution(ours.latitude, ours.longitude, end.latitude, end.longitude).azimuth1Deg
+                : Geodesy.inverseSolution(lat1, lon1, end.latitude, end.longitude).azimuth2Deg
+            let turn = sin((toP.azimuth1Deg - edgeHere) * .pi / 180)
+            if ours.distanceM > 1e-3 && abs(turn) > 1e-6 { #expect(ours.isLeft == (turn < 0), "\(index): turn \(turn)") }
+        }
+        #expect(worst < 1e-6, "worst \(worst) m")
+    }
+}
