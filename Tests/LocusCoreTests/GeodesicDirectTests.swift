@@ -150,3 +150,91 @@ import Testing
         #expect(worst < 1e-6, "worst \(worst) m")
     }
 }
+
+/// Polygons with geodesic edges: inside or out against a second method (the crossing number in
+/// the gnomonic projection about the position, where the edges are straight to well under the
+/// margin the comparison leaves), and the shapes refused.
+@Suite struct GeoPolygonTests {
+    /// A star-shaped ring about a centre (simple by construction): `count` vertices at sorted
+    /// bearings, each between 0.3 and 1 of `radiusM` out; reversed when `clockwise` is false.
+    static func star(_ random: inout SplitMix64, latitude: Double, longitude: Double, radiusM: Double, count: Int,
+                     counterclockwise: Bool) -> (latitudes: [Double], longitudes: [Double]) {
+        var bearings = (0..<count).map { _ in random.uniform(0, 360) }.sorted()
+        if counterclockwise { bearings.reverse() }
+        var latitudes: [Double] = [], longitudes: [Double] = []
+        for bearing in bearings {
+            let vertex = Geodesy.direct(latitude, longitude, azimuthDeg: bearing, distanceM: radiusM * random.uniform(0.3, 1))
+            latitudes.append(vertex.latitude)
+            longitudes.append(vertex.longitude)
+        }
+        return (latitudes, longitudes)
+    }
+
+    /// The crossing number of the ray from the position eastward (+x) in the gnomonic projection
+    /// about it.
+    static func insideByProjection(_ latitude: Double, _ longitude: Double, _ ring: (latitudes: [Double], longitudes: [Double])) -> Bool? {
+        let projection = Gnomonic(latitude: latitude, longitude: longitude)
+        var points: [GnomonicPoint] = []
+        for index in ring.latitudes.indices {
+            guard let point = projection.forward(ring.latitudes[index], ring.longitudes[index]) else { return nil }
+            points.append(point)
+        }
+        var inside = false
+        for index in points.indices {
+            let a = points[index], b = points[(index + 1) % points.count]
+            if (a.y > 0) != (b.y > 0) {
+                let x = a.x + (0 - a.y) * (b.x - a.x) / (b.y - a.y)
+                if x > 0 { inside.toggle() }
+            }
+        }
+        return inside
+    }
+
+    @Test func insideOrOutAgreesWithTheCrossingNumber() throws {
+        var random = SplitMix64(seed: 39)
+        var decided = 0, nearEdges = 0, inside = 0
+        for index in 0..<60 {
+            // Yards of 10 m to districts of 20 km; some across the antimeridian, some about a pole.
+            let radius = [10.0, 300, 5_000, 20_000][index % 4]
+            var latitude = random.latitude(), longitude = random.longitude()
+            if index % 6 == 0 { longitude = 179.99999 }
+            if index % 10 == 1 { latitude = 90 }
+            let ring = Self.star(&random, latitude: latitude, longitude: longitude, radiusM: radius, count: 5 + index % 16,
+                                 counterclockwise: index % 2 == 0)
+            let polygon = try GeoPolygon(latitudes: ring.latitudes, longitudes: ring.longitudes)
+            for _ in 0..<40 {
+                let p = Geodesy.direct(latitude, longitude, azimuthDeg: random.uniform(-180, 180), distanceM: radius * random.uniform(0, 1.3))
+                let located = polygon.locate(latitude: p.latitude, longitude: p.longitude)
+                // Where the projection's straight edges could differ from the geodesics, not compared.
+                guard located.boundaryDistanceM > max(1e-3, radius * 1e-6) else {
+                    nearEdges += 1
+                    continue
+                }
+                let reference = try #require(Self.insideByProjection(p.latitude, p.longitude, ring))
+                #expect(located.isInside == reference, "ring \(index) at \(p.latitude), \(p.longitude): \(located)")
+                decided += 1
+                if located.isInside { inside += 1 }
+            }
+        }
+        #expect(decided > 2_000 && inside > 500 && decided - inside > 500, "\(decided) decided (\(inside) inside), \(nearEdges) near edges")
+    }
+
+    @Test func badRingsAreRefused() {
+        #expect(throws: ShapeError.tooFewVertices(2)) { try GeoPolygon(latitudes: [45, 45.001], longitudes: [7, 7]) }
+        #expect(throws: ShapeError.repeatedVertex(index: 2)) {
+            try GeoPolygon(latitudes: [45, 45.001, 45.001, 45], longitudes: [7, 7, 7, 7.001])
+        }
+        #expect(throws: ShapeError.invalidVertex(index: 1)) { try GeoPolygon(latitudes: [45, 91, 45], longitudes: [7, 7, 7.001]) }
+        #expect(throws: ShapeError.doublesBack(index: 0)) { try GeoPolygon(latitudes: [45, 45.001, 45.002], longitudes: [7, 7, 7]) }
+        // A bow tie: its first and third edges cross.
+        #expect(throws: ShapeError.selfIntersecting(edge: 0, other: 2)) {
+            try GeoPolygon(latitudes: [45, 45.001, 45.001, 45], longitudes: [7, 7.001, 7, 7.001])
+        }
+        // A ring whose fifth vertex lies on its first edge.
+        #expect(throws: ShapeError.self) {
+            try GeoPolygon(latitudes: [45, 45, 45.001, 45.001, 45], longitudes: [7, 7.002, 7.002, 7.001, 7.001])
+        }
+        // Closed as GeoJSON writes it: the repeated first vertex is dropped.
+        #expect((try? GeoPolygon(latitudes: [45, 45.001, 45.001, 45], longitudes: [7, 7, 7.001, 7]))?.count == 3)
+    }
+}
