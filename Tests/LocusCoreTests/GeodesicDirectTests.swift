@@ -238,3 +238,49 @@ import Testing
         #expect((try? GeoPolygon(latitudes: [45, 45.001, 45.001, 45], longitudes: [7, 7, 7.001, 7]))?.count == 3)
     }
 }
+
+/// Corridors: inside within half the width of the path, against the distance to each segment
+/// found by searching for its minimum; the bad ones refused.
+@Suite struct GeoCorridorTests {
+    @Test func insideWithinHalfTheWidthOfThePath() throws {
+        var random = SplitMix64(seed: 40)
+        var inside = 0, outside = 0
+        for index in 0..<20 {
+            // A route of 2 to 6 legs of 50 m to 5 km, turning at random; 30 m wide.
+            var latitudes = [random.latitude() * 0.9], longitudes = [index % 5 == 0 ? 179.9995 : random.longitude()]
+            var heading = random.uniform(-180, 180)
+            for _ in 0..<(2 + index % 5) {
+                let leg = Geodesy.direct(latitudes.last!, longitudes.last!, azimuthDeg: heading, distanceM: random.uniform(50, 5_000))
+                latitudes.append(leg.latitude)
+                longitudes.append(leg.longitude)
+                heading = leg.azimuthDeg + random.uniform(-120, 120)
+            }
+            let corridor = try GeoCorridor(latitudes: latitudes, longitudes: longitudes, widthM: 30)
+            for _ in 0..<30 {
+                let segment = Int(random.uniform(0, Double(latitudes.count - 1)))
+                let edge = Geodesy.inverseSolution(latitudes[segment], longitudes[segment], latitudes[segment + 1], longitudes[segment + 1])
+                let along = Geodesy.direct(latitudes[segment], longitudes[segment], azimuthDeg: edge.azimuth1Deg, distanceM: edge.distanceM * random.uniform(0, 1))
+                let p = Geodesy.direct(along.latitude, along.longitude, azimuthDeg: random.uniform(-180, 180), distanceM: random.uniform(0, 40))
+                let located = corridor.locate(latitude: p.latitude, longitude: p.longitude)
+                var nearest = Double.infinity
+                for leg in 0..<(latitudes.count - 1) {
+                    nearest = min(nearest, EdgeProximityTests.nearestByScan((p.latitude, p.longitude), (latitudes[leg], longitudes[leg]),
+                                                                           (latitudes[leg + 1], longitudes[leg + 1])).distanceM)
+                }
+                #expect(abs(located.boundaryDistanceM - abs(nearest - 15)) < 1e-6, "\(located) against \(nearest)")
+                if abs(nearest - 15) > 1e-6 { #expect(located.isInside == (nearest < 15)) }
+                if located.isInside { inside += 1 } else { outside += 1 }
+            }
+        }
+        #expect(inside > 100 && outside > 100, "\(inside) inside, \(outside) outside")
+    }
+
+    @Test func badCorridorsAreRefused() {
+        #expect(throws: CorridorError.badWidth(0)) { try GeoCorridor(latitudes: [45, 45.001], longitudes: [7, 7], widthM: 0) }
+        #expect(throws: CorridorError.tooFewPoints(1)) { try GeoCorridor(latitudes: [45], longitudes: [7], widthM: 30) }
+        #expect(throws: CorridorError.repeatedPoint(index: 1)) { try GeoCorridor(latitudes: [45, 45], longitudes: [7, 7], widthM: 30) }
+        #expect(throws: CorridorError.segmentTooLong(index: 0, lengthM: Geodesy.distanceM(0, 0, 0, 100))) {
+            try GeoCorridor(latitudes: [0, 0], longitudes: [0, 100], widthM: 30)
+        }
+    }
+}

@@ -1,0 +1,50 @@
+/// A corridor: the band along a path of geodesic segments, `widthM` wide (half of it each side,
+/// round at the ends and the bends): the route a truck must keep to. Inside when the nearest
+/// point of the path is at most half the width away.
+public struct GeoCorridor: Equatable, Sendable {
+    public let latitudes: [Double]
+    public let longitudes: [Double]
+    public let widthM: Double
+
+    /// Refused (`CorridorError`): fewer than two points, a point that is not a position, a
+    /// repeated point, a segment beyond a quarter meridian, a width not positive and finite.
+    public init(latitudes: [Double], longitudes: [Double], widthM: Double) throws(CorridorError) {
+        precondition(latitudes.count == longitudes.count, "a latitude and a longitude per point")
+        guard widthM > 0 && widthM.isFinite else { throw .badWidth(widthM) }
+        guard latitudes.count >= 2 else { throw .tooFewPoints(latitudes.count) }
+        for index in latitudes.indices where !GeoPoint(latitude: latitudes[index], longitude: longitudes[index]).isValid {
+            throw .invalidPoint(index: index)
+        }
+        for index in 1..<latitudes.count {
+            let lengthM = Geodesy.distanceM(latitudes[index - 1], longitudes[index - 1], latitudes[index], longitudes[index])
+            guard lengthM > 0 else { throw .repeatedPoint(index: index) }
+            guard lengthM <= GeoPolygon.longestEdgeM else { throw .segmentTooLong(index: index - 1, lengthM: lengthM) }
+        }
+        self.latitudes = latitudes
+        self.longitudes = longitudes
+        self.widthM = widthM
+    }
+
+    /// Inside or out, the distance to the band's edge (metres, either way), and the segment
+    /// nearest.
+    public func locate(latitude: Double, longitude: Double) -> PolygonLocation {
+        var nearestM = Double.infinity, nearestSegment = 0
+        for segment in 0..<(latitudes.count - 1) {
+            let proximity = Geodesy.edgeProximity(latitude, longitude, latitudes[segment], longitudes[segment],
+                                                  latitudes[segment + 1], longitudes[segment + 1])
+            if proximity.distanceM < nearestM { (nearestM, nearestSegment) = (proximity.distanceM, segment) }
+        }
+        let half = widthM / 2
+        return PolygonLocation(isInside: nearestM <= half, boundaryDistanceM: abs(nearestM - half), nearestEdge: nearestSegment)
+    }
+}
+
+/// Why a path and width are not a corridor.
+public enum CorridorError: Error, Equatable, Sendable {
+    case tooFewPoints(Int)
+    case invalidPoint(index: Int)
+    case repeatedPoint(index: Int)
+    case segmentTooLong(index: Int, lengthM: Double)
+    /// The width is not a positive, finite number of metres.
+    case badWidth(Double)
+}
