@@ -57,8 +57,9 @@ public struct Gnomonic: Equatable, Sendable {
         return (end.latitude, end.longitude)
     }
 
-    /// GeographicLib's: 0.01 √ε of the radius, a few nanometres.
-    static let tolerance = 0.01 * Double.ulpOfOne.squareRoot()
+    /// GeographicLib's: 0.01 √ε (ε = 2⁻⁵²) of the radius, about a nanometre. A literal, so that
+    /// it needs no initializer on the allocation-free path.
+    static let tolerance = 1.490_116_119_384_765_6e-10
 }
 
 /// A position's relation to one geodesic edge: the nearest point of the edge, the distance to
