@@ -9,23 +9,8 @@ import Testing
 @Suite struct GeodesicDirectTests {
     /// `GeodSolve -f -p 12` on "lat1 lon1 azi1 s12" lines: its lat2, lon2, azi2, m12, M12, M21.
     static func geodSolveDirect(_ executable: String, _ lines: [String]) throws -> [[Double]] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["-f", "-p", "12"]
-        let input = Pipe(), output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
-        let text = lines.joined(separator: "\n") + "\n"
-        let writer = Thread {
-            input.fileHandleForWriting.write(text.data(using: .utf8)!)
-            try? input.fileHandleForWriting.close()
-        }
-        writer.start()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
         // -f: lat1 lon1 azi1 lat2 lon2 azi2 s12 a12 m12 M12 M21 S12.
-        return String(decoding: data, as: UTF8.self).split(separator: "\n").map { line in
+        try GeodSolveDifferentialTests.run(executable, ["-f", "-p", "12"], lines).split(separator: "\n").map { line in
             let fields = line.split(separator: " ").map { Double(String($0)) ?? .nan }
             return fields.count == 12 ? [fields[3], fields[4], fields[5], fields[8], fields[9], fields[10]] : []
         }

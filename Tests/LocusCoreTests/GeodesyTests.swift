@@ -340,12 +340,11 @@ func name(_ side: Geodesy.Side) -> String {
         return nil
     }
 
-    /// Runs `GeodSolve -i -p PRECISION` once on all lines ("lat1 lon1 lat2 lon2"); returns its
-    /// azi1, azi2 and s12 per line (NaN where a line does not parse).
-    static func geodSolve(_ executable: String, _ lines: [String], precision: Int = 6) throws -> [(azi1: Double, azi2: Double, s12: Double)] {
+    /// Runs GeodSolve once with `arguments` on all lines; its output.
+    static func run(_ executable: String, _ arguments: [String], _ lines: [String]) throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["-i", "-p", String(precision)]
+        process.arguments = arguments
         let input = Pipe(), output = Pipe()
         process.standardInput = input
         process.standardOutput = output
@@ -359,9 +358,14 @@ func name(_ side: Geodesy.Side) -> String {
         writer.start()
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        let reply = String(decoding: data, as: UTF8.self)
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Runs `GeodSolve -i -p PRECISION` once on all lines ("lat1 lon1 lat2 lon2"); returns its
+    /// azi1, azi2 and s12 per line (NaN where a line does not parse).
+    static func geodSolve(_ executable: String, _ lines: [String], precision: Int = 6) throws -> [(azi1: Double, azi2: Double, s12: Double)] {
         // Each line: azi1 azi2 s12.
-        return reply.split(separator: "\n").map { line in
+        try run(executable, ["-i", "-p", String(precision)], lines).split(separator: "\n").map { line in
             let fields = line.split(separator: " ").map { Double(String($0)) ?? .nan }
             return fields.count == 3 ? (fields[0], fields[1], fields[2]) : (.nan, .nan, .nan)
         }
