@@ -9,8 +9,8 @@ import LocusMonitor
 ///     }
 ///
 /// The agent pauses while the device stands still (one update says `isStationary`) and says
-/// when it has no fix (`locationUnavailable`, `location` nil). A stream whose agent stops throws
-/// `MonitorError` `disconnected`; start a new one with `liveUpdates` once the agent is back.
+/// when it has no fix (`locationUnavailable`, `location` nil). When the agent restarts, the
+/// stream says `locationUnavailable` once and goes on with the new agent's updates.
 ///
 /// Core Location's authorization diagnostics are false (`CLAuthorizationDiagnostics`): a
 /// program the agent's access rules refuse gets `MonitorError` `permission_denied` from the loop.

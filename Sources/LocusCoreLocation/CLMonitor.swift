@@ -108,7 +108,8 @@ public actor CLMonitor {
     }
 
     /// Every change of every condition, each once, from this consumer's cursor (a program that
-    /// starts again gets what it had not taken).
+    /// starts again gets what it had not taken; a loop running while the agent restarts goes on
+    /// with the new agent, missing nothing).
     public var events: Events { Events(monitor: monitor, failure: underlyingError) }
 
     public struct Events: AsyncSequence, Sendable {
