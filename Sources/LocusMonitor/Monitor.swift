@@ -65,9 +65,11 @@ public actor Monitor {
     public let name: String
     private let link: AgentLink
     private var subscribed = false
-    /// The newest event `events` returned: one the agent sends again after a restart (its
-    /// acknowledgement went out on the old connection) is not returned twice.
-    private var lastTaken = 0
+    /// An event whose acknowledgement had to wait for a restarted agent: the new connection's
+    /// subscription sends it again before the acknowledgement moves the cursor past it, and that
+    /// copy is not returned. (Only that one: an agent whose state was emptied numbers its events
+    /// from 1 again, and those are new.)
+    private var resent: Int? = nil
 
     /// Opens (or creates) the monitor `name` on the agent running with `stateDirectory`.
     public init(_ name: String, stateDirectory: String = Monitor.defaultStateDirectory, resumes: Bool = true) async throws {
@@ -144,11 +146,14 @@ public actor Monitor {
             if message["ok"] as? Bool == false, let error = message["error"] as? [String: Any] {
                 throw MonitorError(code: error["code"] as? String ?? "error", message: error["message"] as? String ?? "the agent ended the events")
             }
-            guard let object = message["event"] as? [String: Any], let event = Monitor.event(object), event.sequence > lastTaken else { continue }
-            // Across a restart the acknowledgement goes out on the new connection; the agent
-            // then sends this event again, and `lastTaken` skips it.
+            guard let object = message["event"] as? [String: Any], let event = Monitor.event(object) else { continue }
+            if let copy = resent, event.sequence >= copy {
+                resent = nil
+                if event.sequence == copy { continue }
+            }
+            let connections = link.resumptions
             _ = try await link.request(["op": "ack", "monitor": name, "seq": event.sequence])
-            lastTaken = event.sequence
+            if link.resumptions != connections { resent = event.sequence }
             return event
         }
     }

@@ -122,6 +122,37 @@ extension CoreLocationPortTests {
             #expect(await monitor.underlyingError == nil)
         }
 
+        /// An agent whose state directory was emptied starts its log over, numbering events from
+        /// 1 again: a monitor that took events from the old log takes the new log's too.
+        @Test func aMonitorCarriesOnWhenTheAgentsStateStartsOver() async throws {
+            let site = try E.site("resume-wiped")
+            var agent = try E.start(site)
+            defer { _ = agent.stop(signal: SIGKILL) }
+            let monitor = try await Monitor("road", stateDirectory: site.state)
+            let seen = Seen()
+            let events = Task {
+                for try await event in monitor.events where event.identifier == "fence" {
+                    seen.add("events", "\(event.state) \(event.sequence)")
+                    if seen.of("events").count == 4 { break }
+                }
+            }
+            let watchdog = Task { try await Task.sleep(for: .seconds(60)); events.cancel() }
+            defer { watchdog.cancel() }
+            let track = syntheticTrack(seconds: 30, startLatitude: 45.0, longitude: 7.0, speedMps: 10)
+            try E.feed(site, nmea: track, hci: nil).waitUntilExit()
+            try E.waitFor("the first log's events", seconds: 20) { seen.of("events").count == 3 }
+            #expect(agent.stop() == 0)
+            try FileManager.default.removeItem(atPath: site.state)
+            agent = try E.start(site)
+            try E.feed(site, nmea: track, hci: nil).waitUntilExit()
+            try await events.value
+            let taken = seen.of("events")
+            // The new log's first event of the fence (its numbers start over) is taken, not skipped.
+            let first = try #require(taken.last?.split(separator: " "))
+            let before = try #require(taken[2].split(separator: " ").last.flatMap { Int($0) })
+            #expect(first.first == "unsatisfied" && Int(first.last!)! < before, "\(taken)")
+        }
+
         /// What Core Location would not throw lands in `underlyingError`: a condition the agent
         /// refuses leaves the agent's code and message there, and the monitor goes on.
         @Test func aRefusedConditionLandsInTheUnderlyingError() async throws {
