@@ -509,11 +509,13 @@ enum ReceiverBytes {
         #expect((10_500...12_300).contains(duration) && first["backup"] as? Int == 1, "\(first)")
         let later = try #require(second["duration"] as? Int)
         #expect(later < duration && later > 5_000, "nearer the fence, a shorter sleep: \(duration) then \(later)")
-        // Woken on time (the agent's clock follows the fixes, one a second), and fixed again.
+        // Woken on time (the agent's clock follows the fixes, one a second), and fixed again: to
+        // within 3 s (a fully loaded 2-core CI machine once saw the wake 2.05 s late; the next
+        // chance, the kilometer tier's probe, would be 115 s away).
         let sleptAt = try #require(requests[0]["t"] as? Double)
         let wake = try #require(fake.reports.first { $0["event"] as? String == "wake" && ($0["t"] as? Double ?? 0) > sleptAt })
         let asleepS = (wake["t"] as? Double ?? 0) - sleptAt
-        #expect(abs(asleepS - Double(duration) / 1_000) < 1.5, "woken after \(asleepS) s for a \(duration) ms sleep")
+        #expect(abs(asleepS - Double(duration) / 1_000) < 3, "woken after \(asleepS) s for a \(duration) ms sleep")
     }
 
     // MARK: single location request
