@@ -201,12 +201,7 @@ public enum ControlProtocol {
         var stream = UpdateStreamRequest()
         stream.preset = try preset(value, "preset")
         stream.activity = try preset(value, "activity")
-        if let raw = value["accuracy"] {
-            guard let text = raw.string, let named = AccuracyTier.named(text) else {
-                throw ControlError(.badArgument, "'accuracy' is one of \(AccuracyTier.names.map { $0.0 }.joined(separator: ", "))")
-            }
-            stream.accuracy = named
-        }
+        stream.accuracy = try accuracy(value)
         stream.significantChangeM = try significantChange(value)
         stream.distanceFilterM = try number(value, "distance_filter_m", in: 0...100_000)
         // The site file's own bound; the agent refuses more than its buffer holds (`batchCountLimit`,
@@ -235,6 +230,15 @@ public enum ControlProtocol {
         return named
     }
 
+    /// An `accuracy` member: a tier's name.
+    static func accuracy(_ value: JSONValue) throws(ControlError) -> AccuracyTier? {
+        guard let raw = value["accuracy"] else { return nil }
+        guard let text = raw.string, let named = AccuracyTier.named(text) else {
+            throw ControlError(.badArgument, "'accuracy' is one of \(AccuracyTier.names.map { $0.0 }.joined(separator: ", "))")
+        }
+        return named
+    }
+
     static func significantChange(_ value: JSONValue) throws(ControlError) -> Double? {
         if let metres = try number(value, "significant_change_m", in: 50...100_000) { return metres }
         guard let raw = value["significant_change"] else { return nil }
@@ -243,13 +247,7 @@ public enum ControlProtocol {
     }
 
     static func locate(_ value: JSONValue) throws(ControlError) -> ControlRequest {
-        var accuracy: AccuracyTier? = nil
-        if let raw = value["accuracy"] {
-            guard let text = raw.string, let named = AccuracyTier.named(text) else {
-                throw ControlError(.badArgument, "'accuracy' is one of \(AccuracyTier.names.map { $0.0 }.joined(separator: ", "))")
-            }
-            accuracy = named
-        }
+        let accuracy = try accuracy(value)
         let maxAge = try number(value, "max_age_s", in: 0...Double(LocateRequests.maximumMaxAgeMs / 1000))
         let timeout = try number(value, "timeout_s", in: 1...Double(LocateRequests.maximumTimeoutMs / 1000))
         return .locate(accuracy: accuracy, maxAgeMs: maxAge.map { Int64($0 * 1000) } ?? LocateRequests.defaultMaxAgeMs,
