@@ -289,8 +289,9 @@ extension SystemProbe {
     }
 
     /// Bytes from the receiver's port at `baud` for `durationMs` (at most 16 KB), or why the
-    /// port could not be opened as a terminal.
-    public func sampleSerial(_ device: String, baud: Int, durationMs: Int64) -> Result<[UInt8], SystemError> {
+    /// port could not be opened as a terminal. `enough`, when given, ends the sample early once it
+    /// holds for the bytes read so far.
+    public func sampleSerial(_ device: String, baud: Int, durationMs: Int64, enough: (([UInt8]) -> Bool)? = nil) -> Result<[UInt8], SystemError> {
         let fd = locus_uart_open(path(device), Int32(baud))
         if fd < 0 { return .failure(SystemError(code: -fd)) }
         defer { _ = locus_close(fd) }
@@ -305,7 +306,10 @@ extension SystemProbe {
             let count = bytes.withUnsafeMutableBytes { locus_read(fd, $0.baseAddress! + filled, capacity - filled) }
             if count == 0 { break } // hung up
             if count < 0 && count != -Int(LOCUS_EAGAIN) { break }
-            if count > 0 { filled += Int(count) }
+            if count > 0 {
+                filled += Int(count)
+                if let enough, enough(Array(bytes[0..<filled])) { break }
+            }
         }
         bytes.removeLast(capacity - filled)
         return .success(bytes)

@@ -149,7 +149,9 @@ struct Doctor {
         report(PiUARTCheck.check(facts, gnssName: probe.terminalName(device)))
     }
 
-    /// Check 4, last: it takes seconds (3 s at the configured rate, 2 s per other rate tried).
+    /// Check 4, last: it takes seconds (3 s at the configured rate, then up to 3 s per other rate
+    /// tried, ended as soon as a rate's bytes are NMEA: a port just switched may first read a
+    /// stale slice, and a loaded board's first epoch may come late).
     mutating func checkGNSSBytes() {
         guard let device = gnssDevice, let baud = loaded.board.gnss?.baud, probe.node(device).node?.kind == .characterDevice else { return }
         if probe.agentRunning(stateDirectory: loaded.site.stateDirectory) {
@@ -170,12 +172,18 @@ struct Doctor {
         }
         var found: Int? = nil
         for rate in NMEABaudScore.scanRates where rate != baud {
-            guard case .success(let bytes) = probe.sampleSerial(device, baud: rate, durationMs: GNSSBytesCheck.scanSampleMs) else { break }
+            guard case .success(let bytes) = probe.sampleSerial(device, baud: rate, durationMs: GNSSBytesCheck.scanSampleMs, enough: Self.clearlyNMEA) else { break }
             if NMEABaudScore.score(bytes).verdict == .nmea {
                 found = rate
                 break
             }
         }
         report(GNSSBytesCheck.scanned(baud: baud, score, found: found))
+    }
+
+    /// Enough of another rate's sample: four sentences that check, and NMEA's verdict.
+    static func clearlyNMEA(_ bytes: [UInt8]) -> Bool {
+        let score = NMEABaudScore.score(bytes)
+        return score.sentences >= 4 && score.verdict == .nmea
     }
 }

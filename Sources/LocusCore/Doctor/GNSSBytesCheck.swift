@@ -3,7 +3,7 @@
 /// tried and the first that gives NMEA is named; silence is a wiring or power problem instead.
 public enum GNSSBytesCheck {
     public static let sampleMs: Int64 = 3000
-    public static let scanSampleMs: Int64 = 2000
+    public static let scanSampleMs: Int64 = 3000
 
     /// The agent holds the port: reading it too would steal its bytes.
     public static func agentRunning() -> Finding {
