@@ -28,14 +28,21 @@ public struct GeoCorridor: Equatable, Sendable {
     /// Inside or out, the distance to the band's edge (metres, either way), and the segment
     /// nearest.
     public func locate(latitude: Double, longitude: Double) -> PolygonLocation {
+        GeoCorridor.locate(latitude, longitude, count: latitudes.count, halfWidthM: widthM / 2,
+                           vertex: { (latitudes[$0], longitudes[$0]) })
+    }
+
+    /// `locate` over any store of a path's points (the monitor's shape store keeps its own).
+    @inline(__always)
+    static func locate(_ latitude: Double, _ longitude: Double, count: Int, halfWidthM: Double,
+                       vertex: (Int) -> (latitude: Double, longitude: Double)) -> PolygonLocation {
         var nearestM = Double.infinity, nearestSegment = 0
-        for segment in 0..<(latitudes.count - 1) {
-            let proximity = Geodesy.edgeProximity(latitude, longitude, latitudes[segment], longitudes[segment],
-                                                  latitudes[segment + 1], longitudes[segment + 1])
+        for segment in 0..<(count - 1) {
+            let (a, b) = (vertex(segment), vertex(segment + 1))
+            let proximity = Geodesy.edgeProximity(latitude, longitude, a.latitude, a.longitude, b.latitude, b.longitude)
             if proximity.distanceM < nearestM { (nearestM, nearestSegment) = (proximity.distanceM, segment) }
         }
-        let half = widthM / 2
-        return PolygonLocation(isInside: nearestM <= half, boundaryDistanceM: abs(nearestM - half), nearestEdge: nearestSegment)
+        return PolygonLocation(isInside: nearestM <= halfWidthM, boundaryDistanceM: abs(nearestM - halfWidthM), nearestEdge: nearestSegment)
     }
 }
 

@@ -118,13 +118,24 @@ public struct GeoPolygon: Equatable, Sendable {
     /// Inside or out, and the distance to the boundary: the nearest point of every edge (exact),
     /// the side of the nearest edge, or at a corner the sides of both edges that meet there.
     public func locate(latitude: Double, longitude: Double) -> PolygonLocation {
+        GeoPolygon.locate(latitude, longitude, count: count, interiorOnLeft: interiorOnLeft,
+                          vertex: { (latitudes[$0], longitudes[$0]) }, convex: { convex[$0] })
+    }
+
+    /// `locate` over any store of a ring's vertices (the monitor's shape store keeps its own).
+    @inline(__always)
+    static func locate(_ latitude: Double, _ longitude: Double, count: Int, interiorOnLeft: Bool,
+                       vertex: (Int) -> (latitude: Double, longitude: Double), convex: (Int) -> Bool) -> PolygonLocation {
+        func proximity(_ from: Int, _ to: Int) -> EdgeProximity {
+            let (a, b) = (vertex(from), vertex(to))
+            return Geodesy.edgeProximity(latitude, longitude, a.latitude, a.longitude, b.latitude, b.longitude)
+        }
         var best = EdgeProximity(latitude: 0, longitude: 0, distanceM: .infinity, fraction: 0, isLeft: false)
         var bestEdge = 0
         for edge in 0..<count {
-            let next = (edge + 1) % count
-            let proximity = Geodesy.edgeProximity(latitude, longitude, latitudes[edge], longitudes[edge], latitudes[next], longitudes[next])
-            if proximity.distanceM < best.distanceM {
-                best = proximity
+            let candidate = proximity(edge, (edge + 1) % count)
+            if candidate.distanceM < best.distanceM {
+                best = candidate
                 bestEdge = edge
             }
         }
@@ -135,11 +146,10 @@ public struct GeoPolygon: Equatable, Sendable {
             return PolygonLocation(isInside: best.isLeft == interiorOnLeft, boundaryDistanceM: best.distanceM, nearestEdge: bestEdge)
         }
         let before = (corner + count - 1) % count, after = (corner + 1) % count
-        let incoming = Geodesy.edgeProximity(latitude, longitude, latitudes[before], longitudes[before], latitudes[corner], longitudes[corner])
-        let outgoing = Geodesy.edgeProximity(latitude, longitude, latitudes[corner], longitudes[corner], latitudes[after], longitudes[after])
-        let insideIncoming = incoming.isLeft == interiorOnLeft, insideOutgoing = outgoing.isLeft == interiorOnLeft
+        let insideIncoming = proximity(before, corner).isLeft == interiorOnLeft
+        let insideOutgoing = proximity(corner, after).isLeft == interiorOnLeft
         // A convex corner's inside is both edges' inner sides; a reflex corner's, either one's.
-        let inside = convex[corner] ? insideIncoming && insideOutgoing : insideIncoming || insideOutgoing
+        let inside = convex(corner) ? insideIncoming && insideOutgoing : insideIncoming || insideOutgoing
         return PolygonLocation(isInside: inside, boundaryDistanceM: best.distanceM, nearestEdge: bestEdge)
     }
 }

@@ -1,0 +1,360 @@
+/// The monitor's polygons and corridors, with what the hot loop needs precomputed, in storage
+/// allocated once: a fix is placed against a shape in a few dozen instructions per edge, and the
+/// exact edge query (`GeoPolygon.locate`, thousands of instructions per edge) runs only for a
+/// fix close enough to an edge for it to matter.
+///
+/// Shapes are stored under the monitor's slot numbers (`0..<shapeCapacity`), their vertices in
+/// one pool of `vertexCapacity` records (112 bytes each), packed: removing a shape moves the
+/// vertices after it down.
+///
+/// **The cheap placement.** Each edge's geodesic, and the plane section of the ellipsoid through
+/// the centre and its ends (the "great ellipse" arc), both lie within a tube of radius τ around
+/// the straight chord between the ends: a curve of length L whose curvature is at most κ strays
+/// at most (1 − cos(κL/2))/κ from its chord, and both curves lie on the ellipsoid, whose curvature
+/// is at most a/b² (their lengths differ by less than 1 %). So the straight-line distance from a
+/// fix to the chord, c, brackets its distance to the edge: c − τ <= distance <= c + τ, and the
+/// geodesic distance is within the chord bounds of that.
+///
+/// Inside or out, far from every edge (c > band + 2τ + 1 mm for each, and the fix more than 1 mm
+/// from each edge's plane): the crossing number of the arc from the fix to a reference point
+/// outside the shape, with each edge taken as its great-ellipse arc (exact plane-side tests in
+/// Earth-centred coordinates). The arcs differ from the geodesic edges only inside their tubes,
+/// a thin sliver between the same two ends, so the count's parity is the geodesic polygon's
+/// whenever neither the fix nor the reference point is in a sliver. Each vertex's side of the
+/// arc's plane is computed once and shared by its two edges, so a vertex on that plane counts
+/// consistently (as if moved a rounding error off it).
+public final class ShapeStore {
+    public enum Failure: Error, Equatable, Sendable, CustomStringConvertible {
+        /// The vertex pool is full ([capacity] vertices).
+        case vertexCapacityExceeded(capacity: Int)
+
+        public var description: String {
+            switch self {
+            case .vertexCapacityExceeded(let capacity): "more than \(capacity) vertices in polygons and corridors; raise [capacity] vertices"
+            }
+        }
+    }
+
+    /// Where a fix lies against a shape, as far as a decision band needs to know.
+    public enum Placement: Equatable, Sendable {
+        /// Inside, farther than the band from the boundary (at least `clearM`).
+        case inside(clearM: Double)
+        /// Outside, farther than the band from the boundary (at least `clearM`).
+        case outside(clearM: Double)
+        /// Within the band, or where the cheap test cannot tell: the exact location.
+        case near(PolygonLocation)
+    }
+
+    public enum Kind: UInt8, Sendable { case polygon, corridor }
+
+    /// A shape's bounding circle: every point of it (of a corridor, of its band) is inside.
+    public struct Cap: Equatable, Sendable {
+        public var center: GeoPoint
+        public var radiusM: Double
+    }
+
+    /// One vertex and the edge leaving it (a corridor's last point has no edge).
+    struct Edge {
+        var ax: Double, ay: Double, az: Double
+        /// To the next vertex.
+        var dx: Double, dy: Double, dz: Double
+        /// The unit normal of the plane through the Earth's centre and the edge, turned so that
+        /// the shape's reference point is on its positive side.
+        var nx: Double, ny: Double, nz: Double
+        var inverseLengthSquared: Double
+        /// τ: the geodesic and the great-ellipse arc are within this of the chord.
+        var tubeM: Double
+        var latitude: Double, longitude: Double
+        /// The normal was turned: for the crossing test the edge runs from the next vertex.
+        var flipped: Bool
+        /// Polygons: the ring turns toward the interior at this vertex.
+        var convex: Bool
+    }
+
+    struct Shape {
+        var cap: Cap
+        var halfWidthM: Double
+        var rx: Double, ry: Double, rz: Double
+        var firstEdge: Int32
+        var count: Int32
+        var kind: Kind
+        var interiorOnLeft: Bool
+        /// Too large for the cheap test (a bounding circle beyond 6,000 km): always exact.
+        var exactOnly: Bool
+        var inUse: Bool
+    }
+
+    public let shapeCapacity: Int
+    public let vertexCapacity: Int
+    @exclusivity(unchecked) public private(set) var verticesInUse = 0
+    @exclusivity(unchecked) public private(set) var count = 0
+    private let shapes: UnsafeMutablePointer<Shape>
+    private let edges: UnsafeMutablePointer<Edge>
+    /// Bytes reserved; pages of slots and vertices never used are never touched.
+    public var reservedBytes: Int { shapeCapacity * MemoryLayout<Shape>.stride + vertexCapacity * MemoryLayout<Edge>.stride }
+
+    /// Beyond this bounding radius a shape is always decided exactly: the arcs to its reference
+    /// point would near half the globe.
+    static let cheapRadiusLimitM = 6_000_000.0
+    /// Rounding allowance of the cheap test, metres (its errors are micrometres).
+    static let slackM = 1e-3
+    /// a/b²: the largest curvature of a curve on the ellipsoid that is a geodesic or plane section.
+    static let curvature = WGS84.equatorialRadiusM / (WGS84.polarRadiusM * WGS84.polarRadiusM)
+
+    public init(shapeCapacity: Int, vertexCapacity: Int) {
+        self.shapeCapacity = max(0, shapeCapacity)
+        self.vertexCapacity = max(0, vertexCapacity)
+        shapes = .allocate(capacity: max(1, self.shapeCapacity))
+        edges = .allocate(capacity: max(1, self.vertexCapacity))
+        // Slots are marked unused lazily: `inUse` is read only for ids below `marked`.
+    }
+
+    deinit {
+        shapes.deallocate()
+        edges.deallocate()
+    }
+
+    /// Slots 0..<marked have their `inUse` written.
+    @exclusivity(unchecked) private var marked = 0
+
+    private func mark(upTo id: Int) {
+        while marked <= id {
+            (shapes + marked).initialize(to: Shape(cap: Cap(center: GeoPoint(latitude: 0, longitude: 0), radiusM: 0), halfWidthM: 0,
+                                                   rx: 0, ry: 0, rz: 0, firstEdge: 0, count: 0, kind: .polygon,
+                                                   interiorOnLeft: true, exactOnly: true, inUse: false))
+            marked += 1
+        }
+    }
+
+    public func contains(id: Int32) -> Bool { Int(id) < marked && id >= 0 && shapes[Int(id)].inUse }
+
+    public func cap(id: Int32) -> Cap? { contains(id: id) ? shapes[Int(id)].cap : nil }
+
+    public func kind(id: Int32) -> Kind? { contains(id: id) ? shapes[Int(id)].kind : nil }
+
+    // MARK: - Insert and remove
+
+    @discardableResult
+    public func insert(id: Int32, polygon: GeoPolygon) throws(Failure) -> Cap {
+        try insert(id: id, kind: .polygon, latitudes: polygon.latitudes, longitudes: polygon.longitudes, halfWidthM: 0,
+                   interiorOnLeft: polygon.interiorOnLeft, convex: polygon.convex)
+    }
+
+    @discardableResult
+    public func insert(id: Int32, corridor: GeoCorridor) throws(Failure) -> Cap {
+        try insert(id: id, kind: .corridor, latitudes: corridor.latitudes, longitudes: corridor.longitudes, halfWidthM: corridor.widthM / 2,
+                   interiorOnLeft: true, convex: [])
+    }
+
+    private func insert(id: Int32, kind: Kind, latitudes: [Double], longitudes: [Double], halfWidthM: Double,
+                        interiorOnLeft: Bool, convex: [Bool]) throws(Failure) -> Cap {
+        precondition(id >= 0 && Int(id) < shapeCapacity, "a shape's id is a slot number")
+        remove(id: id)
+        let vertices = latitudes.count
+        guard vertices <= vertexCapacity - verticesInUse else { throw .vertexCapacityExceeded(capacity: vertexCapacity) }
+        mark(upTo: Int(id))
+        let first = verticesInUse
+        let segments = kind == .polygon ? vertices : vertices - 1
+        var widestTube = 0.0
+        for index in 0..<vertices {
+            let a = GeoPoint(latitude: latitudes[index], longitude: longitudes[index])
+            var edge = Edge(ax: a.x, ay: a.y, az: a.z, dx: 0, dy: 0, dz: 0, nx: 0, ny: 0, nz: 0, inverseLengthSquared: 0, tubeM: 0,
+                            latitude: a.latitude, longitude: a.longitude, flipped: false, convex: index < convex.count ? convex[index] : false)
+            if index < segments {
+                let next = (index + 1) % vertices
+                let b = GeoPoint(latitude: latitudes[next], longitude: longitudes[next])
+                (edge.dx, edge.dy, edge.dz) = (b.x - a.x, b.y - a.y, b.z - a.z)
+                let lengthSquared = edge.dx * edge.dx + edge.dy * edge.dy + edge.dz * edge.dz
+                edge.inverseLengthSquared = 1 / lengthSquared
+                // A × (B − A): the plane's normal, computed from the short difference for precision.
+                let (nx, ny, nz) = (a.y * edge.dz - a.z * edge.dy, a.z * edge.dx - a.x * edge.dz, a.x * edge.dy - a.y * edge.dx)
+                let norm = LibM.sqrt(nx * nx + ny * ny + nz * nz)
+                (edge.nx, edge.ny, edge.nz) = (nx / norm, ny / norm, nz / norm)
+                let lengthM = Geodesy.distanceM(a, b) * 1.01
+                let half = min(ShapeStore.curvature * lengthM / 2, Double.pi)
+                edge.tubeM = (1 - LibM.cos(half)) / ShapeStore.curvature + ShapeStore.slackM
+                widestTube = max(widestTube, edge.tubeM)
+            }
+            (edges + first + index).initialize(to: edge)
+        }
+        verticesInUse += vertices
+        var shape = Shape(cap: Cap(center: GeoPoint(latitude: 0, longitude: 0), radiusM: 0), halfWidthM: halfWidthM, rx: 0, ry: 0, rz: 0,
+                          firstEdge: Int32(first), count: Int32(vertices), kind: kind, interiorOnLeft: interiorOnLeft,
+                          exactOnly: kind == .polygon, inUse: true)
+        shape.cap = ShapeStore.boundingCap(edges + first, count: vertices, reachM: widestTube + halfWidthM)
+        if kind == .polygon, shape.cap.radiusM <= ShapeStore.cheapRadiusLimitM, let reference = chooseReference(shape, widestTube: widestTube) {
+            (shape.rx, shape.ry, shape.rz) = (reference.x, reference.y, reference.z)
+            shape.exactOnly = false
+            for index in 0..<segments {
+                let edge = edges + first + index
+                let side = edge.pointee.nx * (reference.x - edge.pointee.ax) + edge.pointee.ny * (reference.y - edge.pointee.ay)
+                    + edge.pointee.nz * (reference.z - edge.pointee.az)
+                if side < 0 {
+                    (edge.pointee.nx, edge.pointee.ny, edge.pointee.nz) = (-edge.pointee.nx, -edge.pointee.ny, -edge.pointee.nz)
+                    edge.pointee.flipped = true
+                }
+            }
+        }
+        shapes[Int(id)] = shape
+        count += 1
+        return shape.cap
+    }
+
+    /// Centred on the vertices' mean direction; reaching every vertex, plus the tubes (edges
+    /// bulge at most that far beyond their ends' circle) and a corridor's half width.
+    static func boundingCap(_ vertices: UnsafeMutablePointer<Edge>, count: Int, reachM: Double) -> Cap {
+        var (x, y, z) = (0.0, 0.0, 0.0)
+        for index in 0..<count { (x, y, z) = (x + vertices[index].ax, y + vertices[index].ay, z + vertices[index].az) }
+        let horizontal = LibM.sqrt(x * x + y * y)
+        let norm = LibM.sqrt(horizontal * horizontal + z * z)
+        // A mean direction near the centre (a shape around half the globe): no useful circle.
+        guard norm > 1e-3 * Double(count) * WGS84.equatorialRadiusM else {
+            return Cap(center: GeoPoint(latitude: 90, longitude: 0), radiusM: Double.pi * WGS84.equatorialRadiusM)
+        }
+        // The geocentric direction's latitude moved to geodetic (tan φ = tan ψ / (1 − e²)).
+        let latitude = LibM.atan2(z, horizontal * (1 - WGS84.eccentricitySquared)) * 180 / Double.pi
+        let longitude = horizontal > 0 ? LibM.atan2(y, x) * 180 / Double.pi : 0
+        let center = GeoPoint(latitude: latitude, longitude: longitude)
+        var radius = 0.0
+        for index in 0..<count {
+            radius = max(radius, Geodesy.distanceM(center.latitude, center.longitude, vertices[index].latitude, vertices[index].longitude))
+        }
+        return Cap(center: center, radiusM: radius + reachM + 1)
+    }
+
+    /// A point outside the shape, well clear of every edge's plane and tube: on the bounding
+    /// circle's outside, in the first of eight directions that is at least 1 m from every edge's
+    /// plane (nil when none is: the shape is then decided exactly).
+    private func chooseReference(_ shape: Shape, widestTube: Double) -> GeoPoint? {
+        let margin = max(1_000, 0.05 * shape.cap.radiusM, 4 * widestTube)
+        let segments = shape.kind == .polygon ? Int(shape.count) : Int(shape.count) - 1
+        var best: (point: GeoPoint, clearance: Double)? = nil
+        for step in 0..<8 {
+            let end = Geodesy.direct(shape.cap.center.latitude, shape.cap.center.longitude, azimuthDeg: Double(step) * 45,
+                                     distanceM: shape.cap.radiusM + margin)
+            let point = GeoPoint(latitude: end.latitude, longitude: end.longitude)
+            var clearance = Double.infinity
+            for index in 0..<segments {
+                let edge = edges[Int(shape.firstEdge) + index]
+                clearance = min(clearance, abs(edge.nx * (point.x - edge.ax) + edge.ny * (point.y - edge.ay) + edge.nz * (point.z - edge.az)))
+            }
+            if clearance > 1 && (best == nil || clearance > best!.clearance) { best = (point, clearance) }
+            if clearance > 100 { break }
+        }
+        return best?.point
+    }
+
+    /// Removes the shape under `id`; false if there was none.
+    @discardableResult
+    public func remove(id: Int32) -> Bool {
+        guard contains(id: id) else { return false }
+        let first = Int(shapes[Int(id)].firstEdge), vertices = Int(shapes[Int(id)].count)
+        let after = verticesInUse - first - vertices
+        if after > 0 { (edges + first).update(from: edges + first + vertices, count: after) }
+        verticesInUse -= vertices
+        shapes[Int(id)].inUse = false
+        count -= 1
+        for other in 0..<marked where shapes[other].inUse && Int(shapes[other].firstEdge) > first {
+            shapes[other].firstEdge -= Int32(vertices)
+        }
+        return true
+    }
+
+    // MARK: - Queries
+
+    /// Where `point` lies against shape `id`, for decisions that change within `bandM` of the
+    /// boundary (the margins plus the accuracy): beyond the bounding circle, outside; far from
+    /// every edge, inside or outside by the crossing count; else exactly.
+    @_noAllocation
+    public func place(id: Int32, _ point: GeoPoint, bandM: Double) -> Placement {
+        let shape = shapes[Int(id)]
+        let beyond = Geodesy.distanceBounds(chordM: Geodesy.chordM(point, shape.cap.center)).lower - shape.cap.radiusM
+        if beyond > bandM { return .outside(clearM: beyond) }
+        guard !shape.exactOnly, bandM.isFinite else { return .near(locate(shape, point)) }
+        let first = Int(shape.firstEdge)
+        let vertices = Int(shape.count)
+        if shape.kind == .corridor {
+            let (lower, upper) = pathBounds(first, vertices - 1, point)
+            if lower - shape.halfWidthM > bandM { return .outside(clearM: lower - shape.halfWidthM) }
+            if shape.halfWidthM - upper > bandM { return .inside(clearM: shape.halfWidthM - upper) }
+            return .near(locate(shape, point))
+        }
+        // m = P × R, the normal of the arc from the point to the reference point.
+        let (rx, ry, rz) = (shape.rx - point.x, shape.ry - point.y, shape.rz - point.z)
+        let (mx, my, mz) = (point.y * rz - point.z * ry, point.z * rx - point.x * rz, point.x * ry - point.y * rx)
+        let firstSide = mx * edges[first].ax + my * edges[first].ay + mz * edges[first].az >= 0
+        var fromSide = firstSide
+        var crossings = 0
+        var nearest = Double.infinity
+        for index in 0..<vertices {
+            let edge = edges + first + index
+            let (wx, wy, wz) = (point.x - edge.pointee.ax, point.y - edge.pointee.ay, point.z - edge.pointee.az)
+            let along = wx * edge.pointee.dx + wy * edge.pointee.dy + wz * edge.pointee.dz
+            let t = min(max(along * edge.pointee.inverseLengthSquared, 0), 1)
+            let (fx, fy, fz) = (wx - t * edge.pointee.dx, wy - t * edge.pointee.dy, wz - t * edge.pointee.dz)
+            let chordSquared = fx * fx + fy * fy + fz * fz
+            let reach = bandM + 2 * edge.pointee.tubeM + ShapeStore.slackM
+            let side = wx * edge.pointee.nx + wy * edge.pointee.ny + wz * edge.pointee.nz
+            if chordSquared <= reach * reach || abs(side) <= ShapeStore.slackM { return .near(locate(shape, point)) }
+            nearest = min(nearest, LibM.sqrt(chordSquared) - edge.pointee.tubeM)
+            let next = index + 1 == vertices ? edges + first : edge + 1
+            let toSide = index + 1 == vertices ? firstSide : mx * next.pointee.ax + my * next.pointee.ay + mz * next.pointee.az >= 0
+            // The arcs cross when the point is on the far side of the edge's plane from the
+            // reference point, and the edge (run from its "first" end) goes from the positive to
+            // the negative side of the arc's plane.
+            let (start, end) = edge.pointee.flipped ? (toSide, fromSide) : (fromSide, toSide)
+            if side < 0 && start && !end { crossings += 1 }
+            fromSide = toSide
+        }
+        let clear = max(0, nearest)
+        return crossings & 1 == 1 ? .inside(clearM: clear) : .outside(clearM: clear)
+    }
+
+    /// Bounds of the distance from `point` to the nearest edge of a path of `segments` segments
+    /// from vertex `first`: lower <= geodesic distance <= upper.
+    @inline(__always)
+    private func pathBounds(_ first: Int, _ segments: Int, _ point: GeoPoint) -> (lower: Double, upper: Double) {
+        var lower = Double.infinity, upper = Double.infinity
+        for index in 0..<segments {
+            let edge = edges + first + index
+            let (wx, wy, wz) = (point.x - edge.pointee.ax, point.y - edge.pointee.ay, point.z - edge.pointee.az)
+            let along = wx * edge.pointee.dx + wy * edge.pointee.dy + wz * edge.pointee.dz
+            let t = min(max(along * edge.pointee.inverseLengthSquared, 0), 1)
+            let (fx, fy, fz) = (wx - t * edge.pointee.dx, wy - t * edge.pointee.dy, wz - t * edge.pointee.dz)
+            let chord = LibM.sqrt(fx * fx + fy * fy + fz * fz)
+            lower = min(lower, chord - edge.pointee.tubeM)
+            upper = min(upper, Geodesy.distanceBounds(chordM: chord + edge.pointee.tubeM).upper)
+        }
+        return (max(0, lower - Geodesy.chordSlackM), upper)
+    }
+
+    /// Bounds of the distance from `point` to shape `id`'s boundary (for the nearest-edge search).
+    @_noAllocation
+    public func boundaryBounds(id: Int32, _ point: GeoPoint) -> (lower: Double, upper: Double) {
+        let shape = shapes[Int(id)]
+        let segments = shape.kind == .polygon ? Int(shape.count) : Int(shape.count) - 1
+        let (lower, upper) = pathBounds(Int(shape.firstEdge), segments, point)
+        guard shape.kind == .corridor else { return (lower, upper) }
+        let half = shape.halfWidthM
+        return (max(0, lower - half, half - upper), max(upper - half, half - lower))
+    }
+
+    /// The exact location of `point` against shape `id`.
+    @_noAllocation
+    public func locate(id: Int32, _ point: GeoPoint) -> PolygonLocation {
+        locate(shapes[Int(id)], point)
+    }
+
+    @inline(__always)
+    private func locate(_ shape: Shape, _ point: GeoPoint) -> PolygonLocation {
+        let vertices = edges + Int(shape.firstEdge)
+        switch shape.kind {
+        case .polygon:
+            return GeoPolygon.locate(point.latitude, point.longitude, count: Int(shape.count), interiorOnLeft: shape.interiorOnLeft,
+                                     vertex: { (vertices[$0].latitude, vertices[$0].longitude) }, convex: { vertices[$0].convex })
+        case .corridor:
+            return GeoCorridor.locate(point.latitude, point.longitude, count: Int(shape.count), halfWidthM: shape.halfWidthM,
+                                      vertex: { (vertices[$0].latitude, vertices[$0].longitude) })
+        }
+    }
+}
