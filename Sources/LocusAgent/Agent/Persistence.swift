@@ -55,8 +55,8 @@ final class Persistence {
     }
 
     init(directory: String, log: SiteConfig.Log, engine: MonitorEngine) throws(LogStoreError) {
-        precondition(LogRecord.maximumPayloadSize >= LogPayload.maximumConditionSize + LogPayload.maximumEventSize + 2,
-                     "a checkpoint record holds at least one condition with its last event")
+        precondition(LogRecord.maximumPayloadSize >= LogPayload.maximumConditionSize + 16 * GeoPolygon.maximumVertices + LogPayload.maximumEventSize + 2,
+                     "a checkpoint record holds at least one condition, the largest shape included, with its last event")
         store = try Persistence.openStore(directory, log)
         self.engine = engine
         self.directory = directory
@@ -339,11 +339,9 @@ final class Persistence {
                                                       settings: record.settings, assuming: record.assumed, fromSiteFile: record.fromSiteFile),
                             record.lastEvent))
         }
-        let perRecord = (LogRecord.maximumPayloadSize - 2) / (LogPayload.maximumConditionSize + LogPayload.maximumEventSize)
         let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: LogRecord.maximumPayloadSize, alignment: 8)
         defer { bytes.deallocate() }
         let latchBytes = 2 + latched.count * (FixedName.capacity + 1) + consumers.count * (FixedName.capacity + 9) + 1 + 17 + 8
-        precondition(perRecord >= 1, "a checkpoint record holds at least one condition")
         precondition(latchBytes <= bytes.count, "the latches, consumers and uplink cursor fit a record of their own")
         precondition(latched.count <= Int(UInt8.max), "a checkpoint counts its latched outputs in one byte")
         precondition(consumers.count <= Int(UInt8.max), "a checkpoint counts its consumers in one byte")
@@ -351,7 +349,15 @@ final class Persistence {
         var first = true
         var latchesWritten = false
         repeat {
-            let end = min(entries.count, start + perRecord)
+            // As many entries as fit (a shape's grows with its vertices; at least one always fits).
+            var end = start, room = LogRecord.maximumPayloadSize - 2
+            while end < entries.count {
+                let size = LogPayload.conditionSize(entries[end].0.condition) + LogPayload.maximumEventSize
+                guard size <= room else { break }
+                room -= size
+                end += 1
+            }
+            precondition(end > start || start == entries.count, "a checkpoint record holds at least one entry")
             precondition(end - start <= Int(UInt16.max), "a checkpoint record counts its entries in two bytes")
             var flags = LogRecordFlags()
             if !first { flags.insert(.continuation) }

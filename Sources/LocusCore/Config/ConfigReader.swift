@@ -218,6 +218,40 @@ public struct TableReader {
         return value
     }
 
+    /// `[[lat, lon], ...]`: positions in degrees (latitude within ±90°, longitude ±180°), each
+    /// problem reported at its element.
+    public mutating func positions(_ key: String, required: Bool = false) -> (latitudes: [Double], longitudes: [Double])? {
+        guard let entry = lookup(key, required: required) else { return nil }
+        guard case .array(let array) = entry.value else { wrongType(entry, "an array of [lat, lon] positions"); return nil }
+        var latitudes: [Double] = [], longitudes: [Double] = []
+        for (index, element) in array.elements.enumerated() {
+            let at = array.offsets[index]
+            guard case .array(let pair) = element, pair.elements.count == 2 else {
+                report.fail(at: at, "'\(label(key))' element \(index + 1) must be a [lat, lon] pair")
+                return nil
+            }
+            var values: [Double] = []
+            for value in pair.elements {
+                switch value {
+                case .float(let float) where float.isFinite: values.append(float)
+                case .integer(let integer): values.append(Double(integer))
+                default: break
+                }
+            }
+            guard values.count == 2 else {
+                report.fail(at: at, "'\(label(key))' element \(index + 1) must hold two numbers, latitude and longitude in degrees")
+                return nil
+            }
+            guard abs(values[0]) <= 90, abs(values[1]) <= 180 else {
+                report.fail(at: at, "'\(label(key))' element \(index + 1) = [\(values[0]), \(values[1])] is not a position (latitude within ±90, longitude within ±180)")
+                return nil
+            }
+            latitudes.append(values[0])
+            longitudes.append(values[1])
+        }
+        return (latitudes, longitudes)
+    }
+
     /// An array of strings (`["locus", "adm"]`); one that holds anything else is reported.
     public mutating func strings(_ key: String, required: Bool = false) -> [String]? {
         guard let entry = lookup(key, required: required) else { return nil }

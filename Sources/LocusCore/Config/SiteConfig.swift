@@ -33,6 +33,19 @@ public struct ConditionConfig {
     public enum Kind {
         case circle(latitude: Double, longitude: Double, radiusM: Double)
         case beacon(uuid: BeaconUUID, major: UInt16?, minor: UInt16?)
+        /// `polygon = [[lat, lon], ...]`, checked (simple, edges at most a quarter meridian).
+        case polygon(GeoPolygon)
+        /// `corridor = { path = [[lat, lon], ...], width = 30 }`, checked.
+        case corridor(GeoCorridor)
+
+        /// Vertices it takes in the shape store (0 for circles and beacons).
+        public var vertexCount: Int {
+            switch self {
+            case .polygon(let polygon): return polygon.count
+            case .corridor(let corridor): return corridor.latitudes.count
+            case .circle, .beacon: return 0
+            }
+        }
     }
 
     public var identifier: String
@@ -134,6 +147,8 @@ public struct SiteConfig {
     public struct Capacity {
         public var conditions: Int = 1024
         public var events: Int = 256
+        /// Vertices of all polygons and corridors together.
+        public var vertices: Int = MonitorEngine.Capacity.defaultVertices
         public var subscribers: Int = 8
     }
 
@@ -295,6 +310,7 @@ public struct SiteConfig {
     public var actions: [ActionConfig] = []
 
     public var conditionCount: Int { monitors.reduce(0) { $0 + $1.conditions.count } }
+    public var vertexCount: Int { monitors.reduce(0) { $0 + $1.conditions.reduce(0) { $0 + $1.kind.vertexCount } } }
 
     /// The place index has to be opened: the site has `[geocoding]` or a circle centred on a place.
     public var needsPlaceIndex: Bool { geocoding != nil || firstPlaceReference != nil }

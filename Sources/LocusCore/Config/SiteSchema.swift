@@ -73,6 +73,9 @@ enum SiteSchema {
         if site.conditionCount > site.capacity.conditions {
             report.fail(at: root.offset(of: "monitor"), "\(site.conditionCount) conditions exceed capacity.conditions = \(site.capacity.conditions); raise the capacity or remove conditions")
         }
+        if site.vertexCount > site.capacity.vertices {
+            report.fail(at: root.offset(of: "monitor"), "the polygons and corridors have \(site.vertexCount) vertices, more than capacity.vertices = \(site.capacity.vertices); raise it (112 bytes a vertex)")
+        }
         return site
     }
 
@@ -109,6 +112,7 @@ enum SiteSchema {
     private static func readCapacity(_ section: inout TableReader, into capacity: inout SiteConfig.Capacity) {
         if let value = section.integer("conditions", in: 1...1_000_000) { capacity.conditions = Int(value) }
         if let value = section.integer("events", in: 1...1_000_000) { capacity.events = Int(value) }
+        if let value = section.integer("vertices", in: 0...Int64(MonitorEngine.Capacity.maximumVertices)) { capacity.vertices = Int(value) }
         // The poll set holds 64 descriptors: the devices, timers and listener take a few.
         if let value = section.integer("subscribers", in: 0...48) { capacity.subscribers = Int(value) }
     }
@@ -375,9 +379,18 @@ enum SiteSchema {
         let assuming = entry.choice("assuming", [("satisfied", ConditionState.satisfied), ("unsatisfied", .unsatisfied), ("unknown", .unknown)]) ?? .unknown
         var kind: ConditionConfig.Kind? = nil
         var place: PlaceReference? = nil
+        let shapes = ["polygon", "corridor"].filter { entry.has($0) }
         let circle = entry.table("circle")
         let beacon = entry.table("beacon")
         switch (circle, beacon) {
+        case _ where !shapes.isEmpty:
+            if shapes.count > 1 || circle != nil || beacon != nil {
+                report.fail(at: entry.offset, "a condition is one of 'circle', 'beacon', 'polygon' or 'corridor', not several")
+            }
+            kind = shapes[0] == "polygon" ? readPolygon(&entry) : readCorridor(&entry)
+            for key in beaconKeys where entry.has(key) {
+                report.fail(at: entry.offset(of: key), "'\(entry.label(key))' applies to beacon conditions, but this one is a \(shapes[0])")
+            }
         case (var circle?, nil):
             if let read = readCircle(&circle) { (kind, place) = read }
             circle.finish()
@@ -393,7 +406,7 @@ enum SiteSchema {
         case (.some, .some):
             report.fail(at: entry.offset, "a condition is either a 'circle' or a 'beacon', not both")
         case (nil, nil):
-            report.fail(at: entry.offset, "a condition needs 'circle = { lat, lon, radius }' (or { place, radius }) or 'beacon = { uuid, major, minor }'")
+            report.fail(at: entry.offset, "a condition needs 'circle = { lat, lon, radius }' (or { place, radius }), 'beacon = { uuid, major, minor }', 'polygon = [[lat, lon], ...]' or 'corridor = { path = [[lat, lon], ...], width }'")
         }
         let enterMargin = entry.number("enter_margin", in: 0...100_000) ?? ConditionConfig.defaultEnterMarginM
         let exitMargin = entry.number("exit_margin", in: 0...100_000) ?? ConditionConfig.defaultExitMarginM
@@ -407,6 +420,41 @@ enum SiteSchema {
             identifier: identifier, kind: kind, assuming: assuming, enterMarginM: enterMargin, exitMarginM: exitMargin,
             dwellMs: dwell, accuracyGate: accuracyGate, transit: transit, exitTimeoutMs: exitTimeout, proximity: proximity,
             location: report.document.location(of: entry.offset), place: place)
+    }
+
+    /// `polygon = [[lat, lon], ...]`: a simple ring (docs/shapes.md), refused at the vertex or
+    /// edge at fault.
+    private static func readPolygon(_ entry: inout TableReader) -> ConditionConfig.Kind? {
+        guard let ring = entry.positions("polygon") else { return nil }
+        do throws(ShapeError) {
+            return .polygon(try GeoPolygon(latitudes: ring.latitudes, longitudes: ring.longitudes))
+        } catch {
+            let (element, message) = ShapeMessages.polygon(error)
+            entry.report.fail(at: element.map { entry.offset(of: "polygon", element: $0) } ?? entry.offset(of: "polygon"),
+                              "'\(entry.label("polygon"))': \(message)")
+            return nil
+        }
+    }
+
+    /// `corridor = { path = [[lat, lon], ...], width = 30 }` (width in metres, or "30m").
+    private static func readCorridor(_ entry: inout TableReader) -> ConditionConfig.Kind? {
+        guard var corridor = entry.table("corridor", required: true) else { return nil }
+        defer { corridor.finish() }
+        let path = corridor.positions("path", required: true)
+        let width = corridor.distance("width", in: 0...1_000_000, required: true)
+        if let width, width <= 0 {
+            corridor.report.fail(at: corridor.offset(of: "width"), "'\(corridor.label("width"))' must be greater than 0 metres")
+            return nil
+        }
+        guard let path, let width else { return nil }
+        do throws(CorridorError) {
+            return .corridor(try GeoCorridor(latitudes: path.latitudes, longitudes: path.longitudes, widthM: width))
+        } catch {
+            let (element, message) = ShapeMessages.corridor(error)
+            corridor.report.fail(at: element.map { corridor.offset(of: "path", element: $0) } ?? corridor.offset(of: "path"),
+                                 "'\(corridor.label("path"))': \(message)")
+            return nil
+        }
     }
 
     /// `{ lat, lon, radius }`, or `{ place, radius }`: a place's name, found in the place index

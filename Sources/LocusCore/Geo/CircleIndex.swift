@@ -61,6 +61,8 @@ public final class CircleIndex {
         var overflowIndex: Int32
         /// The query that last visited this circle (deduplicates circles seen in several cells).
         var stamp: UInt32
+        /// A shape's bounding circle: its edge distance is the shape's (`shapes`).
+        var isShape: Bool
     }
 
     struct Entry {
@@ -99,6 +101,9 @@ public final class CircleIndex {
     private let overflow: UnsafeMutablePointer<Int32>
     @exclusivity(unchecked) private var epoch: UInt32 = 0
     private let grid: CellGrid
+    /// The shapes whose bounding circles are listed with `shape: true` (owned by the caller,
+    /// which keeps it alive as long as the index).
+    public unowned(unsafe) var shapes: ShapeStore? = nil
 
     /// - Parameters:
     ///   - capacity: the most circles the index will hold.
@@ -127,7 +132,7 @@ public final class CircleIndex {
 
         circles = .allocate(capacity: max(1, capacity))
         circles.initialize(repeating: Circle(center: GeoPoint(latitude: 0, longitude: 0), radiusM: 0, reachM: 0, id: 0,
-                                             firstEntry: -1, overflowIndex: -1, stamp: 0), count: max(1, capacity))
+                                             firstEntry: -1, overflowIndex: -1, stamp: 0, isShape: false), count: max(1, capacity))
         idTable = .allocate(capacity: idSize)
         idTable.initialize(repeating: 0, count: idSize)
         buckets = .allocate(capacity: bucketSize)
@@ -160,9 +165,10 @@ public final class CircleIndex {
     // MARK: - Insert and remove
 
     /// Adds the circle under `id`, replacing any circle already there. `maxMarginM` is the widest
-    /// band the caller will ever test around the edge (enter/exit margins).
+    /// band the caller will ever test around the edge (enter/exit margins). With `shape`, the
+    /// circle bounds the shape of that id in `shapes`, which then gives the edge distances.
     @_noAllocation
-    public func insert(id: Int32, latitude: Double, longitude: Double, radiusM: Double, maxMarginM: Double = 0) throws(Failure) {
+    public func insert(id: Int32, latitude: Double, longitude: Double, radiusM: Double, maxMarginM: Double = 0, shape: Bool = false) throws(Failure) {
         guard latitude.isFinite, longitude.isFinite, abs(latitude) <= 90,
               radiusM.isFinite, radiusM >= 0, maxMarginM.isFinite, maxMarginM >= 0 else { throw .invalidCircle }
         _ = remove(id: id)
@@ -170,7 +176,8 @@ public final class CircleIndex {
         let slot = count
         count += 1
         circles[slot] = Circle(center: GeoPoint(latitude: latitude, longitude: longitude), radiusM: radiusM,
-                               reachM: radiusM + maxMarginM, id: id, firstEntry: -1, overflowIndex: -1, stamp: epoch)
+                               reachM: radiusM + maxMarginM, id: id, firstEntry: -1, overflowIndex: -1, stamp: epoch,
+                               isShape: shape)
         idInsert(id, slot: slot)
         place(slot)
     }
@@ -343,6 +350,10 @@ public final class CircleIndex {
         var nearest = Double.infinity
         for slot in 0..<count {
             let circle = circles[slot]
+            if circle.isShape, let shapes {
+                nearest = min(nearest, shapes.boundaryBounds(id: circle.id, point).lower)
+                continue
+            }
             let bounds = Geodesy.distanceBounds(chordM: Geodesy.chordM(point, circle.center))
             let gap: Double
             if bounds.lower > circle.radiusM {
@@ -398,6 +409,8 @@ public final class CircleIndex {
     ///   away (a huge circle): only Q matters.
     /// - Circles too big for cells (or that found no free cell entry) are in the overflow list,
     ///   which is always scanned.
+    /// - A shape's bounding circle holds all of the shape, its edges included: the same two cases
+    ///   hold with the shape's boundary for the circle's edge.
     /// Every circle not yet seen thus has its edge at least R >= B away: the nearest seen edge is
     /// the nearest edge (or none is nearer than `limitM`). Ranges are built for R + 1 mm
     /// (`reachSlackM`), which covers the nanometres of rounding in the computed distances.
@@ -456,10 +469,11 @@ public final class CircleIndex {
         }
     }
 
-    /// The exact edge distance of one circle, as `FenceEdges` computes it.
+    /// The exact edge distance of one circle, as `FenceEdges` computes it, or of a shape.
     @inline(__always)
     private func gap(_ slot: Int, _ point: GeoPoint) -> Double {
-        abs(Geodesy.distanceM(point, circles[slot].center) - circles[slot].radiusM)
+        if circles[slot].isShape, let shapes { return shapes.locate(id: circles[slot].id, point).boundaryDistanceM }
+        return abs(Geodesy.distanceM(point, circles[slot].center) - circles[slot].radiusM)
     }
 
     @_noAllocation
@@ -509,11 +523,16 @@ public final class CircleIndex {
     private func consider(_ slot: Int, _ point: GeoPoint, _ stamp: UInt32, _ search: inout EdgeSearch) {
         guard circles[slot].stamp != stamp else { return }
         circles[slot].stamp = stamp
-        let radius = circles[slot].radiusM
-        let bounds = Geodesy.distanceBounds(chordM: Geodesy.chordM(point, circles[slot].center))
-        let lower = bounds.lower > radius ? bounds.lower - radius : bounds.upper < radius ? radius - bounds.upper : 0
+        let lower: Double, upper: Double
+        if circles[slot].isShape, let shapes {
+            (lower, upper) = shapes.boundaryBounds(id: circles[slot].id, point)
+        } else {
+            let radius = circles[slot].radiusM
+            let bounds = Geodesy.distanceBounds(chordM: Geodesy.chordM(point, circles[slot].center))
+            lower = bounds.lower > radius ? bounds.lower - radius : bounds.upper < radius ? radius - bounds.upper : 0
+            upper = max(bounds.upper - radius, radius - bounds.lower)
+        }
         guard lower < search.best, lower < search.leaderUpper else { return }
-        let upper = max(bounds.upper - radius, radius - bounds.lower)
         if upper < search.leaderUpper {
             if search.leader >= 0 && search.leaderLower < upper { search.settle(gap(search.leader, point)) }
             search.leader = slot

@@ -12,6 +12,7 @@ public struct GeoCorridor: Equatable, Sendable {
         precondition(latitudes.count == longitudes.count, "a latitude and a longitude per point")
         guard widthM > 0 && widthM.isFinite else { throw .badWidth(widthM) }
         guard latitudes.count >= 2 else { throw .tooFewPoints(latitudes.count) }
+        guard latitudes.count <= GeoPolygon.maximumVertices else { throw .tooManyPoints(latitudes.count) }
         for index in latitudes.indices where !GeoPoint(latitude: latitudes[index], longitude: longitudes[index]).isValid {
             throw .invalidPoint(index: index)
         }
@@ -49,6 +50,8 @@ public struct GeoCorridor: Equatable, Sendable {
 /// Why a path and width are not a corridor.
 public enum CorridorError: Error, Equatable, Sendable {
     case tooFewPoints(Int)
+    /// More than `GeoPolygon.maximumVertices`.
+    case tooManyPoints(Int)
     case invalidPoint(index: Int)
     case repeatedPoint(index: Int)
     case segmentTooLong(index: Int, lengthM: Double)

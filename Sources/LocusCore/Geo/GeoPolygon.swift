@@ -6,6 +6,8 @@
 public enum ShapeError: Error, Equatable, Sendable {
     /// Fewer than three distinct vertices.
     case tooFewVertices(Int)
+    /// More than `GeoPolygon.maximumVertices`.
+    case tooManyVertices(Int)
     /// Vertex `index` is not a position (latitude beyond ±90°, not finite).
     case invalidVertex(index: Int)
     /// Vertex `index` repeats the one before it.
@@ -54,6 +56,7 @@ public struct GeoPolygon: Equatable, Sendable {
             lons.removeLast()
         }
         guard lats.count >= 3 else { throw .tooFewVertices(lats.count) }
+        guard lats.count <= GeoPolygon.maximumVertices else { throw .tooManyVertices(lats.count) }
         for index in lats.indices where !GeoPoint(latitude: lats[index], longitude: lons[index]).isValid {
             throw .invalidVertex(index: index)
         }
@@ -111,6 +114,11 @@ public struct GeoPolygon: Equatable, Sendable {
         }
         return nil
     }
+
+    /// The most vertices a polygon (or points a corridor) may have: a shape, with its record's
+    /// other fields and last event, fits one log record (16 bytes a vertex), and its JSON (about 25
+    /// bytes a vertex) a control reply.
+    public static let maximumVertices = 1_000
 
     /// A quarter meridian, rounded down: the longest edge accepted.
     public static let longestEdgeM = 10_000_000.0

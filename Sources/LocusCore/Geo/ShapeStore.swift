@@ -74,6 +74,8 @@ public final class ShapeStore {
     struct Shape {
         var cap: Cap
         var halfWidthM: Double
+        /// How deep inside a fix can be (a lower bound of the largest inscribed circle's radius).
+        var insideReachM: Double
         var rx: Double, ry: Double, rz: Double
         var firstEdge: Int32
         var count: Int32
@@ -119,7 +121,7 @@ public final class ShapeStore {
 
     private func mark(upTo id: Int) {
         while marked <= id {
-            (shapes + marked).initialize(to: Shape(cap: Cap(center: GeoPoint(latitude: 0, longitude: 0), radiusM: 0), halfWidthM: 0,
+            (shapes + marked).initialize(to: Shape(cap: Cap(center: GeoPoint(latitude: 0, longitude: 0), radiusM: 0), halfWidthM: 0, insideReachM: 0,
                                                    rx: 0, ry: 0, rz: 0, firstEdge: 0, count: 0, kind: .polygon,
                                                    interiorOnLeft: true, exactOnly: true, inUse: false))
             marked += 1
@@ -178,7 +180,8 @@ public final class ShapeStore {
             (edges + first + index).initialize(to: edge)
         }
         verticesInUse += vertices
-        var shape = Shape(cap: Cap(center: GeoPoint(latitude: 0, longitude: 0), radiusM: 0), halfWidthM: halfWidthM, rx: 0, ry: 0, rz: 0,
+        var shape = Shape(cap: Cap(center: GeoPoint(latitude: 0, longitude: 0), radiusM: 0), halfWidthM: halfWidthM, insideReachM: halfWidthM,
+                          rx: 0, ry: 0, rz: 0,
                           firstEdge: Int32(first), count: Int32(vertices), kind: kind, interiorOnLeft: interiorOnLeft,
                           exactOnly: kind == .polygon, inUse: true)
         shape.cap = ShapeStore.boundingCap(edges + first, count: vertices, reachM: widestTube + halfWidthM)
@@ -197,8 +200,45 @@ public final class ShapeStore {
         }
         shapes[Int(id)] = shape
         count += 1
+        if kind == .polygon { shapes[Int(id)].insideReachM = estimateInsideReach(id) }
         return shape.cap
     }
+
+    /// The deepest of 41 sample positions inside a polygon (the bounding circle's centre, 24 on
+    /// rings around it, 16 a tenth of the way from vertices to the centre), by the cheap
+    /// clearance: a lower bound of the largest inscribed circle's radius, for `accuracyLimited`.
+    private func estimateInsideReach(_ id: Int32) -> Double {
+        let shape = shapes[Int(id)]
+        var deepest = 0.0
+        func sample(_ latitude: Double, _ longitude: Double) {
+            switch place(id: id, GeoPoint(latitude: latitude, longitude: longitude), bandM: 0) {
+            case .inside(let clear): deepest = max(deepest, clear)
+            case .near(let location) where location.isInside: deepest = max(deepest, location.boundaryDistanceM)
+            default: break
+            }
+        }
+        let center = shape.cap.center
+        sample(center.latitude, center.longitude)
+        for ring in 1...3 {
+            for step in 0..<8 {
+                let point = Geodesy.direct(center.latitude, center.longitude, azimuthDeg: Double(step) * 45, distanceM: shape.cap.radiusM * Double(ring) / 4)
+                sample(point.latitude, point.longitude)
+            }
+        }
+        let stride = max(1, Int(shape.count) / 16)
+        for vertex in Swift.stride(from: 0, to: Int(shape.count), by: stride) {
+            let edge = edges[Int(shape.firstEdge) + vertex]
+            let toCenter = Geodesy.inverseSolution(edge.latitude, edge.longitude, center.latitude, center.longitude)
+            let point = Geodesy.direct(edge.latitude, edge.longitude, azimuthDeg: toCenter.azimuth1Deg, distanceM: toCenter.distanceM / 10)
+            sample(point.latitude, point.longitude)
+        }
+        return deepest
+    }
+
+    /// How deep inside shape `id` a fix can be (a corridor's half width; a polygon's estimated
+    /// inscribed radius): an accuracy beyond it can never place a fix inside.
+    @_noAllocation
+    public func insideReachM(id: Int32) -> Double { shapes[Int(id)].insideReachM }
 
     /// Centred on the vertices' mean direction; reaching every vertex, plus the tubes (edges
     /// bulge at most that far beyond their ends' circle) and a corridor's half width.

@@ -48,6 +48,24 @@ public struct BeaconIdentity: Hashable, Sendable {
 public enum Condition: Equatable, Sendable {
     case circle(CircularGeographicCondition)
     case beacon(BeaconIdentityCondition)
+    /// A polygon with geodesic edges (docs/shapes.md): satisfied inside.
+    case polygon(GeoPolygon)
+    /// A band along a path: satisfied within half its width of the path.
+    case corridor(GeoCorridor)
+
+    /// A place on the map (circle, polygon, corridor), decided by fixes; else a beacon.
+    public var isGeographic: Bool {
+        if case .beacon = self { return false }
+        return true
+    }
+
+    /// Polygons and corridors, kept in the monitor's shape store.
+    public var isShape: Bool {
+        switch self {
+        case .polygon, .corridor: return true
+        case .circle, .beacon: return false
+        }
+    }
 }
 
 /// Per-condition decision settings (Locus beyond CLMonitor). Defaults documented in the README.
@@ -186,6 +204,14 @@ public struct Explanation: Equatable, Sendable {
     public var distanceM: Double {
         get { Double(storedDistanceM) }
         set { storedDistanceM = Float(newValue) }
+    }
+
+    /// Polygons and corridors: the edge nearest the fix, numbered from 1 (edge k runs from vertex
+    /// k to vertex k + 1 as written); 0 for circles. Kept where a beacon's sample count is, which
+    /// a geographic explanation has no use for (the log's format is unchanged).
+    public var nearestEdge: Int {
+        get { source == .fix || source == .transit ? Int(storedSamples) : 0 }
+        set { storedSamples = Int32(clamping: newValue) }
     }
 }
 

@@ -1,7 +1,8 @@
 /// Site configuration -> engine: capacities and every configured condition.
 public enum EngineSetup {
     public static func engine(for site: SiteConfig, board: BoardConfig) -> MonitorEngine {
-        MonitorEngine(capacity: MonitorEngine.Capacity(conditions: site.capacity.conditions, events: max(2, site.capacity.events)),
+        MonitorEngine(capacity: MonitorEngine.Capacity(conditions: site.capacity.conditions, events: max(2, site.capacity.events),
+                                                       vertices: site.capacity.vertices),
                       beaconsSupported: board.bluetooth != nil)
     }
 
@@ -23,6 +24,10 @@ public enum EngineSetup {
             return .circle(CircularGeographicCondition(latitude: latitude, longitude: longitude, radiusM: radius))
         case .beacon(let uuid, let major, let minor):
             return .beacon(BeaconIdentityCondition(uuid: uuid, major: major, minor: minor))
+        case .polygon(let polygon):
+            return .polygon(polygon)
+        case .corridor(let corridor):
+            return .corridor(corridor)
         }
     }
 

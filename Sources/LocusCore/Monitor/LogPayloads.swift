@@ -2,7 +2,9 @@
 /// `.event` and `.checkpoint` records carry). Format version 1, little-endian:
 ///
 ///   condition   monitor name, identifier, kind (1 circle: lat, lon, radius as Double;
-///               2 beacon: uuid high, low, major+1 (0 = any), minor+1 (0 = any) as UInt32),
+///               2 beacon: uuid high, low, major+1 (0 = any), minor+1 (0 = any) as UInt32;
+///               3 polygon: vertex count as UInt16, then lat, lon of each as Double;
+///               4 corridor: width as Double, point count as UInt16, then lat, lon of each),
 ///               settings (enter, exit margins, dwell ms, gate, transit, exit timeout ms (-1 none),
 ///               proximity (0 none, 1 immediate, 2 near, 3 far)), assumed state, from-site-file flag
 ///   removal     monitor name, identifier
@@ -11,7 +13,40 @@
 ///               RSSI filtered, min, max, samples, distance)
 ///   checkpoint  one entry per record: condition, then event (its lastEvent)
 public enum LogPayload {
+    /// A condition's payload without a shape's vertices; each vertex adds 16 bytes
+    /// (`conditionSize`), and a shape has at most `GeoPolygon.maximumVertices`.
     public static let maximumConditionSize = 160
+
+    /// The payload `write(_:_:)` makes of this condition, in bytes (at most
+    /// `maximumConditionSize` + 16 × `GeoPolygon.maximumVertices`).
+    public static func conditionSize(_ condition: Condition) -> Int {
+        switch condition {
+        case .circle, .beacon: return maximumConditionSize
+        case .polygon(let polygon): return maximumConditionSize + 16 * polygon.count
+        case .corridor(let corridor): return maximumConditionSize + 16 * corridor.latitudes.count
+        }
+    }
+
+    static func putVertices(_ latitudes: [Double], _ longitudes: [Double], _ writer: inout ByteWriter) {
+        writer.put(UInt16(latitudes.count))
+        for index in latitudes.indices {
+            writer.put(latitudes[index])
+            writer.put(longitudes[index])
+        }
+    }
+
+    static func vertices(_ reader: inout ByteReader) -> (latitudes: [Double], longitudes: [Double])? {
+        let count = Int(reader.uint16())
+        guard count <= GeoPolygon.maximumVertices else { return nil }
+        var latitudes: [Double] = [], longitudes: [Double] = []
+        latitudes.reserveCapacity(count)
+        longitudes.reserveCapacity(count)
+        for _ in 0..<count {
+            latitudes.append(reader.double())
+            longitudes.append(reader.double())
+        }
+        return reader.failed ? nil : (latitudes, longitudes)
+    }
     public static let maximumEventSize = 200
 
     public struct ConditionEntry: Equatable, Sendable {
@@ -67,6 +102,13 @@ public enum LogPayload {
             writer.put(beacon.uuid.low)
             writer.put(beacon.major.map { UInt32($0) + 1 } ?? 0)
             writer.put(beacon.minor.map { UInt32($0) + 1 } ?? 0)
+        case .polygon(let polygon):
+            writer.put(UInt8(3))
+            putVertices(polygon.latitudes, polygon.longitudes, &writer)
+        case .corridor(let corridor):
+            writer.put(UInt8(4))
+            writer.put(corridor.widthM)
+            putVertices(corridor.latitudes, corridor.longitudes, &writer)
         }
         let settings = entry.settings
         writer.put(settings.enterMarginM)
@@ -99,6 +141,15 @@ public enum LogPayload {
             guard major <= 0x1_0000, minor <= 0x1_0000, minor == 0 || major != 0 else { return nil }
             condition = .beacon(BeaconIdentityCondition(uuid: uuid, major: major == 0 ? nil : UInt16(major - 1),
                                                         minor: minor == 0 ? nil : UInt16(minor - 1)))
+        case 3:
+            // Checked again as when it was added: a damaged record is refused, not trusted.
+            guard let ring = vertices(&reader), let polygon = try? GeoPolygon(latitudes: ring.latitudes, longitudes: ring.longitudes) else { return nil }
+            condition = .polygon(polygon)
+        case 4:
+            let width = reader.double()
+            guard let path = vertices(&reader),
+                  let corridor = try? GeoCorridor(latitudes: path.latitudes, longitudes: path.longitudes, widthM: width) else { return nil }
+            condition = .corridor(corridor)
         default:
             return nil
         }

@@ -20,13 +20,21 @@ public final class MonitorEngine {
         public var monitors: Int
         /// Spatial index cell size; `CircleIndex.suggestedCellSizeM` for the typical radius.
         public var circleCellSizeM: Double
+        /// Vertices of all polygons and corridors together (`ShapeStore`, 112 bytes each,
+        /// reserved: pages never used cost no memory).
+        public var vertices: Int
 
-        public init(conditions: Int, events: Int, monitors: Int = 64, circleCellSizeM: Double = 1_000) {
+        public init(conditions: Int, events: Int, monitors: Int = 64, circleCellSizeM: Double = 1_000, vertices: Int = Capacity.defaultVertices) {
             self.conditions = conditions
             self.events = events
             self.monitors = monitors
             self.circleCellSizeM = circleCellSizeM
+            self.vertices = vertices
         }
+
+        /// `[capacity] vertices` when the site file does not say.
+        public static let defaultVertices = 4_096
+        public static let maximumVertices = 4_000_000
     }
 
     public enum AddResult: Equatable, Sendable {
@@ -41,6 +49,9 @@ public final class MonitorEngine {
     public static let defaultBeaconExitTimeoutMs: Int64 = 30_000
     /// The accuracy assumed for a fix that carries none (no GST, no HDOP).
     public static let unknownAccuracyM = 1_000.0
+
+    /// What a slot's condition is, for the hot paths (which do not copy the condition itself).
+    enum SlotKind: UInt8 { case circle, beacon, shape }
 
     /// Fields ordered by alignment (8, 4, 2, 1 bytes): 10,000 slots pay no padding.
     struct Slot {
@@ -73,6 +84,7 @@ public final class MonitorEngine {
         var fromSiteFile = true
         /// The state the condition was added with (logged with it).
         var assumed: ConditionState = .unknown
+        var kind: SlotKind = .circle
 
         /// The state the record is in once pending events are handled.
         var effectiveState: ConditionState { pendingEvents > 0 ? pendingState : lastEvent.state }
@@ -138,6 +150,9 @@ public final class MonitorEngine {
     /// The same index, accessed without reference counting in the hot path (`circleIndex` owns it
     /// for the engine's whole life).
     private let circles: Unmanaged<CircleIndex>
+    /// Polygons and corridors under their slot numbers; their bounding circles are in `circleIndex`.
+    private let shapeStore: ShapeStore
+    private let shapes: Unmanaged<ShapeStore>
     /// Scratch space for the slots one observation concerns: gathered first, processed after, so
     /// no index callback ever runs engine code.
     private let scratch: UnsafeMutableBufferPointer<Int32>
@@ -197,6 +212,9 @@ public final class MonitorEngine {
         monitors.reserveCapacity(capacity.monitors)
         circleIndex = CircleIndex(capacity: capacity.conditions, cellSizeM: capacity.circleCellSizeM)
         circles = Unmanaged.passUnretained(circleIndex)
+        shapeStore = ShapeStore(shapeCapacity: capacity.conditions, vertexCapacity: min(max(0, capacity.vertices), Capacity.maximumVertices))
+        shapes = Unmanaged.passUnretained(shapeStore)
+        circleIndex.shapes = shapeStore
         scratch = .allocate(capacity: capacity.conditions)
         beacons = BeaconIndex(slots: capacity.conditions)
     }
@@ -248,6 +266,7 @@ public final class MonitorEngine {
         slot.monitor = Int16(monitorIndex)
         slot.identifier = identifier
         slot.condition = condition
+        slot.kind = condition.isShape ? .shape : condition.isGeographic ? .circle : .beacon
         slot.settings = settings
         slot.lastEvent = StoredEvent(MonitorEvent(monitor: monitor, identifier: identifier, state: assuming ?? .unknown, date: now,
                                                   refinement: nil, diagnostics: diagnostics, explanation: Explanation(source: .assumption)))
@@ -279,15 +298,34 @@ public final class MonitorEngine {
         return result
     }
 
-    /// A new record's condition into its index (the circles' or the beacons'); false when the
-    /// circle index is full.
+    /// A new record's condition into its index (the circles' or the beacons', a shape's store
+    /// and bounding circle); false when the circle index or the vertex pool is full.
     private func indexCondition(_ index: Int32, _ condition: Condition, _ settings: ConditionSettings) -> Bool {
+        let margin = max(settings.enterMarginM, settings.exitMarginM)
         switch condition {
+        case .polygon, .corridor:
+            let cap: ShapeStore.Cap
+            do throws(ShapeStore.Failure) {
+                if case .polygon(let polygon) = condition { cap = try shapeStore.insert(id: index, polygon: polygon) }
+                else if case .corridor(let corridor) = condition { cap = try shapeStore.insert(id: index, corridor: corridor) }
+                else { return false }
+            } catch {
+                return false
+            }
+            slots[Int(index)].center = cap.center
+            do {
+                try circleIndex.insert(id: index, latitude: cap.center.latitude, longitude: cap.center.longitude,
+                                       radiusM: cap.radiusM, maxMarginM: margin, shape: true)
+            } catch {
+                shapeStore.remove(id: index)
+                return false
+            }
+            if settings.transit { transitCount += 1 }
         case .circle(let circle):
             slots[Int(index)].center = GeoPoint(latitude: circle.latitude, longitude: circle.longitude)
             do {
                 try circleIndex.insert(id: index, latitude: circle.latitude, longitude: circle.longitude,
-                                       radiusM: circle.radiusM, maxMarginM: max(settings.enterMarginM, settings.exitMarginM))
+                                       radiusM: circle.radiusM, maxMarginM: margin)
             } catch {
                 return false
             }
@@ -317,8 +355,9 @@ public final class MonitorEngine {
         let releasable = conditionCount > 0 ? freeCount < capacity.conditions : false
         precondition(releasable, "a slot to release")
         switch slot.condition {
-        case .circle:
+        case .circle, .polygon, .corridor:
             _ = circleIndex.remove(id: index)
+            shapeStore.remove(id: index)
             if slot.settings.transit { transitCount -= 1 }
         case .beacon(let beacon): beacons.remove(slot: index, condition: beacon)
         }
@@ -614,15 +653,13 @@ public final class MonitorEngine {
         let accuracy = fix.horizontalAccuracyM ?? MonitorEngine.unknownAccuracyM
         let point = GeoPoint(latitude: latitude, longitude: longitude)
         let found = gatherCircles(near: point, accuracyM: accuracy)
-        for position in 0..<found { evaluateCircle(scratch[position], point: point, accuracyM: accuracy, time: time) }
+        for position in 0..<found { evaluateGeofence(scratch[position], point: point, accuracyM: accuracy, time: time) }
         var position = 0
         // The attention set can shrink while it is walked (a settled slot leaves it), so walk by
         // position and re-read the count.
         while position < attentionCount {
             let index = attention[position]
-            if case .circle = slots[Int(index)].condition {
-                evaluateCircle(index, point: point, accuracyM: accuracy, time: time)
-            }
+            evaluateGeofence(index, point: point, accuracyM: accuracy, time: time)
             if position < attentionCount {
                 if attention[position] == index { position += 1 }
             }
@@ -633,6 +670,16 @@ public final class MonitorEngine {
         previousFix = (latitude, longitude, nowNs)
         let bounded = ringCount <= capacity.events
         precondition(bounded, "pending events within the ring's capacity")
+    }
+
+    /// A fix against one geographic condition (beacon slots are left alone).
+    @inline(__always)
+    private func evaluateGeofence(_ index: Int32, point: GeoPoint, accuracyM: Double, time: UTCTime) {
+        switch slots[Int(index)].kind {
+        case .circle: evaluateCircle(index, point: point, accuracyM: accuracyM, time: time)
+        case .shape: evaluateShape(index, point: point, accuracyM: accuracyM, time: time)
+        case .beacon: break
+        }
     }
 
     /// The geofence decision for one circle and one fix (see README "Geofence decisions").
@@ -680,6 +727,49 @@ public final class MonitorEngine {
         // apart, and within metres for far ones: good enough to explain, and the exact distance is
         // used when it was computed to decide.
         explanation.edgeDistanceM = (exact ?? Geodesy.chordM(point, slot.pointee.center)) - circle.radiusM
+        decide(index, observed: observed, time: time, explanation: explanation, refinement: nil)
+    }
+
+    /// The geofence decision for one polygon or corridor: the circle's rules (above) with the
+    /// signed distance to the boundary (negative inside) for the distance to the circle's edge.
+    /// The shape store places the fix cheaply when the boundary is farther than every threshold
+    /// (the margins plus the accuracy), and exactly otherwise.
+    private func evaluateShape(_ index: Int32, point: GeoPoint, accuracyM: Double, time: UTCTime) {
+        precondition(index >= 0 && Int(index) < slotsInitialized, "a shape's slot was handed out")
+        let slot = slot(index)
+        guard slot.pointee.inUse, slot.pointee.kind == .shape else { return }
+        let settings = slot.pointee.settings
+        let current = slot.pointee.effectiveState
+        let spread = settings.accuracyGate ? accuracyM : 0
+        let low = -settings.enterMarginM - spread
+        let high = settings.exitMarginM + spread
+        var observed: ConditionState
+        var located: PolygonLocation? = nil
+        switch shapes._withUnsafeGuaranteedRef({ $0.place(id: index, point, bandM: max(-low, high)) }) {
+        case .inside:
+            observed = .satisfied
+        case .outside:
+            observed = .unsatisfied
+        case .near(let location):
+            located = location
+            let signed = location.isInside ? -location.boundaryDistanceM : location.boundaryDistanceM
+            if signed <= low { observed = .satisfied }
+            else if signed > high { observed = .unsatisfied }
+            else if settings.accuracyGate { observed = current }
+            else if current == .unknown { observed = location.isInside ? .satisfied : .unsatisfied }
+            else { observed = current }
+        }
+        let limited = settings.accuracyGate && spread > shapes._withUnsafeGuaranteedRef { $0.insideReachM(id: index) }
+        if slot.pointee.accuracyLimited != limited { slot.pointee.accuracyLimited = limited }
+        guard observed != current || slot.pointee.candidate != current else { return }
+        // A change (or a dwell going on) is explained with the exact distance and edge.
+        let location = located ?? shapes._withUnsafeGuaranteedRef { $0.locate(id: index, point) }
+        var explanation = Explanation(source: .fix)
+        explanation.latitude = point.latitude
+        explanation.longitude = point.longitude
+        explanation.accuracyM = accuracyM.isFinite ? accuracyM : -1
+        explanation.edgeDistanceM = location.isInside ? -location.boundaryDistanceM : location.boundaryDistanceM
+        explanation.nearestEdge = location.nearestEdge + 1
         decide(index, observed: observed, time: time, explanation: explanation, refinement: nil)
     }
 
@@ -844,7 +934,7 @@ public final class MonitorEngine {
                     let date = UTCTime(nanoseconds: seenNs + timeoutNs)
                     decide(index, observed: .unsatisfied, time: date, explanation: explanation, refinement: nil)
                 }
-            case .circle:
+            case .circle, .polygon, .corridor:
                 // A dwell that completed between fixes is reported at its completion time.
                 if slot.candidate != slot.effectiveState && slot.candidate != .unknown,
                    nowNs - slot.candidateSinceNs >= slot.settings.dwellMs * 1_000_000 {
@@ -879,7 +969,7 @@ public final class MonitorEngine {
                     let seenNs = max(slot.lastSeenNs, startedNs ?? slot.lastSeenNs)
                     earliest = min(earliest, seenNs + (slot.settings.exitTimeoutMs ?? MonitorEngine.defaultBeaconExitTimeoutMs) * 1_000_000)
                 }
-            case .circle:
+            case .circle, .polygon, .corridor:
                 if slot.candidate != slot.effectiveState && slot.candidate != .unknown {
                     earliest = min(earliest, slot.candidateSinceNs + slot.settings.dwellMs * 1_000_000)
                 }

@@ -1,10 +1,22 @@
 /// A condition and its settings as JSON: records, the log export, `locus monitor`.
 public enum ConditionJSON {
-    /// {"lat":..,"lon":..,"radius":..} or {"uuid":..[,"major":..[,"minor":..]]} into `line`.
+    /// {"lat":..,"lon":..,"radius":..}, {"uuid":..[,"major":..[,"minor":..]]},
+    /// {"polygon":[[lat,lon],..]} or {"corridor":{"path":[[lat,lon],..],"width":..}} into `line`.
     @_noAllocation
     public static func write(_ condition: Condition, into line: inout JSONWriter) {
         line.beginObject()
         switch condition {
+        case .polygon(let polygon):
+            line.beginArray("polygon")
+            vertices(polygon.latitudes, polygon.longitudes, into: &line)
+            line.endArray()
+        case .corridor(let corridor):
+            line.beginObject("corridor")
+            line.beginArray("path")
+            vertices(corridor.latitudes, corridor.longitudes, into: &line)
+            line.endArray()
+            line.number("width", corridor.widthM, decimals: 2)
+            line.endObject()
         case .circle(let circle):
             line.number("lat", circle.latitude, decimals: 7)
             line.number("lon", circle.longitude, decimals: 7)
@@ -15,6 +27,17 @@ public enum ConditionJSON {
             if let minor = beacon.minor { line.integer("minor", Int64(minor)) }
         }
         line.endObject()
+    }
+
+    /// `[lat,lon]` elements, 7 decimals (1 cm).
+    @_noAllocation
+    public static func vertices(_ latitudes: [Double], _ longitudes: [Double], into line: inout JSONWriter) {
+        for index in 0..<latitudes.count {
+            line.beginArray()
+            line.number(latitudes[index], decimals: 7)
+            line.number(longitudes[index], decimals: 7)
+            line.endArray()
+        }
     }
 
     /// The decision settings object into `line`.

@@ -38,16 +38,13 @@ public enum UplinkJSON {
 
     /// A condition's kind, which picks the Home Assistant device class.
     public enum ConditionKind: Sendable {
-        /// A circle: "presence" (someone or something is home).
+        /// A circle, polygon or corridor: "presence" (someone or something is home).
         case geographic
         /// A beacon identity: "occupancy" (a space is taken).
         case beacon
 
         public init(_ condition: Condition) {
-            switch condition {
-            case .circle: self = .geographic
-            case .beacon: self = .beacon
-            }
+            self = condition.isGeographic ? .geographic : .beacon
         }
     }
 

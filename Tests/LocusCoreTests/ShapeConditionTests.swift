@@ -1,0 +1,271 @@
+import AllocCounter
+@testable import LocusCore
+import TestSupport
+import Testing
+
+/// Polygon and corridor conditions in the monitor engine: the circle's rules (margins, accuracy
+/// gate, dwell, events only on change) applied to the exact signed distance to the boundary,
+/// checked against a reference that computes every fix exactly; the site file's shapes and their
+/// errors at file:line:col; the log's round trip.
+@Suite struct ShapeConditionTests {
+    static let t0 = UTCTime(seconds: 1_700_000_000)
+
+    static func fix(_ latitude: Double, _ longitude: Double, at seconds: Int64, accuracyM: Double) -> Fix {
+        var fix = Fix(timeOfDayNs: 0)
+        fix.time = UTCTime(seconds: t0.seconds + seconds)
+        fix.mode = .threeDimensional
+        fix.latitude = latitude
+        fix.longitude = longitude
+        fix.latitudeSigmaM = accuracyM
+        fix.longitudeSigmaM = 0
+        return fix
+    }
+
+    static func drain(_ engine: MonitorEngine) -> [MonitorEvent] {
+        var events: [MonitorEvent] = []
+        while let event = engine.oldestPendingEvent() {
+            events.append(event)
+            engine.acknowledgeOldest()
+        }
+        return events
+    }
+
+    /// The decision rules on an exactly located fix (README "Geofence decisions"), for the reference.
+    static func observe(_ location: PolygonLocation, accuracyM: Double, settings: ConditionSettings, current: ConditionState) -> ConditionState {
+        let spread = settings.accuracyGate ? accuracyM : 0
+        let signed = location.isInside ? -location.boundaryDistanceM : location.boundaryDistanceM
+        if signed <= -settings.enterMarginM - spread { return .satisfied }
+        if signed > settings.exitMarginM + spread { return .unsatisfied }
+        if settings.accuracyGate { return current }
+        if current == .unknown { return location.isInside ? .satisfied : .unsatisfied }
+        return current
+    }
+
+    /// A wandering track in and around the shape: every event the engine gives is the one the
+    /// exact reference gives, at the same fix, with the exact distance and edge explained.
+    func agreesWithTheExactReference(_ condition: Condition, locate: (Double, Double) -> PolygonLocation,
+                                     around center: (Double, Double), radiusM: Double, seed: UInt64) throws -> Int {
+        var random = SplitMix64(seed: seed)
+        var settings = ConditionSettings()
+        settings.exitMarginM = [0, 15][Int(seed % 2)]
+        settings.enterMarginM = [0, 5][Int(seed / 2 % 2)]
+        let engine = MonitorEngine(capacity: .init(conditions: 4, events: 16))
+        let monitor = FixedName("yard")!, identifier = FixedName("shape")!
+        #expect(engine.add(monitor: monitor, identifier: identifier, condition: condition, settings: settings, now: Self.t0) == .added)
+        var expected = ConditionState.unknown, events = 0
+        var position = center, heading = random.uniform(-180, 180)
+        for second in 1...1_500 {
+            // A random walk, pulled back toward the shape when it strays beyond 1.3 radii.
+            let away = Geodesy.inverseSolution(center.0, center.1, position.0, position.1)
+            if away.distanceM > 1.3 * radiusM { heading = away.azimuth2Deg + 180 }
+            heading += random.uniform(-40, 40)
+            let step = Geodesy.direct(position.0, position.1, azimuthDeg: heading, distanceM: radiusM * random.uniform(0.005, 0.08))
+            position = (step.latitude, step.longitude)
+            let accuracy = random.uniform(0.5, 12)
+            engine.observe(Self.fix(position.0, position.1, at: Int64(second), accuracyM: accuracy))
+            let location = locate(position.0, position.1)
+            let observed = Self.observe(location, accuracyM: accuracy, settings: settings, current: expected)
+            let happened = Self.drain(engine)
+            if observed != expected && observed != .unknown {
+                expected = observed
+                try #require(happened.count == 1, "second \(second): \(observed) expected, \(happened.map(\.state)) given")
+                let event = happened[0]
+                #expect(event.state == observed)
+                let signed = location.isInside ? -location.boundaryDistanceM : location.boundaryDistanceM
+                #expect(abs(event.explanation.edgeDistanceM - signed) < 1e-9, "\(event.explanation.edgeDistanceM) against \(signed)")
+                #expect(event.explanation.nearestEdge == location.nearestEdge + 1)
+                events += 1
+            } else {
+                #expect(happened.isEmpty, "second \(second): no change expected (\(expected)), \(happened.map(\.state)) given")
+            }
+        }
+        return events
+    }
+
+    @Test func polygonEventsAreTheExactReferences() throws {
+        var random = SplitMix64(seed: 360)
+        var events = 0
+        for index in 0..<12 {
+            let radius = [40.0, 400, 5_000][index % 3]
+            var center = (random.latitude() * 0.95, random.longitude())
+            if index % 4 == 0 { center.1 = 179.9999 }
+            if index == 5 { center.0 = 90 }
+            let ring = GeoPolygonTests.star(&random, latitude: center.0, longitude: center.1, radiusM: radius, count: 5 + index,
+                                            counterclockwise: index % 2 == 0)
+            guard let polygon = try? GeoPolygon(latitudes: ring.latitudes, longitudes: ring.longitudes) else { continue }
+            events += try agreesWithTheExactReference(.polygon(polygon), locate: { polygon.locate(latitude: $0, longitude: $1) },
+                                                      around: center, radiusM: radius, seed: UInt64(index))
+        }
+        #expect(events > 60, "\(events) events")
+    }
+
+    @Test func corridorEventsAreTheExactReferences() throws {
+        var random = SplitMix64(seed: 361)
+        var events = 0
+        for index in 0..<8 {
+            var latitudes = [random.latitude() * 0.9], longitudes = [index % 4 == 0 ? 179.9995 : random.longitude()]
+            var heading = random.uniform(-180, 180)
+            for _ in 0..<(2 + index % 4) {
+                let leg = Geodesy.direct(latitudes.last!, longitudes.last!, azimuthDeg: heading, distanceM: random.uniform(30, 300))
+                latitudes.append(leg.latitude)
+                longitudes.append(leg.longitude)
+                heading = leg.azimuthDeg + random.uniform(-90, 90)
+            }
+            let corridor = try GeoCorridor(latitudes: latitudes, longitudes: longitudes, widthM: [20.0, 60][index % 2])
+            events += try agreesWithTheExactReference(.corridor(corridor), locate: { corridor.locate(latitude: $0, longitude: $1) },
+                                                      around: (latitudes[1], longitudes[1]), radiusM: 200, seed: UInt64(index))
+        }
+        #expect(events > 40, "\(events) events")
+    }
+
+    /// A truck keeping 3 m inside a 30 m corridor's border, its fixes scattered ±5 m (accuracy
+    /// 5 m): one satisfied event and no flapping, with the default margins and gate.
+    @Test func aTruckHuggingTheBorderDoesNotFlap() throws {
+        let start = (51.95, 4.05)
+        var latitudes = [start.0], longitudes = [start.1], heading = 80.0
+        for _ in 0..<4 {
+            let leg = Geodesy.direct(latitudes.last!, longitudes.last!, azimuthDeg: heading, distanceM: 800)
+            latitudes.append(leg.latitude)
+            longitudes.append(leg.longitude)
+            heading = leg.azimuthDeg + 25
+        }
+        let corridor = try GeoCorridor(latitudes: latitudes, longitudes: longitudes, widthM: 30)
+        let engine = MonitorEngine(capacity: .init(conditions: 4, events: 16))
+        engine.add(monitor: FixedName("route")!, identifier: FixedName("lane")!, condition: .corridor(corridor), now: Self.t0)
+        var random = SplitMix64(seed: 362)
+        var states: [ConditionState] = []
+        var second: Int64 = 0
+        for leg in 0..<4 {
+            let edge = Geodesy.inverseSolution(latitudes[leg], longitudes[leg], latitudes[leg + 1], longitudes[leg + 1])
+            var along = 20.0
+            while along < edge.distanceM - 20 {
+                let onPath = Geodesy.direct(latitudes[leg], longitudes[leg], azimuthDeg: edge.azimuth1Deg, distanceM: along)
+                // 12 m to the right of the path: 3 m inside the 15 m half width.
+                let hugging = Geodesy.direct(onPath.latitude, onPath.longitude, azimuthDeg: onPath.azimuthDeg + 90, distanceM: 12)
+                let noisy = Geodesy.direct(hugging.latitude, hugging.longitude, azimuthDeg: random.uniform(-180, 180), distanceM: random.uniform(0, 5))
+                second += 1
+                engine.observe(Self.fix(noisy.latitude, noisy.longitude, at: second, accuracyM: 5))
+                states += Self.drain(engine).map(\.state)
+                along += 12
+            }
+        }
+        #expect(second > 200)
+        #expect(states == [.satisfied], "\(states)")
+    }
+
+    @Test func observingShapesAllocatesNothing() throws {
+        var random = SplitMix64(seed: 363)
+        let engine = MonitorEngine(capacity: .init(conditions: 64, events: 256, vertices: 2_000))
+        var fixes: [Fix] = []
+        for index in 0..<40 {
+            let center = (40 + random.uniform(0, 0.1), 8 + random.uniform(0, 0.1))
+            let ring = GeoPolygonTests.star(&random, latitude: center.0, longitude: center.1, radiusM: 300, count: 20, counterclockwise: true)
+            let polygon = try GeoPolygon(latitudes: ring.latitudes, longitudes: ring.longitudes)
+            engine.add(monitor: FixedName("m")!, identifier: FixedName("p\(index)")!, condition: .polygon(polygon), now: Self.t0)
+            fixes.append(Self.fix(center.0, center.1, at: Int64(index + 1), accuracyM: 3))
+            fixes.append(Self.fix(ring.latitudes[0], ring.longitudes[0], at: Int64(index + 1), accuracyM: 3))
+        }
+        _ = engine.nearestFenceEdgeM(latitude: 40.05, longitude: 8.05)
+        let count = allocations {
+            for position in 0..<fixes.count { // an index loop: `for in` allocates in debug builds
+                engine.observe(fixes[position])
+                _ = engine.nearestFenceEdgeM(latitude: fixes[position].latitude!, longitude: fixes[position].longitude!)
+            }
+        }
+        #expect(count == 0)
+        #expect(engine.hasPendingEvent())
+    }
+
+    @Test func theNearestFenceEdgeCountsShapes() throws {
+        let engine = MonitorEngine(capacity: .init(conditions: 8, events: 16))
+        let polygon = try GeoPolygon(latitudes: [45, 45, 45.01, 45.01], longitudes: [7, 7.01, 7.01, 7])
+        engine.add(monitor: FixedName("m")!, identifier: FixedName("yard")!, condition: .polygon(polygon), now: Self.t0)
+        engine.add(monitor: FixedName("m")!, identifier: FixedName("far")!,
+                   condition: .circle(CircularGeographicCondition(latitude: 46, longitude: 7, radiusM: 100)), now: Self.t0)
+        for (latitude, longitude) in [(45.005, 7.005), (45.0001, 7.005), (44.99, 7.02), (45.3, 7.3)] {
+            let exact = polygon.locate(latitude: latitude, longitude: longitude).boundaryDistanceM
+            let circle = Geodesy.distanceM(latitude, longitude, 46, 7) - 100
+            let nearest = try #require(engine.nearestFenceEdgeM(latitude: latitude, longitude: longitude))
+            #expect(abs(nearest - min(exact, circle)) < 1e-6, "\(nearest) against \(exact), \(circle)")
+        }
+    }
+
+    // MARK: - The site file
+
+    static func siteErrors(_ conditions: String, capacity: String = "") -> [String] {
+        let text = "board = \"b\"\n\(capacity)\n[[monitor.yard.condition]]\nid = \"c\"\n\(conditions)\n"
+        do {
+            _ = try SiteConfig.parse(Array(text.utf8), file: "site.toml")
+            return []
+        } catch {
+            return error.diagnostics.map { $0.description }
+        }
+    }
+
+    @Test func theSiteFileTakesPolygonsAndCorridors() throws {
+        let text = """
+        board = "b"
+        [[monitor.yard.condition]]
+        id = "quay"
+        polygon = [[51.9500, 4.0500], [51.9500, 4.0600], [51.9560, 4.0600], [51.9560, 4.0500], [51.9500, 4.0500]]
+        exit_margin = 10
+        [[monitor.yard.condition]]
+        id = "lane"
+        corridor = { path = [[51.95, 4.05], [51.96, 4.07]], width = "30 m" }
+        dwell = "5s"
+        """
+        let site = try SiteConfig.parse(Array(text.utf8), file: "site.toml")
+        let conditions = site.monitors[0].conditions
+        guard case .polygon(let polygon) = conditions[0].kind, case .corridor(let corridor) = conditions[1].kind else {
+            Issue.record("\(conditions.map(\.kind))")
+            return
+        }
+        #expect(polygon.count == 4 && conditions[0].exitMarginM == 10)
+        #expect(corridor.widthM == 30 && corridor.latitudes == [51.95, 51.96] && conditions[1].dwellMs == 5_000)
+        #expect(site.vertexCount == 6)
+        let engine = MonitorEngine(capacity: .init(conditions: 8, events: 8, vertices: site.capacity.vertices))
+        #expect(EngineSetup.addConfigured(site, to: engine, now: Self.t0).isEmpty)
+        // On the lane's path inside the quay: the quay at once, the lane after its 5 s dwell.
+        engine.observe(Self.fix(51.9525, 4.055, at: 1, accuracyM: 2))
+        #expect(Self.drain(engine).map(\.identifier.description) == ["quay"])
+        engine.observe(Self.fix(51.9525, 4.0551, at: 6, accuracyM: 2))
+        #expect(Self.drain(engine).map(\.identifier.description) == ["lane"])
+    }
+
+    @Test func badShapesAreRefusedWhereTheyAreWritten() {
+        #expect(Self.siteErrors("polygon = [[45, 7], [45.001, 7.001], [45.001, 7], [45, 7.001]]")
+            == ["site.toml:5:12: 'monitor.yard.condition[1].polygon': the edge from vertex 1 crosses the edge from vertex 3: the ring must not cross or touch itself"])
+        #expect(Self.siteErrors("polygon = [[45, 7], [45.001, 7]]")
+            == ["site.toml:5:11: 'monitor.yard.condition[1].polygon': a polygon needs at least 3 distinct vertices, not 2"])
+        #expect(Self.siteErrors("polygon = [[45, 7], [45.001, 7], [91, 7]]")
+            == ["site.toml:5:34: 'monitor.yard.condition[1].polygon' element 3 = [91.0, 7.0] is not a position (latitude within ±90, longitude within ±180)"])
+        #expect(Self.siteErrors("polygon = [[45, 7], [45.001], [45, 7.1]]")
+            == ["site.toml:5:21: 'monitor.yard.condition[1].polygon' element 2 must be a [lat, lon] pair"])
+        #expect(Self.siteErrors("corridor = { path = [[45, 7], [45.001, 7]], width = 0 }")
+            == ["site.toml:5:53: 'monitor.yard.condition[1].corridor.width' must be greater than 0 metres"])
+        #expect(Self.siteErrors("corridor = { path = [[45, 7], [45, 7]], width = 10 }")
+            == ["site.toml:5:31: 'monitor.yard.condition[1].corridor.path': point 2 repeats the one before it"])
+        #expect(Self.siteErrors("polygon = [[45, 7], [45.001, 7], [45, 7.001]]\ncircle = { lat = 45, lon = 7, radius = 5 }")
+            == ["site.toml:3:1: a condition is one of 'circle', 'beacon', 'polygon' or 'corridor', not several"])
+        #expect(Self.siteErrors("polygon = [[45, 7], [45.001, 7], [45, 7.001]]\nproximity = \"near\"")
+            == ["site.toml:6:13: 'monitor.yard.condition[1].proximity' applies to beacon conditions, but this one is a polygon"])
+        #expect(Self.siteErrors("polygon = [[45, 7], [45.001, 7], [45, 7.001], [44.999, 7.0005]]", capacity: "[capacity]\nvertices = 3")
+            .first?.hasSuffix("the polygons and corridors have 4 vertices, more than capacity.vertices = 3; raise it (112 bytes a vertex)") == true)
+    }
+
+    @Test func shapesSurviveTheLog() throws {
+        let polygon = try GeoPolygon(latitudes: [-16.5, -16.4, -16.45], longitudes: [179.9, -179.95, 179.8])
+        let corridor = try GeoCorridor(latitudes: [0, 0.1, 0.2], longitudes: [10, 10.1, 10], widthM: 25.5)
+        for condition in [Condition.polygon(polygon), .corridor(corridor)] {
+            let entry = LogPayload.ConditionEntry(monitor: FixedName("m")!, identifier: FixedName("c")!, condition: condition,
+                                                  settings: ConditionSettings(), assuming: .unknown, fromSiteFile: false)
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: LogPayload.conditionSize(condition), alignment: 8)
+            defer { buffer.deallocate() }
+            var writer = ByteWriter(buffer)
+            LogPayload.write(entry, &writer)
+            #expect(!writer.overflow)
+            var reader = ByteReader(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(buffer)[0..<writer.count]))
+            #expect(LogPayload.readCondition(&reader) == entry)
+        }
+    }
+}
