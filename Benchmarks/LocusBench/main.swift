@@ -373,7 +373,8 @@ func exportMix() -> [(LogRecordType, [UInt8])] {
 func engineWorkload(kind: String, observe: Bool, repeats: Int) {
     let count = 10_000
     let engine = MonitorEngine(capacity: MonitorEngine.Capacity(conditions: count, events: 256,
-                                                                circleCellSizeM: CircleIndex.suggestedCellSizeM(typicalReachM: 300)))
+                                                                circleCellSizeM: CircleIndex.suggestedCellSizeM(typicalReachM: 300),
+                                                                vertices: kind == "polygon" ? 20 * count : 0))
     let monitor = FixedName("bench")!
     let start = UTCTime(seconds: 1_700_000_000)
     var random = SplitMix64(state: 7)
@@ -388,6 +389,16 @@ func engineWorkload(kind: String, observe: Bool, repeats: Int) {
             engine.add(monitor: monitor, identifier: identifier,
                        condition: .circle(CircularGeographicCondition(latitude: latitude, longitude: longitude, radiusM: 50 + random.unit() * 450)),
                        assuming: .unsatisfied, now: start)
+        } else if kind == "polygon" {
+            // The same square, a polygon of 20 vertices where each circle was: a star about its
+            // centre, each vertex 0.5 to 1 of a radius of 50 to 500 m out.
+            let latitude = 37.2 + random.unit() * 0.54
+            let longitude = -122.2 + random.unit() * 0.68
+            let radius = 50 + random.unit() * 450
+            let bearings = (0..<20).map { Double($0) * 18 + random.unit() * 12 }
+            let vertices = bearings.map { Geodesy.direct(latitude, longitude, azimuthDeg: $0, distanceM: radius * (0.5 + 0.5 * random.unit())) }
+            let polygon = try! GeoPolygon(latitudes: vertices.map { $0.latitude }, longitudes: vertices.map { $0.longitude })
+            engine.add(monitor: monitor, identifier: identifier, condition: .polygon(polygon), assuming: .unsatisfied, now: start)
         } else {
             // Mixed wildcards: a third exact, a third UUID+major, a third UUID only.
             let uuid = uuids[index / 3]
@@ -420,12 +431,12 @@ func engineWorkload(kind: String, observe: Bool, repeats: Int) {
     }
     // Settle: decide every condition once, handle the events.
     for index in 0..<fixes.count {
-        if kind == "fix" { engine.observe(fixes[index]) } else { engine.observe(sightings[index]) }
+        if kind != "sighting" { engine.observe(fixes[index]) } else { engine.observe(sightings[index]) }
         while engine.oldestPendingEvent() != nil { engine.acknowledgeOldest() }
     }
     guard observe else { return }
     var events = 0
-    let isFix = kind == "fix"
+    let isFix = kind != "sighting"
     let counted = allocations {
         for _ in 0..<repeats {
             for index in 0..<fixes.count {
@@ -785,6 +796,7 @@ case "nearest", "nearest-unlimited", "nearest-linear":
     nearest(mode: workload == "nearest" ? "index" : workload == "nearest-unlimited" ? "unlimited" : "linear", decide: decode, repeats: repeats)
 case "engine-fix": engineWorkload(kind: "fix", observe: decode, repeats: repeats)
 case "engine-sighting": engineWorkload(kind: "sighting", observe: decode, repeats: repeats)
+case "engine-polygon": engineWorkload(kind: "polygon", observe: decode, repeats: repeats)
 case "agent-idle": agentTurns(kind: "idle", measure: decode, repeats: repeats)
 case "agent-fix": agentTurns(kind: "fix", measure: decode, repeats: repeats)
 case "agent-fix-places": agentTurns(kind: "fix", measure: decode, repeats: repeats, places: true)

@@ -102,8 +102,8 @@ public final class CircleIndex {
     @exclusivity(unchecked) private var epoch: UInt32 = 0
     private let grid: CellGrid
     /// The shapes whose bounding circles are listed with `shape: true` (owned by the caller,
-    /// which keeps it alive as long as the index).
-    public unowned(unsafe) var shapes: ShapeStore? = nil
+    /// which keeps it alive as long as the index; held without reference counting).
+    public var shapes: Unmanaged<ShapeStore>? = nil
 
     /// - Parameters:
     ///   - capacity: the most circles the index will hold.
@@ -351,7 +351,7 @@ public final class CircleIndex {
         for slot in 0..<count {
             let circle = circles[slot]
             if circle.isShape, let shapes {
-                nearest = min(nearest, shapes.boundaryBounds(id: circle.id, point).lower)
+                nearest = min(nearest, shapes._withUnsafeGuaranteedRef { $0.boundaryBounds(id: circle.id, point).lower })
                 continue
             }
             let bounds = Geodesy.distanceBounds(chordM: Geodesy.chordM(point, circle.center))
@@ -472,7 +472,10 @@ public final class CircleIndex {
     /// The exact edge distance of one circle, as `FenceEdges` computes it, or of a shape.
     @inline(__always)
     private func gap(_ slot: Int, _ point: GeoPoint) -> Double {
-        if circles[slot].isShape, let shapes { return shapes.locate(id: circles[slot].id, point).boundaryDistanceM }
+        if circles[slot].isShape, let shapes {
+            let id = circles[slot].id
+            return shapes._withUnsafeGuaranteedRef { $0.locate(id: id, point).boundaryDistanceM }
+        }
         return abs(Geodesy.distanceM(point, circles[slot].center) - circles[slot].radiusM)
     }
 
@@ -525,7 +528,8 @@ public final class CircleIndex {
         circles[slot].stamp = stamp
         let lower: Double, upper: Double
         if circles[slot].isShape, let shapes {
-            (lower, upper) = shapes.boundaryBounds(id: circles[slot].id, point)
+            let id = circles[slot].id
+            (lower, upper) = shapes._withUnsafeGuaranteedRef { $0.boundaryBounds(id: id, point) }
         } else {
             let radius = circles[slot].radiusM
             let bounds = Geodesy.distanceBounds(chordM: Geodesy.chordM(point, circles[slot].center))

@@ -26,6 +26,13 @@ public struct GeoCorridor: Equatable, Sendable {
         self.widthM = widthM
     }
 
+    /// A path checked before (the shape store's copy).
+    init(checked latitudes: [Double], _ longitudes: [Double], widthM: Double) {
+        self.latitudes = latitudes
+        self.longitudes = longitudes
+        self.widthM = widthM
+    }
+
     /// Inside or out, the distance to the band's edge (metres, either way), and the segment
     /// nearest.
     public func locate(latitude: Double, longitude: Double) -> PolygonLocation {

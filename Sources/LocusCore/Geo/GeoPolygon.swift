@@ -63,6 +63,7 @@ public struct GeoPolygon: Equatable, Sendable {
         // The turn at each vertex: the outgoing edge's azimuth less the incoming one's (azimuths
         // run clockwise, so a right turn is positive).
         var turns = [Double](repeating: 0, count: lats.count)
+        var lengths = [Double](repeating: 0, count: lats.count)
         var arriving = 0.0
         for index in 0...lats.count {
             let from = index % lats.count, to = (index + 1) % lats.count
@@ -70,12 +71,13 @@ public struct GeoPolygon: Equatable, Sendable {
             if index < lats.count {
                 guard edge.distanceM > 0 else { throw .repeatedVertex(index: to) }
                 guard edge.distanceM <= GeoPolygon.longestEdgeM else { throw .edgeTooLong(index: from, lengthM: edge.distanceM) }
+                lengths[from] = edge.distanceM
             }
             if index > 0 { turns[from] = Geodesy.angleNormalize(edge.azimuth1Deg - arriving) }
             arriving = edge.azimuth2Deg
         }
         if let spike = turns.firstIndex(where: { abs($0) > 180 - 1e-9 }) { throw .doublesBack(index: spike) }
-        if let (edge, other) = GeoPolygon.crossing(lats, lons) { throw .selfIntersecting(edge: edge, other: other) }
+        if let (edge, other) = GeoPolygon.crossing(lats, lons, lengths: lengths) { throw .selfIntersecting(edge: edge, other: other) }
         let total = turns.reduce(0, +)
         // A simple ring turns through about ±360° (less the enclosed area's excess).
         guard abs(total) > 180 else { throw .noInterior }
@@ -86,17 +88,25 @@ public struct GeoPolygon: Equatable, Sendable {
         convex = turns.map { onLeft ? $0 < 0 : $0 > 0 }
     }
 
+    /// A ring checked before (the shape store's copy).
+    init(checked latitudes: [Double], _ longitudes: [Double], interiorOnLeft: Bool, convex: [Bool]) {
+        self.latitudes = latitudes
+        self.longitudes = longitudes
+        self.interiorOnLeft = interiorOnLeft
+        self.convex = convex
+    }
+
     /// The first pair of edges that are not neighbours and cross, if any: each edge's ends lie on
     /// opposite sides of the other's geodesic (the sides exact: `edgeProximity`), or one edge
-    /// passes through an end of the other. Pairs whose bounding spheres are apart are skipped
-    /// on the chord alone. Every pair is looked at: for the vertices of a site's shapes, once at
-    /// load.
-    static func crossing(_ lats: [Double], _ lons: [Double]) -> (Int, Int)? {
+    /// passes through an end of the other. A pair whose chords are farther apart than their
+    /// tubes (`ShapeStore.tubeM`: each geodesic is within its tube of its chord) cannot meet and
+    /// is skipped on a few dozen multiplications. Every pair is looked at: for the vertices of a
+    /// site's shapes, once at load.
+    static func crossing(_ lats: [Double], _ lons: [Double], lengths: [Double]) -> (Int, Int)? {
         let count = lats.count
         guard count > 3 else { return nil }
         let points = lats.indices.map { GeoPoint(latitude: lats[$0], longitude: lons[$0]) }
-        // Each edge's ends' chord, bounding its geodesic (within 1e-5 of its length at 100 km).
-        let chords = lats.indices.map { Geodesy.chordM(points[$0], points[($0 + 1) % count]) }
+        let tubes = lengths.map { ShapeStore.tubeM(lengthM: $0) }
         func side(_ index: Int, _ edge: Int) -> (distanceM: Double, isLeft: Bool) {
             let next = (edge + 1) % count
             let proximity = Geodesy.edgeProximity(lats[index], lons[index], lats[edge], lons[edge], lats[next], lons[next])
@@ -104,8 +114,8 @@ public struct GeoPolygon: Equatable, Sendable {
         }
         for edge in 0..<(count - 2) {
             for other in (edge + 2)..<count where !(edge == 0 && other == count - 1) {
-                let apart = Geodesy.chordM(points[edge], points[other])
-                if apart > 1.001 * (chords[edge] + chords[other]) + 1 { continue }
+                let apart = ShapeStore.segmentDistanceM(points[edge], points[(edge + 1) % count], points[other], points[(other + 1) % count])
+                if apart > tubes[edge] + tubes[other] { continue }
                 let (a, b) = (side(other, edge), side((other + 1) % count, edge))
                 let (c, d) = (side(edge, other), side((edge + 1) % count, other))
                 if a.distanceM == 0 || b.distanceM == 0 || c.distanceM == 0 || d.distanceM == 0 { return (edge, other) }

@@ -172,9 +172,7 @@ public final class ShapeStore {
                 let (nx, ny, nz) = (a.y * edge.dz - a.z * edge.dy, a.z * edge.dx - a.x * edge.dz, a.x * edge.dy - a.y * edge.dx)
                 let norm = LibM.sqrt(nx * nx + ny * ny + nz * nz)
                 (edge.nx, edge.ny, edge.nz) = (nx / norm, ny / norm, nz / norm)
-                let lengthM = Geodesy.distanceM(a, b) * 1.01
-                let half = min(ShapeStore.curvature * lengthM / 2, Double.pi)
-                edge.tubeM = (1 - LibM.cos(half)) / ShapeStore.curvature + ShapeStore.slackM
+                edge.tubeM = ShapeStore.tubeM(lengthM: Geodesy.distanceM(a, b))
                 widestTube = max(widestTube, edge.tubeM)
             }
             (edges + first + index).initialize(to: edge)
@@ -204,33 +202,32 @@ public final class ShapeStore {
         return shape.cap
     }
 
-    /// The deepest of 41 sample positions inside a polygon (the bounding circle's centre, 24 on
-    /// rings around it, 16 a tenth of the way from vertices to the centre), by the cheap
-    /// clearance: a lower bound of the largest inscribed circle's radius, for `accuracyLimited`.
+    /// The deepest of up to 49 sample positions inside a polygon (the bounding circle's centre,
+    /// and a tenth, four tenths and seven tenths of the way from 16 of the vertices to it), by
+    /// the cheap clearance: a lower bound of the largest inscribed circle's radius, for
+    /// `accuracyLimited`. The positions are straight-line blends projected on the ellipsoid: any
+    /// positions do, and these cost no geodesic.
     private func estimateInsideReach(_ id: Int32) -> Double {
         let shape = shapes[Int(id)]
+        let center = shape.cap.center
         var deepest = 0.0
-        func sample(_ latitude: Double, _ longitude: Double) {
+        func sample(_ x: Double, _ y: Double, _ z: Double) {
+            let horizontal = LibM.sqrt(x * x + y * y)
+            let latitude = LibM.atan2(z, horizontal * (1 - WGS84.eccentricitySquared)) * 180 / Double.pi
+            let longitude = horizontal > 0 ? LibM.atan2(y, x) * 180 / Double.pi : 0
             switch place(id: id, GeoPoint(latitude: latitude, longitude: longitude), bandM: 0) {
             case .inside(let clear): deepest = max(deepest, clear)
             case .near(let location) where location.isInside: deepest = max(deepest, location.boundaryDistanceM)
             default: break
             }
         }
-        let center = shape.cap.center
-        sample(center.latitude, center.longitude)
-        for ring in 1...3 {
-            for step in 0..<8 {
-                let point = Geodesy.direct(center.latitude, center.longitude, azimuthDeg: Double(step) * 45, distanceM: shape.cap.radiusM * Double(ring) / 4)
-                sample(point.latitude, point.longitude)
-            }
-        }
+        sample(center.x, center.y, center.z)
         let stride = max(1, Int(shape.count) / 16)
         for vertex in Swift.stride(from: 0, to: Int(shape.count), by: stride) {
             let edge = edges[Int(shape.firstEdge) + vertex]
-            let toCenter = Geodesy.inverseSolution(edge.latitude, edge.longitude, center.latitude, center.longitude)
-            let point = Geodesy.direct(edge.latitude, edge.longitude, azimuthDeg: toCenter.azimuth1Deg, distanceM: toCenter.distanceM / 10)
-            sample(point.latitude, point.longitude)
+            for fraction in [0.1, 0.4, 0.7] {
+                sample(edge.ax + fraction * (center.x - edge.ax), edge.ay + fraction * (center.y - edge.ay), edge.az + fraction * (center.z - edge.az))
+            }
         }
         return deepest
     }
@@ -239,6 +236,35 @@ public final class ShapeStore {
     /// inscribed radius): an accuracy beyond it can never place a fix inside.
     @_noAllocation
     public func insideReachM(id: Int32) -> Double { shapes[Int(id)].insideReachM }
+
+    /// τ for an edge of this geodesic length: how far its geodesic and its great-ellipse arc
+    /// (1 % longer at most) can stray from the chord, plus the rounding allowance.
+    static func tubeM(lengthM: Double) -> Double {
+        let half = min(curvature * lengthM * 1.01 / 2, Double.pi)
+        return (1 - LibM.cos(half)) / curvature + slackM
+    }
+
+    /// The straight-line distance between segments PQ and RS (their closest points, clamped to
+    /// both segments).
+    static func segmentDistanceM(_ p: GeoPoint, _ q: GeoPoint, _ r: GeoPoint, _ s: GeoPoint) -> Double {
+        let (d1x, d1y, d1z) = (q.x - p.x, q.y - p.y, q.z - p.z)
+        let (d2x, d2y, d2z) = (s.x - r.x, s.y - r.y, s.z - r.z)
+        let (wx, wy, wz) = (p.x - r.x, p.y - r.y, p.z - r.z)
+        let a = d1x * d1x + d1y * d1y + d1z * d1z, e = d2x * d2x + d2y * d2y + d2z * d2z
+        let b = d1x * d2x + d1y * d2y + d1z * d2z, c = d1x * wx + d1y * wy + d1z * wz, f = d2x * wx + d2y * wy + d2z * wz
+        let denominator = a * e - b * b
+        var t1 = denominator > 0 ? min(max((b * f - c * e) / denominator, 0), 1) : 0
+        var t2 = (b * t1 + f) / e
+        if t2 < 0 {
+            t2 = 0
+            t1 = min(max(-c / a, 0), 1)
+        } else if t2 > 1 {
+            t2 = 1
+            t1 = min(max((b - c) / a, 0), 1)
+        }
+        let (x, y, z) = (wx + t1 * d1x - t2 * d2x, wy + t1 * d1y - t2 * d2y, wz + t1 * d1z - t2 * d2z)
+        return LibM.sqrt(x * x + y * y + z * z)
+    }
 
     /// Centred on the vertices' mean direction; reaching every vertex, plus the tubes (edges
     /// bulge at most that far beyond their ends' circle) and a corridor's half width.
@@ -298,6 +324,19 @@ public final class ShapeStore {
             shapes[other].firstEdge -= Int32(vertices)
         }
         return true
+    }
+
+    /// The condition shape `id` was added as (rebuilt from the stored vertices).
+    public func condition(id: Int32) -> Condition {
+        let shape = shapes[Int(id)]
+        let vertices = UnsafeBufferPointer(start: edges + Int(shape.firstEdge), count: Int(shape.count))
+        let latitudes = vertices.map { $0.latitude }, longitudes = vertices.map { $0.longitude }
+        switch shape.kind {
+        case .polygon:
+            return .polygon(GeoPolygon(checked: latitudes, longitudes, interiorOnLeft: shape.interiorOnLeft, convex: vertices.map { $0.convex }))
+        case .corridor:
+            return .corridor(GeoCorridor(checked: latitudes, longitudes, widthM: 2 * shape.halfWidthM))
+        }
     }
 
     // MARK: - Queries
@@ -376,7 +415,8 @@ public final class ShapeStore {
         let (lower, upper) = pathBounds(Int(shape.firstEdge), segments, point)
         guard shape.kind == .corridor else { return (lower, upper) }
         let half = shape.halfWidthM
-        return (max(0, lower - half, half - upper), max(upper - half, half - lower))
+        // Two-argument max: the variadic one builds an array.
+        return (max(0, max(lower - half, half - upper)), max(upper - half, half - lower))
     }
 
     /// The exact location of `point` against shape `id`.

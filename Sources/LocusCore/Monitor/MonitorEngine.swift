@@ -50,12 +50,25 @@ public final class MonitorEngine {
     /// The accuracy assumed for a fix that carries none (no GST, no HDOP).
     public static let unknownAccuracyM = 1_000.0
 
-    /// What a slot's condition is, for the hot paths (which do not copy the condition itself).
-    enum SlotKind: UInt8 { case circle, beacon, shape }
+    /// A slot's condition, kept trivial (no array), so the hot paths copy slots freely: a
+    /// polygon's or corridor's vertices live in the shape store, which gives the condition back.
+    enum StoredCondition {
+        case circle(CircularGeographicCondition)
+        case beacon(BeaconIdentityCondition)
+        case shape
+
+        init(_ condition: Condition) {
+            switch condition {
+            case .circle(let circle): self = .circle(circle)
+            case .beacon(let beacon): self = .beacon(beacon)
+            case .polygon, .corridor: self = .shape
+            }
+        }
+    }
 
     /// Fields ordered by alignment (8, 4, 2, 1 bytes): 10,000 slots pay no padding.
     struct Slot {
-        var condition: Condition
+        var condition: StoredCondition
         /// Circles: the centre with its Earth-centred coordinates precomputed.
         var center: GeoPoint = GeoPoint(latitude: 0, longitude: 0)
         var settings: ConditionSettings
@@ -84,7 +97,6 @@ public final class MonitorEngine {
         var fromSiteFile = true
         /// The state the condition was added with (logged with it).
         var assumed: ConditionState = .unknown
-        var kind: SlotKind = .circle
 
         /// The state the record is in once pending events are handled.
         var effectiveState: ConditionState { pendingEvents > 0 ? pendingState : lastEvent.state }
@@ -214,7 +226,7 @@ public final class MonitorEngine {
         circles = Unmanaged.passUnretained(circleIndex)
         shapeStore = ShapeStore(shapeCapacity: capacity.conditions, vertexCapacity: min(max(0, capacity.vertices), Capacity.maximumVertices))
         shapes = Unmanaged.passUnretained(shapeStore)
-        circleIndex.shapes = shapeStore
+        circleIndex.shapes = shapes
         scratch = .allocate(capacity: capacity.conditions)
         beacons = BeaconIndex(slots: capacity.conditions)
     }
@@ -265,8 +277,7 @@ public final class MonitorEngine {
         slot.generation &+= 1
         slot.monitor = Int16(monitorIndex)
         slot.identifier = identifier
-        slot.condition = condition
-        slot.kind = condition.isShape ? .shape : condition.isGeographic ? .circle : .beacon
+        slot.condition = StoredCondition(condition)
         slot.settings = settings
         slot.lastEvent = StoredEvent(MonitorEvent(monitor: monitor, identifier: identifier, state: assuming ?? .unknown, date: now,
                                                   refinement: nil, diagnostics: diagnostics, explanation: Explanation(source: .assumption)))
@@ -355,7 +366,7 @@ public final class MonitorEngine {
         let releasable = conditionCount > 0 ? freeCount < capacity.conditions : false
         precondition(releasable, "a slot to release")
         switch slot.condition {
-        case .circle, .polygon, .corridor:
+        case .circle, .shape:
             _ = circleIndex.remove(id: index)
             shapeStore.remove(id: index)
             if slot.settings.transit { transitCount -= 1 }
@@ -390,7 +401,7 @@ public final class MonitorEngine {
         guard let monitorIndex = monitorIndex(monitor, create: false),
               let index = slotIndex(monitor: monitorIndex, identifier: identifier) else { return nil }
         let slot = slots[Int(index)]
-        return Record(condition: slot.condition, settings: slot.settings, lastEvent: slot.lastEvent.event(monitor: monitors[Int(slot.monitor)], identifier: slot.identifier), accuracyLimited: slot.accuracyLimited,
+        return Record(condition: condition(of: index), settings: slot.settings, lastEvent: slot.lastEvent.event(monitor: monitors[Int(slot.monitor)], identifier: slot.identifier), accuracyLimited: slot.accuracyLimited,
                       fromSiteFile: slot.fromSiteFile, assumed: slot.assumed)
     }
 
@@ -415,8 +426,17 @@ public final class MonitorEngine {
         for index in 0..<slotsInitialized where slots[index].inUse {
             let slot = slots[index]
             body(monitors[Int(slot.monitor)], slot.identifier,
-                 Record(condition: slot.condition, settings: slot.settings, lastEvent: slot.lastEvent.event(monitor: monitors[Int(slot.monitor)], identifier: slot.identifier), accuracyLimited: slot.accuracyLimited,
+                 Record(condition: condition(of: Int32(index)), settings: slot.settings, lastEvent: slot.lastEvent.event(monitor: monitors[Int(slot.monitor)], identifier: slot.identifier), accuracyLimited: slot.accuracyLimited,
                         fromSiteFile: slot.fromSiteFile, assumed: slot.assumed))
+        }
+    }
+
+    /// A slot's condition as it was added (a shape's from the shape store).
+    private func condition(of index: Int32) -> Condition {
+        switch slots[Int(index)].condition {
+        case .circle(let circle): return .circle(circle)
+        case .beacon(let beacon): return .beacon(beacon)
+        case .shape: return shapeStore.condition(id: index)
         }
     }
 
@@ -675,7 +695,7 @@ public final class MonitorEngine {
     /// A fix against one geographic condition (beacon slots are left alone).
     @inline(__always)
     private func evaluateGeofence(_ index: Int32, point: GeoPoint, accuracyM: Double, time: UTCTime) {
-        switch slots[Int(index)].kind {
+        switch slots[Int(index)].condition {
         case .circle: evaluateCircle(index, point: point, accuracyM: accuracyM, time: time)
         case .shape: evaluateShape(index, point: point, accuracyM: accuracyM, time: time)
         case .beacon: break
@@ -735,9 +755,11 @@ public final class MonitorEngine {
     /// The shape store places the fix cheaply when the boundary is farther than every threshold
     /// (the margins plus the accuracy), and exactly otherwise.
     private func evaluateShape(_ index: Int32, point: GeoPoint, accuracyM: Double, time: UTCTime) {
-        precondition(index >= 0 && Int(index) < slotsInitialized, "a shape's slot was handed out")
+        precondition(index >= 0, "a slot number")
+        let handedOut = Int(index) < slotsInitialized
+        precondition(handedOut, "a shape's slot was handed out")
         let slot = slot(index)
-        guard slot.pointee.inUse, slot.pointee.kind == .shape else { return }
+        guard slot.pointee.inUse, case .shape = slot.pointee.condition else { return }
         let settings = slot.pointee.settings
         let current = slot.pointee.effectiveState
         let spread = settings.accuracyGate ? accuracyM : 0
@@ -759,11 +781,13 @@ public final class MonitorEngine {
             else if current == .unknown { observed = location.isInside ? .satisfied : .unsatisfied }
             else { observed = current }
         }
-        let limited = settings.accuracyGate && spread > shapes._withUnsafeGuaranteedRef { $0.insideReachM(id: index) }
+        let reach = shapes._withUnsafeGuaranteedRef { $0.insideReachM(id: index) }
+        let limited = settings.accuracyGate && spread > reach
         if slot.pointee.accuracyLimited != limited { slot.pointee.accuracyLimited = limited }
         guard observed != current || slot.pointee.candidate != current else { return }
         // A change (or a dwell going on) is explained with the exact distance and edge.
-        let location = located ?? shapes._withUnsafeGuaranteedRef { $0.locate(id: index, point) }
+        let location: PolygonLocation
+        if let located { location = located } else { location = shapes._withUnsafeGuaranteedRef { $0.locate(id: index, point) } }
         var explanation = Explanation(source: .fix)
         explanation.latitude = point.latitude
         explanation.longitude = point.longitude
@@ -934,7 +958,7 @@ public final class MonitorEngine {
                     let date = UTCTime(nanoseconds: seenNs + timeoutNs)
                     decide(index, observed: .unsatisfied, time: date, explanation: explanation, refinement: nil)
                 }
-            case .circle, .polygon, .corridor:
+            case .circle, .shape:
                 // A dwell that completed between fixes is reported at its completion time.
                 if slot.candidate != slot.effectiveState && slot.candidate != .unknown,
                    nowNs - slot.candidateSinceNs >= slot.settings.dwellMs * 1_000_000 {
@@ -969,7 +993,7 @@ public final class MonitorEngine {
                     let seenNs = max(slot.lastSeenNs, startedNs ?? slot.lastSeenNs)
                     earliest = min(earliest, seenNs + (slot.settings.exitTimeoutMs ?? MonitorEngine.defaultBeaconExitTimeoutMs) * 1_000_000)
                 }
-            case .circle, .polygon, .corridor:
+            case .circle, .shape:
                 if slot.candidate != slot.effectiveState && slot.candidate != .unknown {
                     earliest = min(earliest, slot.candidateSinceNs + slot.settings.dwellMs * 1_000_000)
                 }

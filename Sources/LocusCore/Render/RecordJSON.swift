@@ -2,7 +2,6 @@
 public enum ConditionJSON {
     /// {"lat":..,"lon":..,"radius":..}, {"uuid":..[,"major":..[,"minor":..]]},
     /// {"polygon":[[lat,lon],..]} or {"corridor":{"path":[[lat,lon],..],"width":..}} into `line`.
-    @_noAllocation
     public static func write(_ condition: Condition, into line: inout JSONWriter) {
         line.beginObject()
         switch condition {
@@ -66,8 +65,8 @@ public enum ConditionJSON {
 /// A record as JSON: identifier, condition, settings and lastEvent.
 public enum RecordJSON {
     /// The record object (no newline) into `line`; with `places`, its lastEvent is annotated
-    /// (`EventJSON`).
-    @_noAllocation
+    /// (`EventJSON`). Records are written on request, not in the hot loop: a shape's vertices are
+    /// arrays, which the allocation checks would refuse.
     public static func write(_ identifier: FixedName, _ record: MonitorEngine.Record, places: PlaceLabels? = nil, into line: inout JSONWriter) {
         line.beginObject()
         line.string("identifier", identifier)
