@@ -6,6 +6,9 @@ public protocol CLCondition: MonitoringCondition {}
 
 extension CircularGeographicCondition: CLCondition {}
 extension BeaconIdentityCondition: CLCondition {}
+/// Beyond Core Location: shapes a ported program can add as it adds circles.
+extension PolygonCondition: CLCondition {}
+extension CorridorCondition: CLCondition {}
 
 /// CLMonitor over the agent's monitors: Core Location's calls, with its signatures (nothing
 /// throws but the events' loop). What Core Location would not throw is kept for the program to
@@ -19,6 +22,8 @@ extension BeaconIdentityCondition: CLCondition {}
 public actor CLMonitor {
     public typealias CircularGeographicCondition = LocusMonitor.CircularGeographicCondition
     public typealias BeaconIdentityCondition = LocusMonitor.BeaconIdentityCondition
+    public typealias PolygonCondition = LocusMonitor.PolygonCondition
+    public typealias CorridorCondition = LocusMonitor.CorridorCondition
 
     /// Core Location's authorization diagnostics are false (`CLAuthorizationDiagnostics`): a
     /// program the agent's access rules refuse is refused when it opens the monitor, and

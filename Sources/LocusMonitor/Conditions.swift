@@ -14,7 +14,7 @@ public struct Coordinate: Sendable, Equatable {
 /// What a monitor can watch (CLMonitor's `CLCondition`).
 public protocol MonitoringCondition: Sendable {
     /// The condition as the control protocol's `add` request carries it.
-    var requestMember: (key: String, value: [String: Any]) { get }
+    var requestMember: (key: String, value: Any) { get }
     /// Its `settings` member, if it sets any.
     var requestSettings: [String: Any]? { get }
 }
@@ -33,8 +33,38 @@ public struct CircularGeographicCondition: MonitoringCondition, Equatable {
         self.radius = radius
     }
 
-    public var requestMember: (key: String, value: [String: Any]) {
+    public var requestMember: (key: String, value: Any) {
         ("circle", ["lat": center.latitude, "lon": center.longitude, "radius": radius])
+    }
+}
+
+/// Inside a polygon whose edges are geodesics (a Locus condition beyond Core Location's
+/// circles): `vertices` in order, either way round, not repeating the first at the end (a ring
+/// that does is taken once). The agent refuses a ring that crosses itself, has fewer than three
+/// vertices or an edge beyond 10,000 km; over the control socket a request is at most 4,096
+/// bytes, about 150 vertices (larger shapes go in the site file).
+public struct PolygonCondition: MonitoringCondition, Equatable {
+    public var vertices: [Coordinate]
+
+    public init(vertices: [Coordinate]) { self.vertices = vertices }
+
+    public var requestMember: (key: String, value: Any) {
+        ("polygon", vertices.map { [$0.latitude, $0.longitude] })
+    }
+}
+
+/// Within `width / 2` metres of a path of geodesic segments (a route to keep to).
+public struct CorridorCondition: MonitoringCondition, Equatable {
+    public var path: [Coordinate]
+    public var width: Double
+
+    public init(path: [Coordinate], width: Double) {
+        self.path = path
+        self.width = width
+    }
+
+    public var requestMember: (key: String, value: Any) {
+        ("corridor", ["path": path.map { [$0.latitude, $0.longitude] }, "width": width])
     }
 }
 
@@ -76,7 +106,7 @@ public struct BeaconIdentityCondition: MonitoringCondition, Equatable {
         self.proximity = proximity
     }
 
-    public var requestMember: (key: String, value: [String: Any]) {
+    public var requestMember: (key: String, value: Any) {
         var beacon: [String: Any] = ["uuid": uuid.uuidString]
         if let major { beacon["major"] = Int(major) }
         if let minor { beacon["minor"] = Int(minor) }

@@ -54,6 +54,8 @@ public actor Monitor {
     /// The seeds' nested spellings (`CLMonitor.CircularGeographicCondition`).
     public typealias CircularGeographicCondition = LocusMonitor.CircularGeographicCondition
     public typealias BeaconIdentityCondition = LocusMonitor.BeaconIdentityCondition
+    public typealias PolygonCondition = LocusMonitor.PolygonCondition
+    public typealias CorridorCondition = LocusMonitor.CorridorCondition
 
     public struct Record: Sendable {
         public var condition: any MonitoringCondition
@@ -187,6 +189,15 @@ public actor Monitor {
         guard let condition = object["condition"] as? [String: Any], var last = object["lastEvent"] as? [String: Any] else { return nil }
         if last["identifier"] == nil { last["identifier"] = object["identifier"] }
         guard let event = event(last) else { return nil }
+        func coordinates(_ value: Any?) -> [Coordinate]? {
+            (value as? [[Double]])?.compactMap { $0.count == 2 ? Coordinate(latitude: $0[0], longitude: $0[1]) : nil }
+        }
+        if let vertices = coordinates(condition["polygon"]) {
+            return Record(condition: PolygonCondition(vertices: vertices), lastEvent: event)
+        }
+        if let corridor = condition["corridor"] as? [String: Any], let path = coordinates(corridor["path"]), let width = corridor["width"] as? Double {
+            return Record(condition: CorridorCondition(path: path, width: width), lastEvent: event)
+        }
         if let latitude = condition["lat"] as? Double, let longitude = condition["lon"] as? Double, let radius = condition["radius"] as? Double {
             return Record(condition: CircularGeographicCondition(center: Coordinate(latitude: latitude, longitude: longitude), radius: radius),
                           lastEvent: event)

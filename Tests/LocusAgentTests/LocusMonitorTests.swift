@@ -64,6 +64,40 @@ import Testing
         #expect(after.lastEvent.date == lastDate && lastDate > takenDate, "taken: the record moves on")
     }
 
+    /// Polygons and corridors through the library: added, read back from the records, decided
+    /// on the fed track; a ring that crosses itself refused with the agent's words.
+    @Test func polygonAndCorridorConditionsThroughTheLibrary() async throws {
+        let site = try AgentEndToEndTests.site("shapes")
+        let agent = try AgentEndToEndTests.start(site)
+        defer { _ = agent.stop(signal: SIGKILL) }
+        let monitor = try await Monitor("yard", stateDirectory: site.state)
+        let watchdog = Task { try await Task.sleep(for: .seconds(60)); await monitor.close() }
+        defer { watchdog.cancel() }
+        let quay = PolygonCondition(vertices: [Coordinate(latitude: 45.0009, longitude: 6.9995), Coordinate(latitude: 45.0009, longitude: 7.0005),
+                                               Coordinate(latitude: 45.0018, longitude: 7.0005), Coordinate(latitude: 45.0018, longitude: 6.9995)])
+        let lane = CorridorCondition(path: [Coordinate(latitude: 44.9995, longitude: 7.0), Coordinate(latitude: 45.003, longitude: 7.0)], width: 20)
+        try await monitor.add(quay, identifier: "quay", assuming: .unsatisfied)
+        try await monitor.add(lane, identifier: "lane", assuming: .unsatisfied)
+        #expect((await monitor.record(for: "quay"))?.condition as? PolygonCondition == quay)
+        #expect((await monitor.record(for: "lane"))?.condition as? CorridorCondition == lane)
+        let bowTie = PolygonCondition(vertices: [Coordinate(latitude: 45, longitude: 7), Coordinate(latitude: 45.001, longitude: 7.001),
+                                                 Coordinate(latitude: 45.001, longitude: 7), Coordinate(latitude: 45, longitude: 7.001)])
+        do {
+            try await monitor.add(bowTie, identifier: "bow")
+            Issue.record("a ring that crosses itself was added")
+        } catch let error as MonitorError {
+            #expect("\(error)".contains("the edge from vertex 1 crosses the edge from vertex 3"), "\(error)")
+        }
+        let feeder = try AgentEndToEndTests.feed(site, nmea: syntheticTrack(seconds: 30, startLatitude: 45.0, longitude: 7.0, speedMps: 10), hci: nil)
+        defer { feeder.waitUntilExit() }
+        var seen: [String] = []
+        for try await event in monitor.events where event.identifier != "fence" {
+            seen.append("\(event.identifier) \(event.state)")
+            if seen.count == 3 { break }
+        }
+        #expect(seen == ["lane satisfied", "quay satisfied", "quay unsatisfied"])
+    }
+
     /// The seeds' spellings compile as written (the nested condition names, diagnostics read as
     /// properties), and a beacon condition's proximity requirement reaches the agent and comes back.
     /// A reload that changes what a program may do reaches it at once: `AgentInfo.grantChanges`

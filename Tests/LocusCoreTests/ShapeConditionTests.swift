@@ -7,6 +7,11 @@ import Testing
 /// gate, dwell, events only on change) applied to the exact signed distance to the boundary,
 /// checked against a reference that computes every fix exactly; the site file's shapes and their
 /// errors at file:line:col; the log's round trip.
+extension GeoPolygon {
+    /// The ring without its last vertex (the test's three-vertex quay).
+    func dropLast() -> GeoPolygon { try! GeoPolygon(latitudes: Array(latitudes.dropLast()), longitudes: Array(longitudes.dropLast())) }
+}
+
 @Suite struct ShapeConditionTests {
     static let t0 = UTCTime(seconds: 1_700_000_000)
 
@@ -251,6 +256,40 @@ import Testing
             == ["site.toml:6:13: 'monitor.yard.condition[1].proximity' applies to beacon conditions, but this one is a polygon"])
         #expect(Self.siteErrors("polygon = [[45, 7], [45.001, 7], [45, 7.001], [44.999, 7.0005]]", capacity: "[capacity]\nvertices = 3")
             .first?.hasSuffix("the polygons and corridors have 4 vertices, more than capacity.vertices = 3; raise it (112 bytes a vertex)") == true)
+    }
+
+    /// GeoJSON (longitude first) and WKT (and Traccar's latitude-first WKT and CIRCLE) become
+    /// site-file entries that read back as the same conditions; what cannot is named.
+    @Test func importedShapesReadBackAsTheSiteFileReadsThem() throws {
+        let geoJSON = """
+        {"type":"FeatureCollection","features":[
+         {"type":"Feature","properties":{"name":"Quay 3"},"geometry":{"type":"Polygon","coordinates":[[[4.05,51.95],[4.06,51.95],[4.06,51.956],[4.05,51.956],[4.05,51.95]]]}},
+         {"type":"Feature","id":"lane","properties":{"width":30},"geometry":{"type":"LineString","coordinates":[[4.05,51.95,2.5],[4.07,51.96,2.5]]}},
+         {"type":"Feature","properties":{"name":"Gate","radius":25},"geometry":{"type":"Point","coordinates":[4.055,51.953]}},
+         {"type":"Feature","properties":{"name":"Holed"},"geometry":{"type":"Polygon","coordinates":[[[0,0],[1,0],[1,1],[0,1],[0,0]],[[0.2,0.2],[0.3,0.2],[0.3,0.3],[0.2,0.2]]]}},
+         {"type":"Feature","properties":{"name":"Bow"},"geometry":{"type":"Polygon","coordinates":[[[7,45],[7.001,45.001],[7,45.001],[7.001,45],[7,45]]]}},
+         {"type":"Feature","properties":{"name":"Road"},"geometry":{"type":"LineString","coordinates":[[7,45],[7.01,45]]}}
+        ]}
+        """
+        let result = ShapeImport.read(Array(geoJSON.utf8), options: .init())
+        #expect(result.shapes.map(\.identifier) == ["Quay-3", "lane", "Gate"])
+        #expect(result.problems == [
+            "feature 4 'Holed': has 1 hole; Locus polygons have none (inside a hole would count as inside): remove or split it in the GIS",
+            "feature 5 'Bow': the edge from vertex 1 crosses the edge from vertex 3: the ring must not cross or touch itself",
+            "feature 6 'Road': a line becomes a corridor, which needs a width: give the feature a \"width\" property (metres) or --width"])
+        let text = "board = \"b\"\n" + ShapeImport.toml(result.shapes, monitor: "yard")
+        let site = try SiteConfig.parse(Array(text.utf8), file: "imported.toml")
+        let read = site.monitors[0].conditions.map { EngineSetup.condition($0) }
+        #expect(read == result.shapes.map(\.condition))
+        guard case .polygon(let quay) = read[0], case .corridor(let lane) = read[1] else { return }
+        #expect(quay.latitudes == [51.95, 51.95, 51.956, 51.956] && quay.longitudes == [4.05, 4.06, 4.06, 4.05])
+        #expect(lane.widthM == 30 && lane.latitudes == [51.95, 51.96])
+
+        let wkt = "POLYGON ((4.05 51.95, 4.06 51.95, 4.06 51.956, 4.05 51.95))\nMULTILINESTRING ((4.05 51.95, 4.07 51.96), (4.1 52, 4.2 52))\nPOINT (1 2)\n"
+        let fromWKT = ShapeImport.read(Array(wkt.utf8), options: .init(widthM: 12))
+        #expect(fromWKT.shapes.count == 3 && fromWKT.problems == ["geometry 3: a POINT is not a shape Locus monitors"])
+        let traccar = ShapeImport.read(Array("POLYGON((51.95 4.05, 51.95 4.06, 51.956 4.06))\nCIRCLE (51.95 4.05, 100)".utf8), options: .init(latitudeFirst: true))
+        #expect(traccar.shapes.map(\.condition) == [.polygon(quay.dropLast()), .circle(CircularGeographicCondition(latitude: 51.95, longitude: 4.05, radiusM: 100))])
     }
 
     @Test func shapesSurviveTheLog() throws {

@@ -106,6 +106,22 @@ public enum CommandLineInterface {
             """,
             run: GeoCommand.run),
         Command(
+            name: "shapes", summary: "import polygons and corridors drawn in a GIS (GeoJSON, WKT) as site-file conditions",
+            usage: ShapesCommand.usage,
+            details: """
+            import: reads GeoJSON (Polygon, MultiPolygon, LineString, MultiLineString, Point with a
+            "radius" property; Features and FeatureCollections) or WKT (one geometry a line:
+            POLYGON, MULTIPOLYGON, LINESTRING, MULTILINESTRING, Traccar's CIRCLE (lat lon, radius))
+            and prints [[monitor.NAME.condition]] entries (NAME: --monitor, default "imported") to
+            paste into the site file. Coordinates are longitude first, as GeoJSON and WKT write them;
+            --lat-lon reads WKT written latitude first (Traccar). A line becomes a corridor: its
+            width is the feature's "width" property, else --width. Ids come from a feature's "id",
+            "name" or "title". Every shape is checked as the site file checks it (simple ring, no
+            hole, edges under 10000 km); each one refused is named on standard error with the
+            reason. Exit 0 when everything was imported, 1 otherwise. docs/shapes.md.
+            """,
+            run: ShapesCommand.run),
+        Command(
             name: "replay", summary: "run the monitor engine on NMEA and BLE recordings",
             usage: "locus replay --config SITE.toml [--nmea FILE] [--hci FILE] [--state DIR] [--speed max|N] [--format jsonl|text] [--updates | --power-report [--locate-every S [--locate-accuracy TIER] [--locate-max-age S]]]",
             details: """
@@ -130,7 +146,7 @@ public enum CommandLineInterface {
             run: ReplayCommand.run),
         Command(
             name: "monitor", summary: "add, remove and read a monitor's conditions and records",
-            usage: "locus monitor NAME [--state DIR] (add ID (--circle LAT,LON,RADIUS | --beacon UUID[,MAJOR[,MINOR]]) [--assuming satisfied|unsatisfied] | remove ID | records | record ID | identifiers)",
+            usage: "locus monitor NAME [--state DIR] (add ID (--circle LAT,LON,RADIUS | --beacon UUID[,MAJOR[,MINOR]] | --polygon 'LAT,LON ...' | --corridor 'WIDTH LAT,LON ...') [--assuming satisfied|unsatisfied] | remove ID | records | record ID | identifiers)",
             details: """
             CLMonitor's calls on the monitor NAME: add (an existing ID is replaced and its record
             starts over), remove, records (one JSON object per record with its condition and

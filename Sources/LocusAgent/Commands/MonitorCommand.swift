@@ -195,7 +195,7 @@ enum MonitorCommand {
         }
     }
 
-    static let addHint = "usage: locus monitor NAME add ID (--circle LAT,LON,RADIUS | --beacon UUID[,MAJOR[,MINOR]]) [--assuming satisfied|unsatisfied]"
+    static let addHint = "usage: locus monitor NAME add ID (--circle LAT,LON,RADIUS | --beacon UUID[,MAJOR[,MINOR]] | --polygon 'LAT,LON LAT,LON ...' | --corridor 'WIDTH LAT,LON LAT,LON ...') [--assuming satisfied|unsatisfied]"
 
     static func add(_ monitor: FixedName, _ arguments: [String], _ engine: MonitorEngine, _ log: EventLog, _ now: AgentTime) -> Int32 {
         let identifier: FixedName, condition: Condition, assuming: ConditionState
@@ -250,6 +250,25 @@ enum MonitorCommand {
                     return usage("monitor add: major and minor are 0...65535")
                 }
                 condition = .beacon(BeaconIdentityCondition(uuid: uuid, major: numbers.first ?? nil, minor: numbers.count > 1 ? numbers[1] : nil))
+            case "--polygon", "--corridor":
+                let corridor = arguments[index] == "--corridor"
+                var words = value.split(separator: " ").map(String.init)
+                let width = corridor ? Double(words.first ?? "") : 0
+                if corridor, !words.isEmpty { words.removeFirst() }
+                let pairs = words.map { $0.split(separator: ",").map { Double(String($0)) } }
+                guard let width, width >= 0, pairs.allSatisfy({ $0.count == 2 && $0[0].map { abs($0) <= 90 } == true && $0[1].map { abs($0) <= 180 } == true }) else {
+                    return usage("monitor add: \(arguments[index]) takes \(corridor ? "WIDTH then " : "")LAT,LON positions separated by spaces, not '\(value)'")
+                }
+                let latitudes = pairs.map { $0[0]! }, longitudes = pairs.map { $0[1]! }
+                if corridor {
+                    do throws(CorridorError) { condition = .corridor(try GeoCorridor(latitudes: latitudes, longitudes: longitudes, widthM: width)) } catch {
+                        return usage("monitor add: --corridor: " + ShapeMessages.corridor(error).message)
+                    }
+                } else {
+                    do throws(ShapeError) { condition = .polygon(try GeoPolygon(latitudes: latitudes, longitudes: longitudes)) } catch {
+                        return usage("monitor add: --polygon: " + ShapeMessages.polygon(error).message)
+                    }
+                }
             case "--assuming":
                 switch value {
                 case "satisfied": assuming = .satisfied

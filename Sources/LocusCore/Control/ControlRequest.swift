@@ -281,7 +281,27 @@ public enum ControlProtocol {
         let identifier = try name(value, "identifier")
         let condition: Condition
         var placeCircle: (name: String, radiusM: Double)? = nil
+        let kinds = ["circle", "beacon", "polygon", "corridor"].filter { value[$0] != nil }
+        guard kinds.count <= 1 else { throw ControlError(.badArgument, "a condition is one of 'circle', 'beacon', 'polygon' or 'corridor', not several") }
         switch (value["circle"], value["beacon"]) {
+        case _ where value["polygon"] != nil:
+            let ring = try positions(value["polygon"], "polygon")
+            do throws(ShapeError) {
+                condition = .polygon(try GeoPolygon(latitudes: ring.latitudes, longitudes: ring.longitudes))
+            } catch {
+                throw ControlError(.badArgument, "'polygon': " + ShapeMessages.polygon(error).message)
+            }
+        case _ where value["corridor"] != nil:
+            let corridor = value["corridor"]!
+            let path = try positions(corridor["path"], "corridor.path")
+            guard let width = try number(corridor, "width", in: 0...1_000_000), width > 0 else {
+                throw ControlError(.badArgument, "'corridor' needs path ([[lat, lon], ...]) and width (metres > 0)")
+            }
+            do throws(CorridorError) {
+                condition = .corridor(try GeoCorridor(latitudes: path.latitudes, longitudes: path.longitudes, widthM: width))
+            } catch {
+                throw ControlError(.badArgument, "'corridor': " + ShapeMessages.corridor(error).message)
+            }
         case (let circle?, nil) where circle["place"] != nil:
             guard circle["lat"] == nil && circle["lon"] == nil else {
                 throw ControlError(.badArgument, "'circle' is centred on lat and lon or on a place, not both")
@@ -309,7 +329,7 @@ public enum ControlProtocol {
             condition = .beacon(BeaconIdentityCondition(uuid: uuid, major: major.flatMap { $0.map { UInt16($0) } },
                                                         minor: minor.flatMap { $0.map { UInt16($0) } }))
         default:
-            throw ControlError(.badArgument, "a condition is either 'circle': {lat, lon, radius} (or {place, radius}) or 'beacon': {uuid, major, minor}")
+            throw ControlError(.badArgument, "a condition is 'circle': {lat, lon, radius} (or {place, radius}), 'beacon': {uuid, major, minor}, 'polygon': [[lat, lon], ...] or 'corridor': {path, width}")
         }
         var assuming = ConditionState.unknown
         if let raw = value["assuming"] {
@@ -326,6 +346,21 @@ public enum ControlProtocol {
                                settings: settings, assuming: assuming)
         }
         return .add(monitor: monitor, identifier: identifier, condition: condition, settings: settings, assuming: assuming)
+    }
+
+    /// `[[lat, lon], ...]`: positions in degrees.
+    static func positions(_ raw: JSONValue?, _ key: String) throws(ControlError) -> (latitudes: [Double], longitudes: [Double]) {
+        guard case .array(let elements)? = raw else { throw ControlError(.badArgument, "'\(key)' is an array of [lat, lon] positions") }
+        var latitudes: [Double] = [], longitudes: [Double] = []
+        for (index, element) in elements.enumerated() {
+            guard case .array(let pair) = element, pair.count == 2, let latitude = pair[0].number, let longitude = pair[1].number,
+                  abs(latitude) <= 90, abs(longitude) <= 180 else {
+                throw ControlError(.badArgument, "'\(key)' element \(index + 1) is not a [lat, lon] position (latitude within ±90, longitude within ±180)")
+            }
+            latitudes.append(latitude)
+            longitudes.append(longitude)
+        }
+        return (latitudes, longitudes)
     }
 
     /// An `add`'s `settings` object (the defaults without one).
