@@ -158,6 +158,45 @@ extension GeoPolygon {
         #expect(states == [.satisfied], "\(states)")
     }
 
+    /// Transit between sparse fixes: a path across a polygon (or a corridor) between two
+    /// outside fixes gives a satisfied/unsatisfied pair at the times the path crosses the
+    /// boundary; a path through a concave notch, outside all along, gives nothing.
+    @Test func transitAcrossShapesBetweenSparseFixes() throws {
+        // A U: 300 m wide, its notch 100 m wide and 200 m deep, open to the north.
+        let south = 52.0, west = 5.0
+        let dLat = 1 / 111_250.0, dLon = 1 / (111_250.0 * LibM.cos(52 * Double.pi / 180))
+        func at(_ north: Double, _ east: Double) -> (Double, Double) { (south + north * dLat, west + east * dLon) }
+        let corners = [at(0, 0), at(0, 300), at(300, 300), at(300, 200), at(100, 200), at(100, 100), at(300, 100), at(300, 0)]
+        let u = try GeoPolygon(latitudes: corners.map(\.0), longitudes: corners.map(\.1))
+        let lane = try GeoCorridor(latitudes: [at(-200, 500).0, at(500, 500).0], longitudes: [at(-200, 500).1, at(500, 500).1], widthM: 40)
+        var settings = ConditionSettings()
+        settings.transit = true
+        let engine = MonitorEngine(capacity: .init(conditions: 4, events: 16))
+        engine.add(monitor: FixedName("m")!, identifier: FixedName("u")!, condition: .polygon(u), settings: settings, assuming: .unsatisfied, now: Self.t0)
+        engine.add(monitor: FixedName("m")!, identifier: FixedName("lane")!, condition: .corridor(lane), settings: settings, assuming: .unsatisfied, now: Self.t0)
+        // West to east at 200 m north: across the U's left arm, the notch, its right arm, then the
+        // lane (a transit is entry to last exit: the notch inside it is not a second pair).
+        let from = at(200, -50), to = at(200, 600)
+        engine.observe(Self.fix(from.0, from.1, at: 0, accuracyM: 3))
+        engine.observe(Self.fix(to.0, to.1, at: 100, accuracyM: 3))
+        // Each condition's pair is emitted together: in time order, the U's arms, then the lane.
+        let events = Self.drain(engine).sorted { $0.date.totalNanoseconds < $1.date.totalNanoseconds }
+        #expect(events.map { "\($0.identifier) \($0.state)" } == ["u satisfied", "u unsatisfied", "lane satisfied", "lane unsatisfied"])
+        // The times are where the path crosses the boundaries: 50 m, 350 m, 530 m and 570 m of 650 m.
+        let seconds = events.map { Double($0.date.totalNanoseconds - Self.t0.totalNanoseconds) / 1e9 }
+        for (second, metres) in zip(seconds, [50.0, 350, 530, 570]) {
+            #expect(abs(second - metres / 650 * 100) < 0.05, "\(seconds)")
+        }
+        #expect(events.allSatisfy { $0.explanation.source == .transit && $0.explanation.edgeDistanceM < 0 })
+        // Through the notch only (north to south at 150 m east, from 350 m to 150 m north): outside all along.
+        let notch = MonitorEngine(capacity: .init(conditions: 4, events: 16))
+        notch.add(monitor: FixedName("m")!, identifier: FixedName("u")!, condition: .polygon(u), settings: settings, assuming: .unsatisfied, now: Self.t0)
+        let notchFrom = at(350, 150), notchTo = at(150, 150)
+        notch.observe(Self.fix(notchFrom.0, notchFrom.1, at: 200, accuracyM: 3))
+        notch.observe(Self.fix(notchTo.0, notchTo.1, at: 260, accuracyM: 3))
+        #expect(Self.drain(notch).isEmpty)
+    }
+
     @Test func observingShapesAllocatesNothing() throws {
         var random = SplitMix64(seed: 363)
         let engine = MonitorEngine(capacity: .init(conditions: 64, events: 256, vertices: 2_000))

@@ -212,10 +212,7 @@ public final class ShapeStore {
         let center = shape.cap.center
         var deepest = 0.0
         func sample(_ x: Double, _ y: Double, _ z: Double) {
-            let horizontal = LibM.sqrt(x * x + y * y)
-            let latitude = LibM.atan2(z, horizontal * (1 - WGS84.eccentricitySquared)) * 180 / Double.pi
-            let longitude = horizontal > 0 ? LibM.atan2(y, x) * 180 / Double.pi : 0
-            switch place(id: id, GeoPoint(latitude: latitude, longitude: longitude), bandM: 0) {
+            switch place(id: id, ShapeStore.surfacePoint(x, y, z), bandM: 0) {
             case .inside(let clear): deepest = max(deepest, clear)
             case .near(let location) where location.isInside: deepest = max(deepest, location.boundaryDistanceM)
             default: break
@@ -230,6 +227,95 @@ public final class ShapeStore {
             }
         }
         return deepest
+    }
+
+    /// The position on the ellipsoid in the direction of (x, y, z) from the centre, near enough
+    /// for sampling (the geocentric direction's latitude moved to geodetic).
+    @inline(__always)
+    static func surfacePoint(_ x: Double, _ y: Double, _ z: Double) -> GeoPoint {
+        let horizontal = LibM.sqrt(x * x + y * y)
+        let latitude = LibM.atan2(z, horizontal * (1 - WGS84.eccentricitySquared)) * 180 / Double.pi
+        let longitude = horizontal > 0 ? LibM.atan2(y, x) * 180 / Double.pi : 0
+        return GeoPoint(latitude: latitude, longitude: longitude)
+    }
+
+    // MARK: - Transit
+
+    /// Where the straight path between two positions outside the shape passes through it.
+    public struct PathCrossing: Equatable, Sendable {
+        /// Fractions of the path (0 = first position, 1 = second) where it first enters and last
+        /// leaves.
+        public var entry: Double
+        public var exit: Double
+        /// How deep inside the path went (at the deepest position looked at), metres.
+        public var depthM: Double
+    }
+
+    /// Transit between sparse fixes: whether the path from `from` to `to` (both outside shape
+    /// `id`; the chord between them, on the ellipsoid, at most `MonitorEngine.maximumTransitSegmentM`)
+    /// enters the shape, and where. A piece of the path whose ends are farther from the boundary,
+    /// together, than the piece is long cannot reach inside (an inside point would have the
+    /// boundary within its distance of each end), so pieces are halved only while they could;
+    /// the first and last inside positions found are then bisected to the boundary, to a
+    /// ten-thousandth of the path. Nil when the path stays outside (a graze within 1 cm counts
+    /// as outside).
+    @_noAllocation
+    public func transit(id: Int32, from: GeoPoint, to: GeoPoint) -> PathCrossing? {
+        let start = clearance(id, from), end = clearance(id, to)
+        guard !start.inside, !end.inside else { return nil }
+        let length = Geodesy.chordM(from, to)
+        guard let first = firstInside(id, from, to, length, 0, start.distanceM, 1, end.distanceM, fromStart: true, depth: 0),
+              let last = firstInside(id, from, to, length, 0, start.distanceM, 1, end.distanceM, fromStart: false, depth: 0) else { return nil }
+        let entry = boundary(id, from, to, outside: 0, inside: first.t)
+        let exit = boundary(id, from, to, outside: 1, inside: last.t)
+        return PathCrossing(entry: entry, exit: exit, depthM: max(first.depthM, last.depthM))
+    }
+
+    /// Inside or out, and the distance to the boundary (exact, or a lower bound far from it).
+    @inline(__always)
+    private func clearance(_ id: Int32, _ point: GeoPoint) -> (inside: Bool, distanceM: Double) {
+        switch place(id: id, point, bandM: 0) {
+        case .inside(let clear): return (true, clear)
+        case .outside(let clear): return (false, clear)
+        case .near(let location): return (location.isInside, location.boundaryDistanceM)
+        }
+    }
+
+    @inline(__always)
+    private static func along(_ from: GeoPoint, _ to: GeoPoint, _ t: Double) -> GeoPoint {
+        surfacePoint(from.x + t * (to.x - from.x), from.y + t * (to.y - from.y), from.z + t * (to.z - from.z))
+    }
+
+    /// The first (or last) inside position of the path between fractions t0 and t1, whose ends
+    /// are outside at distances d0 and d1.
+    private func firstInside(_ id: Int32, _ from: GeoPoint, _ to: GeoPoint, _ length: Double, _ t0: Double, _ d0: Double,
+                             _ t1: Double, _ d1: Double, fromStart: Bool, depth: Int) -> (t: Double, depthM: Double)? {
+        let span = (t1 - t0) * length
+        guard d0 + d1 <= span, span > 0.01, depth < 30 else { return nil }
+        let t = (t0 + t1) / 2
+        let middle = clearance(id, ShapeStore.along(from, to, t))
+        if middle.inside {
+            // An earlier (later) inside stretch may still lie before (after) this one.
+            let nearer = fromStart ? firstInside(id, from, to, length, t0, d0, t, 0, fromStart: true, depth: depth + 1)
+                : firstInside(id, from, to, length, t, 0, t1, d1, fromStart: false, depth: depth + 1)
+            return nearer ?? (t, middle.distanceM)
+        }
+        if fromStart {
+            if let found = firstInside(id, from, to, length, t0, d0, t, middle.distanceM, fromStart: true, depth: depth + 1) { return found }
+            return firstInside(id, from, to, length, t, middle.distanceM, t1, d1, fromStart: true, depth: depth + 1)
+        }
+        if let found = firstInside(id, from, to, length, t, middle.distanceM, t1, d1, fromStart: false, depth: depth + 1) { return found }
+        return firstInside(id, from, to, length, t0, d0, t, middle.distanceM, fromStart: false, depth: depth + 1)
+    }
+
+    /// The boundary between an outside and an inside fraction of the path, by bisection.
+    private func boundary(_ id: Int32, _ from: GeoPoint, _ to: GeoPoint, outside: Double, inside: Double) -> Double {
+        var (out, into) = (outside, inside)
+        for _ in 0..<14 {
+            let t = (out + into) / 2
+            if clearance(id, ShapeStore.along(from, to, t)).inside { into = t } else { out = t }
+        }
+        return (out + into) / 2
     }
 
     /// How deep inside shape `id` a fix can be (a corridor's half width; a polygon's estimated

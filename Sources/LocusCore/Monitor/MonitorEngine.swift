@@ -830,7 +830,8 @@ public final class MonitorEngine {
 
     /// Transit: two fixes outside a circle whose straight path crosses it. The crossing is
     /// computed on a local tangent plane at the circle's centre (segments between fixes are short
-    /// against the Earth's radius), times interpolated along the segment.
+    /// against the Earth's radius), times interpolated along the segment; a shape's, by
+    /// `ShapeStore.transit`.
     private func detectTransits(from previous: (latitude: Double, longitude: Double, timeNs: Int64), toLatitude latitude: Double, longitude: Double, timeNs: Int64) {
         let length = Geodesy.distanceM(previous.latitude, previous.longitude, latitude, longitude)
         guard length > 1, length <= MonitorEngine.maximumTransitSegmentM else { return }
@@ -840,11 +841,22 @@ public final class MonitorEngine {
         for position in 0..<found {
             let index = scratch[position]
             let slot = slots[Int(index)]
-            guard slot.inUse, slot.settings.transit, slot.effectiveState == .unsatisfied, slot.candidate == .unsatisfied,
-                  case .circle(let circle) = slot.condition else { continue }
-            guard let crossing = Transit.crossing(center: circle, fromLatitude: previous.latitude, fromLongitude: previous.longitude,
-                                                  toLatitude: latitude, toLongitude: longitude),
-                  hasRoom(2) else { continue }
+            guard slot.inUse, slot.settings.transit, slot.effectiveState == .unsatisfied, slot.candidate == .unsatisfied else { continue }
+            let crossing: (entry: Double, exit: Double, depthM: Double)
+            switch slot.condition {
+            case .circle(let circle):
+                guard let found = Transit.crossing(center: circle, fromLatitude: previous.latitude, fromLongitude: previous.longitude,
+                                                   toLatitude: latitude, toLongitude: longitude) else { continue }
+                crossing = (found.entry, found.exit, found.depthM)
+            case .shape:
+                let from = GeoPoint(latitude: previous.latitude, longitude: previous.longitude)
+                let to = GeoPoint(latitude: latitude, longitude: longitude)
+                guard let found = shapes._withUnsafeGuaranteedRef({ $0.transit(id: index, from: from, to: to) }) else { continue }
+                crossing = (found.entry, found.exit, found.depthM)
+            case .beacon:
+                continue
+            }
+            guard hasRoom(2) else { continue }
             let span = Double(timeNs - previous.timeNs)
             let entered = UTCTime(nanoseconds: previous.timeNs + Int64(span * crossing.entry))
             let left = UTCTime(nanoseconds: previous.timeNs + Int64(span * crossing.exit))
