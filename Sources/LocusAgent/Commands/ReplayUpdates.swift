@@ -62,7 +62,8 @@ enum ReplayUpdates {
             Console.error("locus: replay: --power-report needs an NMEA recording with timed fixes\n")
             return 1
         }
-        let edges = fenceIndex(loaded.site)
+        let (edges, shapes) = fenceIndex(loaded.site)
+        defer { withExtendedLifetime(shapes) {} }
         let reference = detections(fixes, loaded: loaded)
         let settings = LiveUpdateSettings(loaded.site.updates)
         let currents = ReceiverCurrents.family(loaded.board.gnss?.receiver ?? .genericNMEA)
@@ -341,23 +342,41 @@ enum ReplayUpdates {
         return found
     }
 
-    /// Every circular condition of the site, indexed for the nearest-edge query (the same
-    /// answers as `FenceEdges`, the linear scan, without visiting every circle).
-    static func fenceIndex(_ site: SiteConfig) -> CircleIndex {
+    /// Every geographic condition of the site, indexed for the nearest-edge query: circles (the
+    /// same answers as `FenceEdges`, the linear scan, without visiting every circle) and the
+    /// shapes' boundaries (`ShapeStore`, which the index refers to: keep it as long).
+    static func fenceIndex(_ site: SiteConfig) -> (CircleIndex, ShapeStore) {
         var circles: [(latitude: Double, longitude: Double, radiusM: Double)] = []
+        var shapes: [ConditionConfig.Kind] = []
         for monitor in site.monitors {
             for condition in monitor.conditions {
-                if case .circle(let latitude, let longitude, let radiusM) = condition.kind { circles.append((latitude, longitude, radiusM)) }
+                switch condition.kind {
+                case .circle(let latitude, let longitude, let radiusM): circles.append((latitude, longitude, radiusM))
+                case .polygon, .corridor: shapes.append(condition.kind)
+                case .beacon: break
+                }
             }
         }
         let radii = circles.map { $0.radiusM }.sorted()
-        let index = CircleIndex(capacity: circles.count,
+        let index = CircleIndex(capacity: circles.count + shapes.count,
                                 cellSizeM: CircleIndex.suggestedCellSizeM(typicalReachM: radii.isEmpty ? 0 : radii[radii.count / 2]))
         for (id, circle) in circles.enumerated() {
             // An invalid circle (rejected by the site check) has no edge, as in FenceEdges.
             try? index.insert(id: Int32(id), latitude: circle.latitude, longitude: circle.longitude, radiusM: circle.radiusM)
         }
-        return index
+        let store = ShapeStore(shapeCapacity: circles.count + shapes.count, vertexCapacity: site.vertexCount)
+        index.shapes = Unmanaged.passUnretained(store)
+        for (offset, shape) in shapes.enumerated() {
+            let id = Int32(circles.count + offset)
+            let cap: ShapeStore.Cap?
+            switch shape {
+            case .polygon(let polygon): cap = try? store.insert(id: id, polygon: polygon)
+            case .corridor(let corridor): cap = try? store.insert(id: id, corridor: corridor)
+            default: cap = nil
+            }
+            if let cap { try? index.insert(id: id, latitude: cap.center.latitude, longitude: cap.center.longitude, radiusM: cap.radiusM, shape: true) }
+        }
+        return (index, store)
     }
 
     static func describe(_ dutyCycle: ReceiverDutyCycle) -> String {

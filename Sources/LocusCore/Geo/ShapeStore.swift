@@ -35,14 +35,31 @@ public final class ShapeStore {
         }
     }
 
-    /// Where a fix lies against a shape, as far as a decision band needs to know.
+    /// Where a fix lies against a shape.
     public enum Placement: Equatable, Sendable {
-        /// Inside, farther than the band from the boundary (at least `clearM`).
-        case inside(clearM: Double)
-        /// Outside, farther than the band from the boundary (at least `clearM`).
-        case outside(clearM: Double)
-        /// Within the band, or where the cheap test cannot tell: the exact location.
-        case near(PolygonLocation)
+        /// Inside or out, the distance to the boundary between `lowerM` and `upperM` (a few tenths
+        /// of a millimetre apart near edges of a hundred metres; `upperM` is infinite beyond the
+        /// bounding circle), and the edge (or corridor segment) whose lower bound is least, or -1.
+        case bounded(inside: Bool, lowerM: Double, upperM: Double, edge: Int)
+        /// Within an edge's tube (a millimetre or so of the boundary), where the cheap test cannot
+        /// tell, or a shape too large for it: the exact location.
+        case exact(PolygonLocation)
+
+        /// Inside, as the cheap test or the exact one says.
+        public var isInside: Bool {
+            switch self {
+            case .bounded(let inside, _, _, _): return inside
+            case .exact(let location): return location.isInside
+            }
+        }
+
+        /// A lower bound of the distance to the boundary (the exact one when exact).
+        public var clearanceM: Double {
+            switch self {
+            case .bounded(_, let lower, _, _): return lower
+            case .exact(let location): return location.boundaryDistanceM
+            }
+        }
     }
 
     public enum Kind: UInt8, Sendable { case polygon, corridor }
@@ -98,8 +115,9 @@ public final class ShapeStore {
     /// Beyond this bounding radius a shape is always decided exactly: the arcs to its reference
     /// point would near half the globe.
     static let cheapRadiusLimitM = 6_000_000.0
-    /// Rounding allowance of the cheap test, metres (its errors are micrometres).
-    static let slackM = 1e-3
+    /// Rounding allowance of the cheap test, metres: its differences of nearby Earth-centred
+    /// coordinates are exact to nanometres.
+    static let slackM = 1e-4
     /// a/b²: the largest curvature of a curve on the ellipsoid that is a geodesic or plane section.
     static let curvature = WGS84.equatorialRadiusM / (WGS84.polarRadiusM * WGS84.polarRadiusM)
 
@@ -212,11 +230,8 @@ public final class ShapeStore {
         let center = shape.cap.center
         var deepest = 0.0
         func sample(_ x: Double, _ y: Double, _ z: Double) {
-            switch place(id: id, ShapeStore.surfacePoint(x, y, z), bandM: 0) {
-            case .inside(let clear): deepest = max(deepest, clear)
-            case .near(let location) where location.isInside: deepest = max(deepest, location.boundaryDistanceM)
-            default: break
-            }
+            let placement = place(id: id, GeoPoint.onSurface(x, y, z), bandM: 0)
+            if placement.isInside { deepest = max(deepest, placement.clearanceM) }
         }
         sample(center.x, center.y, center.z)
         let stride = max(1, Int(shape.count) / 16)
@@ -227,16 +242,6 @@ public final class ShapeStore {
             }
         }
         return deepest
-    }
-
-    /// The position on the ellipsoid in the direction of (x, y, z) from the centre, near enough
-    /// for sampling (the geocentric direction's latitude moved to geodetic).
-    @inline(__always)
-    static func surfacePoint(_ x: Double, _ y: Double, _ z: Double) -> GeoPoint {
-        let horizontal = LibM.sqrt(x * x + y * y)
-        let latitude = LibM.atan2(z, horizontal * (1 - WGS84.eccentricitySquared)) * 180 / Double.pi
-        let longitude = horizontal > 0 ? LibM.atan2(y, x) * 180 / Double.pi : 0
-        return GeoPoint(latitude: latitude, longitude: longitude)
     }
 
     // MARK: - Transit
@@ -274,16 +279,8 @@ public final class ShapeStore {
     /// Inside or out, and the distance to the boundary (exact, or a lower bound far from it).
     @inline(__always)
     private func clearance(_ id: Int32, _ point: GeoPoint) -> (inside: Bool, distanceM: Double) {
-        switch place(id: id, point, bandM: 0) {
-        case .inside(let clear): return (true, clear)
-        case .outside(let clear): return (false, clear)
-        case .near(let location): return (location.isInside, location.boundaryDistanceM)
-        }
-    }
-
-    @inline(__always)
-    private static func along(_ from: GeoPoint, _ to: GeoPoint, _ t: Double) -> GeoPoint {
-        surfacePoint(from.x + t * (to.x - from.x), from.y + t * (to.y - from.y), from.z + t * (to.z - from.z))
+        let placement = place(id: id, point, bandM: 0)
+        return (placement.isInside, placement.clearanceM)
     }
 
     /// The first (or last) inside position of the path between fractions t0 and t1, whose ends
@@ -293,7 +290,7 @@ public final class ShapeStore {
         let span = (t1 - t0) * length
         guard d0 + d1 <= span, span > 0.01, depth < 30 else { return nil }
         let t = (t0 + t1) / 2
-        let middle = clearance(id, ShapeStore.along(from, to, t))
+        let middle = clearance(id, GeoPoint.along(from, to, t))
         if middle.inside {
             // An earlier (later) inside stretch may still lie before (after) this one.
             let nearer = fromStart ? firstInside(id, from, to, length, t0, d0, t, 0, fromStart: true, depth: depth + 1)
@@ -313,7 +310,7 @@ public final class ShapeStore {
         var (out, into) = (outside, inside)
         for _ in 0..<14 {
             let t = (out + into) / 2
-            if clearance(id, ShapeStore.along(from, to, t)).inside { into = t } else { out = t }
+            if clearance(id, GeoPoint.along(from, to, t)).inside { into = t } else { out = t }
         }
         return (out + into) / 2
     }
@@ -327,7 +324,9 @@ public final class ShapeStore {
     /// (1 % longer at most) can stray from the chord, plus the rounding allowance.
     static func tubeM(lengthM: Double) -> Double {
         let half = min(curvature * lengthM * 1.01 / 2, Double.pi)
-        return (1 - LibM.cos(half)) / curvature + slackM
+        // 1 − cos x written as 2 sin²(x/2), which keeps its digits for short edges.
+        let sine = LibM.sin(half / 2)
+        return 2 * sine * sine / curvature + slackM
     }
 
     /// The straight-line distance between segments PQ and RS (their closest points, clamped to
@@ -427,22 +426,25 @@ public final class ShapeStore {
 
     // MARK: - Queries
 
-    /// Where `point` lies against shape `id`, for decisions that change within `bandM` of the
-    /// boundary (the margins plus the accuracy): beyond the bounding circle, outside; far from
-    /// every edge, inside or outside by the crossing count; else exactly.
+    /// Where `point` lies against shape `id`. Beyond the bounding circle by more than `bandM`
+    /// (the widest band a decision looks at), outside at the cost of one chord. Otherwise every
+    /// edge's chord distance brackets the distance to the boundary, and inside or out is the
+    /// crossing count (a polygon) or the bracket against half the width (a corridor); within an
+    /// edge's tube, or for a shape too large for the cheap test, exactly.
     @_noAllocation
     public func place(id: Int32, _ point: GeoPoint, bandM: Double) -> Placement {
         let shape = shapes[Int(id)]
         let beyond = Geodesy.distanceBounds(chordM: Geodesy.chordM(point, shape.cap.center)).lower - shape.cap.radiusM
-        if beyond > bandM { return .outside(clearM: beyond) }
-        guard !shape.exactOnly, bandM.isFinite else { return .near(locate(shape, point)) }
+        if beyond > bandM { return .bounded(inside: false, lowerM: beyond, upperM: .infinity, edge: -1) }
+        guard !shape.exactOnly else { return .exact(locate(shape, point)) }
         let first = Int(shape.firstEdge)
         let vertices = Int(shape.count)
         if shape.kind == .corridor {
-            let (lower, upper) = pathBounds(first, vertices - 1, point)
-            if lower - shape.halfWidthM > bandM { return .outside(clearM: lower - shape.halfWidthM) }
-            if shape.halfWidthM - upper > bandM { return .inside(clearM: shape.halfWidthM - upper) }
-            return .near(locate(shape, point))
+            let path = pathBounds(first, vertices - 1, point)
+            let half = shape.halfWidthM
+            if path.upper < half { return .bounded(inside: true, lowerM: half - path.upper, upperM: half - path.lower, edge: path.segment) }
+            if path.lower > half { return .bounded(inside: false, lowerM: path.lower - half, upperM: path.upper - half, edge: path.segment) }
+            return .exact(locate(shape, point))
         }
         // m = P × R, the normal of the arc from the point to the reference point.
         let (rx, ry, rz) = (shape.rx - point.x, shape.ry - point.y, shape.rz - point.z)
@@ -450,7 +452,7 @@ public final class ShapeStore {
         let firstSide = mx * edges[first].ax + my * edges[first].ay + mz * edges[first].az >= 0
         var fromSide = firstSide
         var crossings = 0
-        var nearest = Double.infinity
+        var lowest = Double.infinity, lowestUpper = Double.infinity, nearestEdge = 0
         for index in 0..<vertices {
             let edge = edges + first + index
             let (wx, wy, wz) = (point.x - edge.pointee.ax, point.y - edge.pointee.ay, point.z - edge.pointee.az)
@@ -458,10 +460,16 @@ public final class ShapeStore {
             let t = min(max(along * edge.pointee.inverseLengthSquared, 0), 1)
             let (fx, fy, fz) = (wx - t * edge.pointee.dx, wy - t * edge.pointee.dy, wz - t * edge.pointee.dz)
             let chordSquared = fx * fx + fy * fy + fz * fz
-            let reach = bandM + 2 * edge.pointee.tubeM + ShapeStore.slackM
+            let tube = edge.pointee.tubeM
+            let reach = 2 * tube + ShapeStore.slackM
             let side = wx * edge.pointee.nx + wy * edge.pointee.ny + wz * edge.pointee.nz
-            if chordSquared <= reach * reach || abs(side) <= ShapeStore.slackM { return .near(locate(shape, point)) }
-            nearest = min(nearest, LibM.sqrt(chordSquared) - edge.pointee.tubeM)
+            if chordSquared <= reach * reach || abs(side) <= ShapeStore.slackM { return .exact(locate(shape, point)) }
+            let chord = LibM.sqrt(chordSquared)
+            if chord - tube < lowest {
+                lowest = chord - tube
+                nearestEdge = index
+            }
+            lowestUpper = min(lowestUpper, chord + tube)
             let next = index + 1 == vertices ? edges + first : edge + 1
             let toSide = index + 1 == vertices ? firstSide : mx * next.pointee.ax + my * next.pointee.ay + mz * next.pointee.az >= 0
             // The arcs cross when the point is on the far side of the edge's plane from the
@@ -471,15 +479,15 @@ public final class ShapeStore {
             if side < 0 && start && !end { crossings += 1 }
             fromSide = toSide
         }
-        let clear = max(0, nearest)
-        return crossings & 1 == 1 ? .inside(clearM: clear) : .outside(clearM: clear)
+        return .bounded(inside: crossings & 1 == 1, lowerM: max(0, lowest - Geodesy.chordSlackM),
+                        upperM: Geodesy.distanceBounds(chordM: lowestUpper).upper, edge: nearestEdge)
     }
 
     /// Bounds of the distance from `point` to the nearest edge of a path of `segments` segments
-    /// from vertex `first`: lower <= geodesic distance <= upper.
+    /// from vertex `first`: lower <= geodesic distance <= upper; the segment with the least lower.
     @inline(__always)
-    private func pathBounds(_ first: Int, _ segments: Int, _ point: GeoPoint) -> (lower: Double, upper: Double) {
-        var lower = Double.infinity, upper = Double.infinity
+    private func pathBounds(_ first: Int, _ segments: Int, _ point: GeoPoint) -> (lower: Double, upper: Double, segment: Int) {
+        var lower = Double.infinity, upper = Double.infinity, segment = 0
         for index in 0..<segments {
             let edge = edges + first + index
             let (wx, wy, wz) = (point.x - edge.pointee.ax, point.y - edge.pointee.ay, point.z - edge.pointee.az)
@@ -487,10 +495,13 @@ public final class ShapeStore {
             let t = min(max(along * edge.pointee.inverseLengthSquared, 0), 1)
             let (fx, fy, fz) = (wx - t * edge.pointee.dx, wy - t * edge.pointee.dy, wz - t * edge.pointee.dz)
             let chord = LibM.sqrt(fx * fx + fy * fy + fz * fz)
-            lower = min(lower, chord - edge.pointee.tubeM)
-            upper = min(upper, Geodesy.distanceBounds(chordM: chord + edge.pointee.tubeM).upper)
+            if chord - edge.pointee.tubeM < lower {
+                lower = chord - edge.pointee.tubeM
+                segment = index
+            }
+            upper = min(upper, chord + edge.pointee.tubeM)
         }
-        return (max(0, lower - Geodesy.chordSlackM), upper)
+        return (max(0, lower - Geodesy.chordSlackM), Geodesy.distanceBounds(chordM: upper).upper, segment)
     }
 
     /// Bounds of the distance from `point` to shape `id`'s boundary (for the nearest-edge search).
@@ -498,7 +509,7 @@ public final class ShapeStore {
     public func boundaryBounds(id: Int32, _ point: GeoPoint) -> (lower: Double, upper: Double) {
         let shape = shapes[Int(id)]
         let segments = shape.kind == .polygon ? Int(shape.count) : Int(shape.count) - 1
-        let (lower, upper) = pathBounds(Int(shape.firstEdge), segments, point)
+        let (lower, upper, _) = pathBounds(Int(shape.firstEdge), segments, point)
         guard shape.kind == .corridor else { return (lower, upper) }
         let half = shape.halfWidthM
         // Two-argument max: the variadic one builds an array.
@@ -522,5 +533,23 @@ public final class ShapeStore {
             return GeoCorridor.locate(point.latitude, point.longitude, count: Int(shape.count), halfWidthM: shape.halfWidthM,
                                       vertex: { (vertices[$0].latitude, vertices[$0].longitude) })
         }
+    }
+}
+
+extension GeoPoint {
+    /// The position on the ellipsoid in the direction of (x, y, z) from the centre, near enough
+    /// for sampling (the geocentric direction's latitude moved to geodetic).
+    @inline(__always)
+    static func onSurface(_ x: Double, _ y: Double, _ z: Double) -> GeoPoint {
+        let horizontal = LibM.sqrt(x * x + y * y)
+        let latitude = LibM.atan2(z, horizontal * (1 - WGS84.eccentricitySquared)) * 180 / Double.pi
+        let longitude = horizontal > 0 ? LibM.atan2(y, x) * 180 / Double.pi : 0
+        return GeoPoint(latitude: latitude, longitude: longitude)
+    }
+
+    /// The position a fraction `t` of the way along the chord from `from` to `to`, on the ellipsoid.
+    @inline(__always)
+    static func along(_ from: GeoPoint, _ to: GeoPoint, _ t: Double) -> GeoPoint {
+        onSurface(from.x + t * (to.x - from.x), from.y + t * (to.y - from.y), from.z + t * (to.z - from.z))
     }
 }

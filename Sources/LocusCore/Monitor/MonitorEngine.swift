@@ -752,8 +752,9 @@ public final class MonitorEngine {
 
     /// The geofence decision for one polygon or corridor: the circle's rules (above) with the
     /// signed distance to the boundary (negative inside) for the distance to the circle's edge.
-    /// The shape store places the fix cheaply when the boundary is farther than every threshold
-    /// (the margins plus the accuracy), and exactly otherwise.
+    /// The shape store brackets that distance cheaply (to a fraction of a millimetre near short
+    /// edges); only a threshold inside the bracket, or a fix within a millimetre or so of the
+    /// boundary, needs the exact location.
     private func evaluateShape(_ index: Int32, point: GeoPoint, accuracyM: Double, time: UTCTime) {
         precondition(index >= 0, "a slot number")
         let handedOut = Int(index) < slotsInitialized
@@ -765,35 +766,44 @@ public final class MonitorEngine {
         let spread = settings.accuracyGate ? accuracyM : 0
         let low = -settings.enterMarginM - spread
         let high = settings.exitMarginM + spread
-        var observed: ConditionState
-        var located: PolygonLocation? = nil
+        // The signed distance's bracket, the side and the nearest edge; exact when it was needed.
+        var signed: (low: Double, high: Double, inside: Bool, edge: Int)
         switch shapes._withUnsafeGuaranteedRef({ $0.place(id: index, point, bandM: max(-low, high)) }) {
-        case .inside:
-            observed = .satisfied
-        case .outside:
-            observed = .unsatisfied
-        case .near(let location):
-            located = location
-            let signed = location.isInside ? -location.boundaryDistanceM : location.boundaryDistanceM
-            if signed <= low { observed = .satisfied }
-            else if signed > high { observed = .unsatisfied }
-            else if settings.accuracyGate { observed = current }
-            else if current == .unknown { observed = location.isInside ? .satisfied : .unsatisfied }
-            else { observed = current }
+        case .bounded(let inside, let lower, let upper, let edge):
+            signed = inside ? (-upper, -lower, true, edge) : (lower, upper, false, edge)
+            // A threshold within the bracket: decided exactly.
+            if (signed.low <= low && low < signed.high) || (signed.low <= high && high < signed.high) {
+                let location = shapes._withUnsafeGuaranteedRef { $0.locate(id: index, point) }
+                let exact = location.isInside ? -location.boundaryDistanceM : location.boundaryDistanceM
+                signed = (exact, exact, location.isInside, location.nearestEdge)
+            }
+        case .exact(let location):
+            let exact = location.isInside ? -location.boundaryDistanceM : location.boundaryDistanceM
+            signed = (exact, exact, location.isInside, location.nearestEdge)
         }
+        var observed: ConditionState
+        if signed.high <= low { observed = .satisfied }
+        else if signed.low > high { observed = .unsatisfied }
+        else if settings.accuracyGate { observed = current }
+        else if current == .unknown { observed = signed.inside ? .satisfied : .unsatisfied }
+        else { observed = current }
         let reach = shapes._withUnsafeGuaranteedRef { $0.insideReachM(id: index) }
         let limited = settings.accuracyGate && spread > reach
         if slot.pointee.accuracyLimited != limited { slot.pointee.accuracyLimited = limited }
         guard observed != current || slot.pointee.candidate != current else { return }
-        // A change (or a dwell going on) is explained with the exact distance and edge.
-        let location: PolygonLocation
-        if let located { location = located } else { location = shapes._withUnsafeGuaranteedRef { $0.locate(id: index, point) } }
+        // A change (or a dwell going on) is explained with the distance to a centimetre: the
+        // bracket's middle when it is that tight, else the exact location.
+        if !(signed.high - signed.low <= 0.01) {
+            let location = shapes._withUnsafeGuaranteedRef { $0.locate(id: index, point) }
+            let exact = location.isInside ? -location.boundaryDistanceM : location.boundaryDistanceM
+            signed = (exact, exact, location.isInside, location.nearestEdge)
+        }
         var explanation = Explanation(source: .fix)
         explanation.latitude = point.latitude
         explanation.longitude = point.longitude
         explanation.accuracyM = accuracyM.isFinite ? accuracyM : -1
-        explanation.edgeDistanceM = location.isInside ? -location.boundaryDistanceM : location.boundaryDistanceM
-        explanation.nearestEdge = location.nearestEdge + 1
+        explanation.edgeDistanceM = (signed.low + signed.high) / 2
+        explanation.nearestEdge = signed.edge + 1
         decide(index, observed: observed, time: time, explanation: explanation, refinement: nil)
     }
 

@@ -63,6 +63,8 @@ public enum EventJSON {
             }
             if explanation.accuracyM >= 0 { line.number("accuracy_m", explanation.accuracyM, decimals: 1) }
             line.number("edge_distance_m", explanation.edgeDistanceM, decimals: 2)
+            // Polygons and corridors: the nearest edge, numbered from 1 (docs/shapes.md).
+            if explanation.nearestEdge > 0 { line.integer("edge", explanation.nearestEdge) }
             line.integer("dwell_ms", explanation.dwellMs)
         case .sighting:
             line.string("source", "sighting")

@@ -44,6 +44,11 @@ public enum EventText {
             line.text(explanation.source == .transit ? "transit, " : "fix, ")
             line.text(edge < 0 ? -edge : edge, decimals: 1)
             line.text(edge < 0 ? " m inside the edge" : " m outside the edge")
+            if explanation.nearestEdge > 0 {
+                line.text(" (edge ")
+                line.text(Int64(explanation.nearestEdge))
+                line.text(")")
+            }
             if explanation.accuracyM >= 0 {
                 line.text(" (accuracy ")
                 line.text(explanation.accuracyM, decimals: 1)
