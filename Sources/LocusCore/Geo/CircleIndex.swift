@@ -52,6 +52,7 @@ public final class CircleIndex {
 
     struct Circle {
         var center: GeoPoint
+        /// Negated for a shape's bounding circle (`isShape`): it has no edge of its own.
         var radiusM: Double
         var reachM: Double
         var id: Int32
@@ -61,8 +62,10 @@ public final class CircleIndex {
         var overflowIndex: Int32
         /// The query that last visited this circle (deduplicates circles seen in several cells).
         var stamp: UInt32
-        /// A shape's bounding circle: its edge distance is the shape's (`shapes`).
-        var isShape: Bool
+
+        /// A shape's bounding circle: its edge distance is the shape's (`shapes`). Kept in the
+        /// radius's sign, so a circle takes 72 bytes, not 80.
+        var isShape: Bool { radiusM.sign == .minus }
     }
 
     struct Entry {
@@ -132,7 +135,7 @@ public final class CircleIndex {
 
         circles = .allocate(capacity: max(1, capacity))
         circles.initialize(repeating: Circle(center: GeoPoint(latitude: 0, longitude: 0), radiusM: 0, reachM: 0, id: 0,
-                                             firstEntry: -1, overflowIndex: -1, stamp: 0, isShape: false), count: max(1, capacity))
+                                             firstEntry: -1, overflowIndex: -1, stamp: 0), count: max(1, capacity))
         idTable = .allocate(capacity: idSize)
         idTable.initialize(repeating: 0, count: idSize)
         buckets = .allocate(capacity: bucketSize)
@@ -175,9 +178,8 @@ public final class CircleIndex {
         guard count < capacity else { throw .capacityExceeded(capacity: capacity) }
         let slot = count
         count += 1
-        circles[slot] = Circle(center: GeoPoint(latitude: latitude, longitude: longitude), radiusM: radiusM,
-                               reachM: radiusM + maxMarginM, id: id, firstEntry: -1, overflowIndex: -1, stamp: epoch,
-                               isShape: shape)
+        circles[slot] = Circle(center: GeoPoint(latitude: latitude, longitude: longitude), radiusM: shape ? -max(radiusM, 1e-9) : radiusM,
+                               reachM: radiusM + maxMarginM, id: id, firstEntry: -1, overflowIndex: -1, stamp: epoch)
         idInsert(id, slot: slot)
         place(slot)
     }
@@ -215,7 +217,7 @@ public final class CircleIndex {
     public func circle(id: Int32) -> (center: GeoPoint, radiusM: Double, maxMarginM: Double)? {
         guard let position = idFind(id) else { return nil }
         let circle = circles[Int(idTable[position]) - 1]
-        return (circle.center, circle.radiusM, circle.reachM - circle.radiusM)
+        return (circle.center, abs(circle.radiusM), circle.reachM - abs(circle.radiusM))
     }
 
     /// Empties the index (keeps its storage).

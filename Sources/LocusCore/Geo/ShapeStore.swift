@@ -4,7 +4,7 @@
 /// fix close enough to an edge for it to matter.
 ///
 /// Shapes are stored under the monitor's slot numbers (`0..<shapeCapacity`), their vertices in
-/// one pool of `vertexCapacity` records (112 bytes each), packed: removing a shape moves the
+/// one pool of `vertexCapacity` records (120 bytes each), packed: removing a shape moves the
 /// vertices after it down.
 ///
 /// **The cheap placement.** Each edge's geodesic, and the plane section of the ellipsoid through
@@ -81,6 +81,9 @@ public final class ShapeStore {
         var inverseLengthSquared: Double
         /// τ: the geodesic and the great-ellipse arc are within this of the chord.
         var tubeM: Double
+        /// The chord's length plus 2τ and the slack: a position farther than this plus d from the
+        /// vertex is farther than d + 2τ from the edge's chord (the triangle inequality).
+        var reachM: Double
         var latitude: Double, longitude: Double
         /// The normal was turned: for the crossing test the edge runs from the next vertex.
         var flipped: Bool
@@ -178,7 +181,7 @@ public final class ShapeStore {
         var widestTube = 0.0
         for index in 0..<vertices {
             let a = GeoPoint(latitude: latitudes[index], longitude: longitudes[index])
-            var edge = Edge(ax: a.x, ay: a.y, az: a.z, dx: 0, dy: 0, dz: 0, nx: 0, ny: 0, nz: 0, inverseLengthSquared: 0, tubeM: 0,
+            var edge = Edge(ax: a.x, ay: a.y, az: a.z, dx: 0, dy: 0, dz: 0, nx: 0, ny: 0, nz: 0, inverseLengthSquared: 0, tubeM: 0, reachM: 0,
                             latitude: a.latitude, longitude: a.longitude, flipped: false, convex: index < convex.count ? convex[index] : false)
             if index < segments {
                 let next = (index + 1) % vertices
@@ -191,6 +194,7 @@ public final class ShapeStore {
                 let norm = LibM.sqrt(nx * nx + ny * ny + nz * nz)
                 (edge.nx, edge.ny, edge.nz) = (nx / norm, ny / norm, nz / norm)
                 edge.tubeM = ShapeStore.tubeM(lengthM: Geodesy.distanceM(a, b))
+                edge.reachM = LibM.sqrt(lengthSquared) + 2 * edge.tubeM + ShapeStore.slackM
                 widestTube = max(widestTube, edge.tubeM)
             }
             (edges + first + index).initialize(to: edge)
@@ -456,27 +460,36 @@ public final class ShapeStore {
         for index in 0..<vertices {
             let edge = edges + first + index
             let (wx, wy, wz) = (point.x - edge.pointee.ax, point.y - edge.pointee.ay, point.z - edge.pointee.az)
-            let along = wx * edge.pointee.dx + wy * edge.pointee.dy + wz * edge.pointee.dz
-            let t = min(max(along * edge.pointee.inverseLengthSquared, 0), 1)
-            let (fx, fy, fz) = (wx - t * edge.pointee.dx, wy - t * edge.pointee.dy, wz - t * edge.pointee.dz)
-            let chordSquared = fx * fx + fy * fy + fz * fz
-            let tube = edge.pointee.tubeM
-            let reach = 2 * tube + ShapeStore.slackM
-            let side = wx * edge.pointee.nx + wy * edge.pointee.ny + wz * edge.pointee.nz
-            if chordSquared <= reach * reach || abs(side) <= ShapeStore.slackM { return .exact(locate(shape, point)) }
-            let chord = LibM.sqrt(chordSquared)
-            if chord - tube < lowest {
-                lowest = chord - tube
-                nearestEdge = index
+            // The distance, for the edges that can be nearer than the nearest so far (a skipped
+            // one is farther than 2τ from its chord, so it needs no exact query either).
+            let bound = max(lowest, 0) + edge.pointee.reachM
+            if wx * wx + wy * wy + wz * wz <= bound * bound {
+                let along = wx * edge.pointee.dx + wy * edge.pointee.dy + wz * edge.pointee.dz
+                let t = min(max(along * edge.pointee.inverseLengthSquared, 0), 1)
+                let (fx, fy, fz) = (wx - t * edge.pointee.dx, wy - t * edge.pointee.dy, wz - t * edge.pointee.dz)
+                let chordSquared = fx * fx + fy * fy + fz * fz
+                let tube = edge.pointee.tubeM
+                let within = 2 * tube + ShapeStore.slackM
+                if chordSquared <= within * within { return .exact(locate(shape, point)) }
+                let chord = LibM.sqrt(chordSquared)
+                if chord - tube < lowest {
+                    lowest = chord - tube
+                    nearestEdge = index
+                }
+                lowestUpper = min(lowestUpper, chord + tube)
             }
-            lowestUpper = min(lowestUpper, chord + tube)
             let next = index + 1 == vertices ? edges + first : edge + 1
             let toSide = index + 1 == vertices ? firstSide : mx * next.pointee.ax + my * next.pointee.ay + mz * next.pointee.az >= 0
-            // The arcs cross when the point is on the far side of the edge's plane from the
-            // reference point, and the edge (run from its "first" end) goes from the positive to
-            // the negative side of the arc's plane.
-            let (start, end) = edge.pointee.flipped ? (toSide, fromSide) : (fromSide, toSide)
-            if side < 0 && start && !end { crossings += 1 }
+            // The arcs can cross only where the edge's ends are on either side of the arc's plane.
+            // They cross when the point is on the far side of the edge's plane from the reference
+            // point, and the edge (run from its "first" end) goes from the positive to the
+            // negative side of the arc's plane.
+            if fromSide != toSide {
+                let side = wx * edge.pointee.nx + wy * edge.pointee.ny + wz * edge.pointee.nz
+                if abs(side) <= ShapeStore.slackM { return .exact(locate(shape, point)) }
+                let (start, end) = edge.pointee.flipped ? (toSide, fromSide) : (fromSide, toSide)
+                if side < 0 && start && !end { crossings += 1 }
+            }
             fromSide = toSide
         }
         return .bounded(inside: crossings & 1 == 1, lowerM: max(0, lowest - Geodesy.chordSlackM),
@@ -491,6 +504,8 @@ public final class ShapeStore {
         for index in 0..<segments {
             let edge = edges + first + index
             let (wx, wy, wz) = (point.x - edge.pointee.ax, point.y - edge.pointee.ay, point.z - edge.pointee.az)
+            let bound = max(lower, 0) + edge.pointee.reachM
+            guard wx * wx + wy * wy + wz * wz <= bound * bound else { continue }
             let along = wx * edge.pointee.dx + wy * edge.pointee.dy + wz * edge.pointee.dz
             let t = min(max(along * edge.pointee.inverseLengthSquared, 0), 1)
             let (fx, fy, fz) = (wx - t * edge.pointee.dx, wy - t * edge.pointee.dy, wz - t * edge.pointee.dz)

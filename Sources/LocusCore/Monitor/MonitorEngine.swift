@@ -792,7 +792,12 @@ public final class MonitorEngine {
         if slot.pointee.accuracyLimited != limited { slot.pointee.accuracyLimited = limited }
         guard observed != current || slot.pointee.candidate != current else { return }
         // A change (or a dwell going on) is explained with the distance to a centimetre: the
-        // bracket's middle when it is that tight, else the exact location.
+        // bracket's middle when it is that tight (placed again through the edges when the fix
+        // was beyond the bounding circle), else the exact location.
+        if !(signed.high - signed.low <= 0.01),
+           case .bounded(let inside, let lower, let upper, let edge) = shapes._withUnsafeGuaranteedRef({ $0.place(id: index, point, bandM: .infinity) }) {
+            signed = inside ? (-upper, -lower, true, edge) : (lower, upper, false, edge)
+        }
         if !(signed.high - signed.low <= 0.01) {
             let location = shapes._withUnsafeGuaranteedRef { $0.locate(id: index, point) }
             let exact = location.isInside ? -location.boundaryDistanceM : location.boundaryDistanceM
