@@ -193,7 +193,7 @@ public final class ShapeStore {
                 let (nx, ny, nz) = (a.y * edge.dz - a.z * edge.dy, a.z * edge.dx - a.x * edge.dz, a.x * edge.dy - a.y * edge.dx)
                 let norm = LibM.sqrt(nx * nx + ny * ny + nz * nz)
                 (edge.nx, edge.ny, edge.nz) = (nx / norm, ny / norm, nz / norm)
-                edge.tubeM = ShapeStore.tubeM(lengthM: Geodesy.distanceM(a, b))
+                edge.tubeM = ShapeStore.tubeM(lengthM: ShapeStore.lengthBoundM(a, b))
                 edge.reachM = LibM.sqrt(lengthSquared) + 2 * edge.tubeM + ShapeStore.slackM
                 widestTube = max(widestTube, edge.tubeM)
             }
@@ -324,6 +324,13 @@ public final class ShapeStore {
     @_noAllocation
     public func insideReachM(id: Int32) -> Double { shapes[Int(id)].insideReachM }
 
+    /// At least the geodesic distance between two points: the chord's bound (a few instructions)
+    /// within 1,000 km, the distance itself beyond.
+    static func lengthBoundM(_ a: GeoPoint, _ b: GeoPoint) -> Double {
+        let upper = Geodesy.distanceBounds(chordM: Geodesy.chordM(a, b)).upper
+        return upper.isFinite ? upper : Geodesy.distanceM(a, b)
+    }
+
     /// τ for an edge of this geodesic length: how far its geodesic and its great-ellipse arc
     /// (1 % longer at most) can stray from the chord, plus the rounding allowance.
     static func tubeM(lengthM: Double) -> Double {
@@ -372,7 +379,7 @@ public final class ShapeStore {
         let center = GeoPoint(latitude: latitude, longitude: longitude)
         var radius = 0.0
         for index in 0..<count {
-            radius = max(radius, Geodesy.distanceM(center.latitude, center.longitude, vertices[index].latitude, vertices[index].longitude))
+            radius = max(radius, lengthBoundM(center, GeoPoint(latitude: vertices[index].latitude, longitude: vertices[index].longitude)))
         }
         return Cap(center: center, radiusM: radius + reachM + 1)
     }
