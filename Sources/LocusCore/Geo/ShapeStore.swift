@@ -1,28 +1,28 @@
 /// The monitor's polygons and corridors, with what the hot loop needs precomputed, in storage
 /// allocated once: a fix is placed against a shape in a few dozen instructions per edge, and the
-/// exact edge query (`GeoPolygon.locate`, thousands of instructions per edge) runs only for a
-/// fix close enough to an edge for it to matter.
+/// exact edge query (`GeoPolygon.locate`, about a hundred thousand instructions per edge) runs
+/// only for a fix within a millimetre or so of an edge, or whose decision threshold falls inside
+/// the cheap bracket.
 ///
-/// Shapes are stored under the monitor's slot numbers (`0..<shapeCapacity`), their vertices in
-/// one pool of `vertexCapacity` records (120 bytes each), packed: removing a shape moves the
-/// vertices after it down.
+/// Shapes are stored under the monitor's slot numbers (`0..<shapeCapacity`, 104 bytes each),
+/// their vertices in one pool of `vertexCapacity` records (120 bytes each), packed: removing a
+/// shape moves the vertices after it down.
 ///
-/// **The cheap placement.** Each edge's geodesic, and the plane section of the ellipsoid through
-/// the centre and its ends (the "great ellipse" arc), both lie within a tube of radius τ around
-/// the straight chord between the ends: a curve of length L whose curvature is at most κ strays
-/// at most (1 − cos(κL/2))/κ from its chord, and both curves lie on the ellipsoid, whose curvature
-/// is at most a/b² (their lengths differ by less than 1 %). So the straight-line distance from a
-/// fix to the chord, c, brackets its distance to the edge: c − τ <= distance <= c + τ, and the
-/// geodesic distance is within the chord bounds of that.
+/// **The bracket.** Each edge's geodesic, and the plane section of the ellipsoid through the
+/// centre and its ends (the "great ellipse" arc), both lie within a tube of radius τ around the
+/// straight chord between the ends: a curve of length L whose curvature is at most κ strays at
+/// most (1 − cos(κL/2))/κ from its chord, and both curves lie on the ellipsoid, whose curvature
+/// is at most a/b² (their lengths differ by less than 1 %). So the straight-line distance c from
+/// a fix to the chord brackets its distance to the edge: c − τ <= distance <= c + τ, and the
+/// geodesic distance is within the chord bounds of that. τ is 0.2 mm for a 100 m edge.
 ///
-/// Inside or out, far from every edge (c > band + 2τ + 1 mm for each, and the fix more than 1 mm
-/// from each edge's plane): the crossing number of the arc from the fix to a reference point
-/// outside the shape, with each edge taken as its great-ellipse arc (exact plane-side tests in
-/// Earth-centred coordinates). The arcs differ from the geodesic edges only inside their tubes,
-/// a thin sliver between the same two ends, so the count's parity is the geodesic polygon's
-/// whenever neither the fix nor the reference point is in a sliver. Each vertex's side of the
-/// arc's plane is computed once and shared by its two edges, so a vertex on that plane counts
-/// consistently (as if moved a rounding error off it).
+/// **Inside or out** (farther than 2τ + 0.1 mm from every edge's chord): the crossing number of
+/// the arc from the fix to a reference point outside the shape, with each edge taken as its
+/// great-ellipse arc (exact plane-side tests in Earth-centred coordinates). The arcs differ from
+/// the geodesic edges only inside their tubes, a thin sliver between the same two ends, so the
+/// count's parity is the geodesic polygon's whenever neither the fix nor the reference point is
+/// in a sliver. Each vertex's side of the arc's plane is computed once and shared by its two
+/// edges, so a vertex on that plane counts consistently (as if moved a rounding error off it).
 public final class ShapeStore {
     public enum Failure: Error, Equatable, Sendable, CustomStringConvertible {
         /// The vertex pool is full ([capacity] vertices).
