@@ -306,7 +306,7 @@ extension GeoPolygon {
         #expect(Self.siteErrors("polygon = [[45, 7], [45.001, 7], [45, 7.001]]\nproximity = \"near\"")
             == ["site.toml:6:13: 'monitor.yard.condition[1].proximity' applies to beacon conditions, but this one is a polygon"])
         #expect(Self.siteErrors("polygon = [[45, 7], [45.001, 7], [45, 7.001], [44.999, 7.0005]]", capacity: "[capacity]\nvertices = 3")
-            .first?.hasSuffix("the polygons and corridors have 4 vertices, more than capacity.vertices = 3; raise it (112 bytes a vertex)") == true)
+            .first?.hasSuffix("the polygons and corridors have 4 vertices, more than capacity.vertices = 3; raise it (120 bytes a vertex)") == true)
     }
 
     /// GeoJSON (longitude first) and WKT (and Traccar's latitude-first WKT and CIRCLE) become

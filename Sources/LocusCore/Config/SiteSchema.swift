@@ -70,13 +70,18 @@ enum SiteSchema {
         }
         root.finish()
         overlay?.finish()
+        checkCapacities(site, at: root.offset(of: "monitor"), report)
+        return site
+    }
+
+    /// The monitors' conditions and shapes' vertices within `[capacity]`.
+    private static func checkCapacities(_ site: SiteConfig, at offset: SourceOffset, _ report: ConfigReport) {
         if site.conditionCount > site.capacity.conditions {
-            report.fail(at: root.offset(of: "monitor"), "\(site.conditionCount) conditions exceed capacity.conditions = \(site.capacity.conditions); raise the capacity or remove conditions")
+            report.fail(at: offset, "\(site.conditionCount) conditions exceed capacity.conditions = \(site.capacity.conditions); raise the capacity or remove conditions")
         }
         if site.vertexCount > site.capacity.vertices {
-            report.fail(at: root.offset(of: "monitor"), "the polygons and corridors have \(site.vertexCount) vertices, more than capacity.vertices = \(site.capacity.vertices); raise it (112 bytes a vertex)")
+            report.fail(at: offset, "the polygons and corridors have \(site.vertexCount) vertices, more than capacity.vertices = \(site.capacity.vertices); raise it (120 bytes a vertex)")
         }
-        return site
     }
 
     private static func readHealth(_ section: inout TableReader, into health: inout SiteConfig.Health) {

@@ -284,24 +284,8 @@ public enum ControlProtocol {
         let kinds = ["circle", "beacon", "polygon", "corridor"].filter { value[$0] != nil }
         guard kinds.count <= 1 else { throw ControlError(.badArgument, "a condition is one of 'circle', 'beacon', 'polygon' or 'corridor', not several") }
         switch (value["circle"], value["beacon"]) {
-        case _ where value["polygon"] != nil:
-            let ring = try positions(value["polygon"], "polygon")
-            do throws(ShapeError) {
-                condition = .polygon(try GeoPolygon(latitudes: ring.latitudes, longitudes: ring.longitudes))
-            } catch {
-                throw ControlError(.badArgument, "'polygon': " + ShapeMessages.polygon(error).message)
-            }
-        case _ where value["corridor"] != nil:
-            let corridor = value["corridor"]!
-            let path = try positions(corridor["path"], "corridor.path")
-            guard let width = try number(corridor, "width", in: 0...1_000_000), width > 0 else {
-                throw ControlError(.badArgument, "'corridor' needs path ([[lat, lon], ...]) and width (metres > 0)")
-            }
-            do throws(CorridorError) {
-                condition = .corridor(try GeoCorridor(latitudes: path.latitudes, longitudes: path.longitudes, widthM: width))
-            } catch {
-                throw ControlError(.badArgument, "'corridor': " + ShapeMessages.corridor(error).message)
-            }
+        case _ where value["polygon"] != nil || value["corridor"] != nil:
+            condition = try shape(value)
         case (let circle?, nil) where circle["place"] != nil:
             guard circle["lat"] == nil && circle["lon"] == nil else {
                 throw ControlError(.badArgument, "'circle' is centred on lat and lon or on a place, not both")
@@ -346,6 +330,28 @@ public enum ControlProtocol {
                                settings: settings, assuming: assuming)
         }
         return .add(monitor: monitor, identifier: identifier, condition: condition, settings: settings, assuming: assuming)
+    }
+
+    /// An `add`'s `polygon: [[lat, lon], ...]` or `corridor: {path, width}`, checked (the message
+    /// names the vertex at fault).
+    static func shape(_ value: JSONValue) throws(ControlError) -> Condition {
+        if let corridor = value["corridor"] {
+            let path = try positions(corridor["path"], "corridor.path")
+            guard let width = try number(corridor, "width", in: 0...1_000_000), width > 0 else {
+                throw ControlError(.badArgument, "'corridor' needs path ([[lat, lon], ...]) and width (metres > 0)")
+            }
+            do throws(CorridorError) {
+                return .corridor(try GeoCorridor(latitudes: path.latitudes, longitudes: path.longitudes, widthM: width))
+            } catch {
+                throw ControlError(.badArgument, "'corridor': " + ShapeMessages.corridor(error).message)
+            }
+        }
+        let ring = try positions(value["polygon"], "polygon")
+        do throws(ShapeError) {
+            return .polygon(try GeoPolygon(latitudes: ring.latitudes, longitudes: ring.longitudes))
+        } catch {
+            throw ControlError(.badArgument, "'polygon': " + ShapeMessages.polygon(error).message)
+        }
     }
 
     /// `[[lat, lon], ...]`: positions in degrees.
