@@ -1,6 +1,21 @@
 import Foundation
 import Testing
 
+/// `$BODY` with its checksum and line end: `$BODY*HH\r\n`.
+func nmeaChecksummed(_ body: String) -> String {
+    var checksum: UInt8 = 0
+    for byte in body.utf8.dropFirst() { checksum ^= byte }
+    return body + String(format: "*%02X\r\n", checksum)
+}
+
+/// A latitude (2 degree digits) or longitude (3) as NMEA writes it: `ddmm.mmmmmmm,N`.
+func nmeaCoordinate(_ value: Double, degreeDigits: Int, positive: String, negative: String) -> String {
+    let magnitude = abs(value)
+    let degrees = Int(magnitude)
+    let minutes = (magnitude - Double(degrees)) * 60
+    return String(format: "%0\(degreeDigits)d%010.7f,%@", degrees, minutes, value >= 0 ? positive : negative)
+}
+
 /// NMEA for a vehicle driving north at `speed` m/s from `start`, one RMC+GGA+GSA cycle a second.
 func syntheticTrack(seconds: Int, startLatitude: Double, longitude: Double, speedMps: Double) -> String {
     segmentedTrack([(seconds, speedMps)], startLatitude: startLatitude, longitude: longitude)
@@ -9,17 +24,7 @@ func syntheticTrack(seconds: Int, startLatitude: Double, longitude: Double, spee
 /// One RMC, GGA and GSA a second from 10:00:00 on 2024-03-15, heading north: each segment lasts
 /// its seconds at its speed (0: standing still).
 func segmentedTrack(_ segments: [(seconds: Int, speedMps: Double)], startLatitude: Double, longitude: Double) -> String {
-    func checksummed(_ body: String) -> String {
-        var checksum: UInt8 = 0
-        for byte in body.utf8.dropFirst() { checksum ^= byte }
-        return body + String(format: "*%02X\r\n", checksum)
-    }
-    func coordinate(_ value: Double, degreeDigits: Int, positive: String, negative: String) -> String {
-        let magnitude = abs(value)
-        let degrees = Int(magnitude)
-        let minutes = (magnitude - Double(degrees)) * 60
-        return String(format: "%0\(degreeDigits)d%010.7f,%@", degrees, minutes, value >= 0 ? positive : negative)
-    }
+    let checksummed = nmeaChecksummed
     var text = ""
     var second = 0
     var segmentStart = startLatitude
@@ -27,8 +32,8 @@ func segmentedTrack(_ segments: [(seconds: Int, speedMps: Double)], startLatitud
         for index in 0..<segment.seconds {
             let latitude = segmentStart + Double(index) * segment.speedMps / 111_132.0
             let time = String(format: "%02d%02d%02d.00", 10 + second / 3600, (second / 60) % 60, second % 60)
-            let lat = coordinate(latitude, degreeDigits: 2, positive: "N", negative: "S")
-            let lon = coordinate(longitude, degreeDigits: 3, positive: "E", negative: "W")
+            let lat = nmeaCoordinate(latitude, degreeDigits: 2, positive: "N", negative: "S")
+            let lon = nmeaCoordinate(longitude, degreeDigits: 3, positive: "E", negative: "W")
             text += checksummed("$GPRMC,\(time),A,\(lat),\(lon),\(String(format: "%.1f", segment.speedMps / 0.514444)),0.0,150324,,,A")
             text += checksummed("$GPGGA,\(time),\(lat),\(lon),1,09,0.8,20.0,M,-30.0,M,,")
             text += checksummed("$GPGSA,A,3,01,02,03,04,05,06,07,08,09,,,,1.5,0.8,1.2")

@@ -10,21 +10,12 @@ import Testing
     /// NMEA (RMC, GGA, GST) for `positions`, one a second from 10:00:00 on 2024-03-15, each with a
     /// GST saying `sigmaM` on both axes.
     static func nmea(_ positions: [(Double, Double)], sigmaM: Double) -> String {
-        func checksummed(_ body: String) -> String {
-            var checksum: UInt8 = 0
-            for byte in body.utf8.dropFirst() { checksum ^= byte }
-            return body + String(format: "*%02X\r\n", checksum)
-        }
-        func coordinate(_ value: Double, degreeDigits: Int, positive: String, negative: String) -> String {
-            let magnitude = abs(value)
-            let degrees = Int(magnitude)
-            return String(format: "%0\(degreeDigits)d%010.7f,%@", degrees, (magnitude - Double(degrees)) * 60, value >= 0 ? positive : negative)
-        }
+        let checksummed = nmeaChecksummed
         var text = ""
         for (second, position) in positions.enumerated() {
             let time = String(format: "%02d%02d%02d.00", 10 + second / 3600, (second / 60) % 60, second % 60)
-            let lat = coordinate(position.0, degreeDigits: 2, positive: "N", negative: "S")
-            let lon = coordinate(position.1, degreeDigits: 3, positive: "E", negative: "W")
+            let lat = nmeaCoordinate(position.0, degreeDigits: 2, positive: "N", negative: "S")
+            let lon = nmeaCoordinate(position.1, degreeDigits: 3, positive: "E", negative: "W")
             text += checksummed("$GPRMC,\(time),A,\(lat),\(lon),19.4,80.0,150324,,,A")
             text += checksummed("$GPGGA,\(time),\(lat),\(lon),1,09,0.8,20.0,M,-30.0,M,,")
             text += checksummed(String(format: "$GPGST,%@,%.1f,%.1f,%.1f,0.0,%.1f,%.1f,%.1f", time, sigmaM, sigmaM, sigmaM, sigmaM, sigmaM, sigmaM * 1.5))

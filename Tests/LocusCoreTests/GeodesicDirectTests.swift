@@ -228,19 +228,27 @@ import Testing
 /// Corridors: inside within half the width of the path, against the distance to each segment
 /// found by searching for its minimum; the bad ones refused.
 @Suite struct GeoCorridorTests {
+    /// A random route: `legs` legs of `lengths` metres, each turning up to `turn` degrees from
+    /// the last; starting just west of the antimeridian when `antimeridian`.
+    static func route(_ random: inout SplitMix64, antimeridian: Bool, legs: Int, lengths: ClosedRange<Double>,
+                      turn: Double) -> (latitudes: [Double], longitudes: [Double]) {
+        var latitudes = [random.latitude() * 0.9], longitudes = [antimeridian ? 179.9995 : random.longitude()]
+        var heading = random.uniform(-180, 180)
+        for _ in 0..<legs {
+            let leg = Geodesy.direct(latitudes.last!, longitudes.last!, azimuthDeg: heading, distanceM: random.uniform(lengths.lowerBound, lengths.upperBound))
+            latitudes.append(leg.latitude)
+            longitudes.append(leg.longitude)
+            heading = leg.azimuthDeg + random.uniform(-turn, turn)
+        }
+        return (latitudes, longitudes)
+    }
+
     @Test func insideWithinHalfTheWidthOfThePath() throws {
         var random = SplitMix64(seed: 40)
         var inside = 0, outside = 0
         for index in 0..<20 {
             // A route of 2 to 6 legs of 50 m to 5 km, turning at random; 30 m wide.
-            var latitudes = [random.latitude() * 0.9], longitudes = [index % 5 == 0 ? 179.9995 : random.longitude()]
-            var heading = random.uniform(-180, 180)
-            for _ in 0..<(2 + index % 5) {
-                let leg = Geodesy.direct(latitudes.last!, longitudes.last!, azimuthDeg: heading, distanceM: random.uniform(50, 5_000))
-                latitudes.append(leg.latitude)
-                longitudes.append(leg.longitude)
-                heading = leg.azimuthDeg + random.uniform(-120, 120)
-            }
+            let (latitudes, longitudes) = Self.route(&random, antimeridian: index % 5 == 0, legs: 2 + index % 5, lengths: 50...5_000, turn: 120)
             let corridor = try GeoCorridor(latitudes: latitudes, longitudes: longitudes, widthM: 30)
             for _ in 0..<30 {
                 let segment = Int(random.uniform(0, Double(latitudes.count - 1)))

@@ -117,14 +117,7 @@ extension GeoPolygon {
         var random = SplitMix64(seed: 361)
         var events = 0
         for index in 0..<8 {
-            var latitudes = [random.latitude() * 0.9], longitudes = [index % 4 == 0 ? 179.9995 : random.longitude()]
-            var heading = random.uniform(-180, 180)
-            for _ in 0..<(2 + index % 4) {
-                let leg = Geodesy.direct(latitudes.last!, longitudes.last!, azimuthDeg: heading, distanceM: random.uniform(30, 300))
-                latitudes.append(leg.latitude)
-                longitudes.append(leg.longitude)
-                heading = leg.azimuthDeg + random.uniform(-90, 90)
-            }
+            let (latitudes, longitudes) = GeoCorridorTests.route(&random, antimeridian: index % 4 == 0, legs: 2 + index % 4, lengths: 30...300, turn: 90)
             let corridor = try GeoCorridor(latitudes: latitudes, longitudes: longitudes, widthM: [20.0, 60][index % 2])
             let edgeDistance = { (segment: Int, latitude: Double, longitude: Double) -> Double in
                 Geodesy.edgeProximity(latitude, longitude, latitudes[segment], longitudes[segment], latitudes[segment + 1], longitudes[segment + 1]).distanceM

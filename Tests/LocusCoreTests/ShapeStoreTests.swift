@@ -83,14 +83,7 @@ import Testing
         var random = SplitMix64(seed: 351)
         var corridors: [GeoCorridor] = []
         for index in 0..<40 {
-            var latitudes = [random.latitude() * 0.9], longitudes = [index % 5 == 0 ? 179.9995 : random.longitude()]
-            var heading = random.uniform(-180, 180)
-            for _ in 0..<(1 + index % 8) {
-                let leg = Geodesy.direct(latitudes.last!, longitudes.last!, azimuthDeg: heading, distanceM: random.uniform(20, 20_000))
-                latitudes.append(leg.latitude)
-                longitudes.append(leg.longitude)
-                heading = leg.azimuthDeg + random.uniform(-120, 120)
-            }
+            let (latitudes, longitudes) = GeoCorridorTests.route(&random, antimeridian: index % 5 == 0, legs: 1 + index % 8, lengths: 20...20_000, turn: 120)
             corridors.append(try GeoCorridor(latitudes: latitudes, longitudes: longitudes, widthM: [8.0, 30, 400][index % 3]))
         }
         let store = ShapeStore(shapeCapacity: 40, vertexCapacity: 400)
