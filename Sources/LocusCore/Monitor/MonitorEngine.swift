@@ -20,7 +20,7 @@ public final class MonitorEngine {
         public var monitors: Int
         /// Spatial index cell size; `CircleIndex.suggestedCellSizeM` for the typical radius.
         public var circleCellSizeM: Double
-        /// Vertices of all polygons and corridors together (`ShapeStore`, 112 bytes each,
+        /// Vertices of all polygons and corridors together (`ShapeStore`, 120 bytes each,
         /// reserved: pages never used cost no memory).
         public var vertices: Int
 
