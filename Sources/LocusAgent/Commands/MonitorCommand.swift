@@ -181,17 +181,8 @@ enum MonitorCommand {
         case .beacon:
             line.key("beacon")
             ConditionJSON.write(condition, into: &line)
-        case .polygon(let polygon):
-            line.beginArray("polygon")
-            ConditionJSON.vertices(polygon.latitudes, polygon.longitudes, into: &line)
-            line.endArray()
-        case .corridor(let corridor):
-            line.beginObject("corridor")
-            line.beginArray("path")
-            ConditionJSON.vertices(corridor.latitudes, corridor.longitudes, into: &line)
-            line.endArray()
-            line.number("width", corridor.widthM, decimals: 3)
-            line.endObject()
+        case .polygon, .corridor:
+            ConditionJSON.shapeMember(condition, widthDecimals: 3, into: &line)
         }
     }
 

@@ -89,6 +89,15 @@ public final class ShapeStore {
         var flipped: Bool
         /// Polygons: the ring turns toward the interior at this vertex.
         var convex: Bool
+
+        /// The squared straight-line distance from a position (`w` from this vertex) to the
+        /// edge's chord: its foot clamped to the chord's ends.
+        @inline(__always)
+        func chordSquared(_ wx: Double, _ wy: Double, _ wz: Double) -> Double {
+            let t = min(max((wx * dx + wy * dy + wz * dz) * inverseLengthSquared, 0), 1)
+            let (fx, fy, fz) = (wx - t * dx, wy - t * dy, wz - t * dz)
+            return fx * fx + fy * fy + fz * fz
+        }
     }
 
     struct Shape {
@@ -471,10 +480,7 @@ public final class ShapeStore {
             // one is farther than 2τ from its chord, so it needs no exact query either).
             let bound = max(lowest, 0) + edge.pointee.reachM
             if wx * wx + wy * wy + wz * wz <= bound * bound {
-                let along = wx * edge.pointee.dx + wy * edge.pointee.dy + wz * edge.pointee.dz
-                let t = min(max(along * edge.pointee.inverseLengthSquared, 0), 1)
-                let (fx, fy, fz) = (wx - t * edge.pointee.dx, wy - t * edge.pointee.dy, wz - t * edge.pointee.dz)
-                let chordSquared = fx * fx + fy * fy + fz * fz
+                let chordSquared = edge.pointee.chordSquared(wx, wy, wz)
                 let tube = edge.pointee.tubeM
                 let within = 2 * tube + ShapeStore.slackM
                 if chordSquared <= within * within { return .exact(locate(shape, point)) }
@@ -513,10 +519,7 @@ public final class ShapeStore {
             let (wx, wy, wz) = (point.x - edge.pointee.ax, point.y - edge.pointee.ay, point.z - edge.pointee.az)
             let bound = max(lower, 0) + edge.pointee.reachM
             guard wx * wx + wy * wy + wz * wz <= bound * bound else { continue }
-            let along = wx * edge.pointee.dx + wy * edge.pointee.dy + wz * edge.pointee.dz
-            let t = min(max(along * edge.pointee.inverseLengthSquared, 0), 1)
-            let (fx, fy, fz) = (wx - t * edge.pointee.dx, wy - t * edge.pointee.dy, wz - t * edge.pointee.dz)
-            let chord = LibM.sqrt(fx * fx + fy * fy + fz * fz)
+            let chord = LibM.sqrt(edge.pointee.chordSquared(wx, wy, wz))
             if chord - edge.pointee.tubeM < lower {
                 lower = chord - edge.pointee.tubeM
                 segment = index

@@ -368,7 +368,7 @@ public final class MonitorEngine {
         switch slot.condition {
         case .circle, .shape:
             _ = circleIndex.remove(id: index)
-            shapeStore.remove(id: index)
+            if case .shape = slot.condition { shapeStore.remove(id: index) }
             if slot.settings.transit { transitCount -= 1 }
         case .beacon(let beacon): beacons.remove(slot: index, condition: beacon)
         }
@@ -767,19 +767,10 @@ public final class MonitorEngine {
         let low = -settings.enterMarginM - spread
         let high = settings.exitMarginM + spread
         // The signed distance's bracket, the side and the nearest edge; exact when it was needed.
-        var signed: (low: Double, high: Double, inside: Bool, edge: Int)
-        switch shapes._withUnsafeGuaranteedRef({ $0.place(id: index, point, bandM: max(-low, high)) }) {
-        case .bounded(let inside, let lower, let upper, let edge):
-            signed = inside ? (-upper, -lower, true, edge) : (lower, upper, false, edge)
-            // A threshold within the bracket: decided exactly.
-            if (signed.low <= low && low < signed.high) || (signed.low <= high && high < signed.high) {
-                let location = shapes._withUnsafeGuaranteedRef { $0.locate(id: index, point) }
-                let exact = location.isInside ? -location.boundaryDistanceM : location.boundaryDistanceM
-                signed = (exact, exact, location.isInside, location.nearestEdge)
-            }
-        case .exact(let location):
-            let exact = location.isInside ? -location.boundaryDistanceM : location.boundaryDistanceM
-            signed = (exact, exact, location.isInside, location.nearestEdge)
+        var signed = SignedBoundary(shapes._withUnsafeGuaranteedRef { $0.place(id: index, point, bandM: max(-low, high)) })
+        // A threshold within the bracket: decided exactly.
+        if (signed.low <= low && low < signed.high) || (signed.low <= high && high < signed.high) {
+            signed = SignedBoundary(shapes._withUnsafeGuaranteedRef { $0.locate(id: index, point) })
         }
         var observed: ConditionState
         if signed.high <= low { observed = .satisfied }
@@ -794,15 +785,8 @@ public final class MonitorEngine {
         // A change (or a dwell going on) is explained with the distance to a centimetre: the
         // bracket's middle when it is that tight (placed again through the edges when the fix
         // was beyond the bounding circle), else the exact location.
-        if !(signed.high - signed.low <= 0.01),
-           case .bounded(let inside, let lower, let upper, let edge) = shapes._withUnsafeGuaranteedRef({ $0.place(id: index, point, bandM: .infinity) }) {
-            signed = inside ? (-upper, -lower, true, edge) : (lower, upper, false, edge)
-        }
-        if !(signed.high - signed.low <= 0.01) {
-            let location = shapes._withUnsafeGuaranteedRef { $0.locate(id: index, point) }
-            let exact = location.isInside ? -location.boundaryDistanceM : location.boundaryDistanceM
-            signed = (exact, exact, location.isInside, location.nearestEdge)
-        }
+        if !signed.isTight { signed = SignedBoundary(shapes._withUnsafeGuaranteedRef { $0.place(id: index, point, bandM: .infinity) }) }
+        if !signed.isTight { signed = SignedBoundary(shapes._withUnsafeGuaranteedRef { $0.locate(id: index, point) }) }
         var explanation = Explanation(source: .fix)
         explanation.latitude = point.latitude
         explanation.longitude = point.longitude
@@ -810,6 +794,37 @@ public final class MonitorEngine {
         explanation.edgeDistanceM = (signed.low + signed.high) / 2
         explanation.nearestEdge = signed.edge + 1
         decide(index, observed: observed, time: time, explanation: explanation, refinement: nil)
+    }
+
+    /// A shape's signed distance to its boundary (negative inside) as a bracket, the side and the
+    /// nearest edge: from the shape store's cheap placement or its exact location.
+    struct SignedBoundary {
+        var low: Double
+        var high: Double
+        var inside: Bool
+        var edge: Int
+
+        @inline(__always)
+        init(_ placement: ShapeStore.Placement) {
+            switch placement {
+            case .bounded(let inside, let lower, let upper, let edge):
+                low = inside ? -upper : lower
+                high = inside ? -lower : upper
+                self.inside = inside
+                self.edge = edge
+            case .exact(let location):
+                self = SignedBoundary(location)
+            }
+        }
+
+        @inline(__always)
+        init(_ location: PolygonLocation) {
+            let distance = location.isInside ? -location.boundaryDistanceM : location.boundaryDistanceM
+            (low, high, inside, edge) = (distance, distance, location.isInside, location.nearestEdge)
+        }
+
+        /// Within a centimetre: enough to explain an event.
+        var isTight: Bool { high - low <= 0.01 }
     }
 
     /// Dwell, then the event: the observed state must hold `dwell` before it is reported.

@@ -5,17 +5,8 @@ public enum ConditionJSON {
     public static func write(_ condition: Condition, into line: inout JSONWriter) {
         line.beginObject()
         switch condition {
-        case .polygon(let polygon):
-            line.beginArray("polygon")
-            vertices(polygon.latitudes, polygon.longitudes, into: &line)
-            line.endArray()
-        case .corridor(let corridor):
-            line.beginObject("corridor")
-            line.beginArray("path")
-            vertices(corridor.latitudes, corridor.longitudes, into: &line)
-            line.endArray()
-            line.number("width", corridor.widthM, decimals: 2)
-            line.endObject()
+        case .polygon, .corridor:
+            shapeMember(condition, widthDecimals: 2, into: &line)
         case .circle(let circle):
             line.number("lat", circle.latitude, decimals: 7)
             line.number("lon", circle.longitude, decimals: 7)
@@ -28,9 +19,29 @@ public enum ConditionJSON {
         line.endObject()
     }
 
+    /// A shape's member, `"polygon":[[lat,lon],..]` or `"corridor":{"path":[..],"width":..}`, as
+    /// records and `add` requests carry it (nothing for circles and beacons).
+    public static func shapeMember(_ condition: Condition, widthDecimals: Int, into line: inout JSONWriter) {
+        switch condition {
+        case .polygon(let polygon):
+            line.beginArray("polygon")
+            vertices(polygon.latitudes, polygon.longitudes, into: &line)
+            line.endArray()
+        case .corridor(let corridor):
+            line.beginObject("corridor")
+            line.beginArray("path")
+            vertices(corridor.latitudes, corridor.longitudes, into: &line)
+            line.endArray()
+            line.number("width", corridor.widthM, decimals: widthDecimals)
+            line.endObject()
+        case .circle, .beacon:
+            break
+        }
+    }
+
     /// `[lat,lon]` elements, 7 decimals (1 cm).
     @_noAllocation
-    public static func vertices(_ latitudes: [Double], _ longitudes: [Double], into line: inout JSONWriter) {
+    static func vertices(_ latitudes: [Double], _ longitudes: [Double], into line: inout JSONWriter) {
         for index in 0..<latitudes.count {
             line.beginArray()
             line.number(latitudes[index], decimals: 7)
