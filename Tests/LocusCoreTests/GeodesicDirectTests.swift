@@ -142,14 +142,14 @@ import Testing
 /// margin the comparison leaves), and the shapes refused.
 @Suite struct GeoPolygonTests {
     /// A star-shaped ring about a centre (simple by construction): `count` vertices at sorted
-    /// bearings, each between 0.3 and 1 of `radiusM` out; reversed when `clockwise` is false.
+    /// bearings, each between `innermost` (0.3) and 1 of `radiusM` out; reversed when `clockwise` is false.
     static func star(_ random: inout SplitMix64, latitude: Double, longitude: Double, radiusM: Double, count: Int,
-                     counterclockwise: Bool) -> (latitudes: [Double], longitudes: [Double]) {
+                     counterclockwise: Bool, innermost: Double = 0.3) -> (latitudes: [Double], longitudes: [Double]) {
         var bearings = (0..<count).map { _ in random.uniform(0, 360) }.sorted()
         if counterclockwise { bearings.reverse() }
         var latitudes: [Double] = [], longitudes: [Double] = []
         for bearing in bearings {
-            let vertex = Geodesy.direct(latitude, longitude, azimuthDeg: bearing, distanceM: radiusM * random.uniform(0.3, 1))
+            let vertex = Geodesy.direct(latitude, longitude, azimuthDeg: bearing, distanceM: radiusM * random.uniform(innermost, 1))
             latitudes.append(vertex.latitude)
             longitudes.append(vertex.longitude)
         }

@@ -27,7 +27,7 @@ private func sighting(major: UInt16, minor: UInt16, at seconds: Int64, rssi: Int
 }
 
 /// Handles every pending event (the test is the only sink) and returns them.
-private func drain(_ engine: MonitorEngine) -> [MonitorEvent] {
+func drain(_ engine: MonitorEngine) -> [MonitorEvent] {
     var events: [MonitorEvent] = []
     while let event = engine.oldestPendingEvent() {
         events.append(event)

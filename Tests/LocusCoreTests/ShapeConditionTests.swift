@@ -26,14 +26,6 @@ extension GeoPolygon {
         return fix
     }
 
-    static func drain(_ engine: MonitorEngine) -> [MonitorEvent] {
-        var events: [MonitorEvent] = []
-        while let event = engine.oldestPendingEvent() {
-            events.append(event)
-            engine.acknowledgeOldest()
-        }
-        return events
-    }
 
     /// The decision rules on an exactly located fix (README "Geofence decisions"), for the reference.
     static func observe(_ location: PolygonLocation, accuracyM: Double, settings: ConditionSettings, current: ConditionState) -> ConditionState {
@@ -71,7 +63,7 @@ extension GeoPolygon {
             engine.observe(Self.fix(position.0, position.1, at: Int64(second), accuracyM: accuracy))
             let location = locate(position.0, position.1)
             let observed = Self.observe(location, accuracyM: accuracy, settings: settings, current: expected)
-            let happened = Self.drain(engine)
+            let happened = drain(engine)
             if observed != expected && observed != .unknown {
                 expected = observed
                 try #require(happened.count == 1, "second \(second): \(observed) expected, \(happened.map(\.state)) given")
@@ -155,7 +147,7 @@ extension GeoPolygon {
                 let noisy = Geodesy.direct(hugging.latitude, hugging.longitude, azimuthDeg: random.uniform(-180, 180), distanceM: random.uniform(0, 5))
                 second += 1
                 engine.observe(Self.fix(noisy.latitude, noisy.longitude, at: second, accuracyM: 5))
-                states += Self.drain(engine).map(\.state)
+                states += drain(engine).map(\.state)
                 along += 12
             }
         }
@@ -185,7 +177,7 @@ extension GeoPolygon {
         engine.observe(Self.fix(from.0, from.1, at: 0, accuracyM: 3))
         engine.observe(Self.fix(to.0, to.1, at: 100, accuracyM: 3))
         // Each condition's pair is emitted together: in time order, the U's arms, then the lane.
-        let events = Self.drain(engine).sorted { $0.date.totalNanoseconds < $1.date.totalNanoseconds }
+        let events = drain(engine).sorted { $0.date.totalNanoseconds < $1.date.totalNanoseconds }
         #expect(events.map { "\($0.identifier) \($0.state)" } == ["u satisfied", "u unsatisfied", "lane satisfied", "lane unsatisfied"])
         // The times are where the path crosses the boundaries: 50 m, 350 m, 530 m and 570 m of 650 m.
         let seconds = events.map { Double($0.date.totalNanoseconds - Self.t0.totalNanoseconds) / 1e9 }
@@ -199,7 +191,7 @@ extension GeoPolygon {
         let notchFrom = at(350, 150), notchTo = at(150, 150)
         notch.observe(Self.fix(notchFrom.0, notchFrom.1, at: 200, accuracyM: 3))
         notch.observe(Self.fix(notchTo.0, notchTo.1, at: 260, accuracyM: 3))
-        #expect(Self.drain(notch).isEmpty)
+        #expect(drain(notch).isEmpty)
     }
 
     @Test func observingShapesAllocatesNothing() throws {
@@ -276,9 +268,9 @@ extension GeoPolygon {
         #expect(EngineSetup.addConfigured(site, to: engine, now: Self.t0).isEmpty)
         // On the lane's path inside the quay: the quay at once, the lane after its 5 s dwell.
         engine.observe(Self.fix(51.9525, 4.055, at: 1, accuracyM: 2))
-        #expect(Self.drain(engine).map(\.identifier.description) == ["quay"])
+        #expect(drain(engine).map(\.identifier.description) == ["quay"])
         engine.observe(Self.fix(51.9525, 4.0551, at: 6, accuracyM: 2))
-        #expect(Self.drain(engine).map(\.identifier.description) == ["lane"])
+        #expect(drain(engine).map(\.identifier.description) == ["lane"])
     }
 
     @Test func badShapesAreRefusedWhereTheyAreWritten() {

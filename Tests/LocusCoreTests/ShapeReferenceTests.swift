@@ -48,14 +48,8 @@ import Testing
                 }
                 let radius = low * LibM.pow(high / low, random.unit())
                 let vertices = 5 + Int(random.next() % 16)
-                var bearings = (0..<vertices).map { _ in random.uniform(0, 360) }.sorted()
-                if index % 2 == 0 { bearings.reverse() }
-                var latitudes: [Double] = [], longitudes: [Double] = []
-                for bearing in bearings {
-                    let vertex = Geodesy.direct(center.0, center.1, azimuthDeg: bearing, distanceM: radius * random.uniform(depth, 1))
-                    latitudes.append(vertex.latitude)
-                    longitudes.append(vertex.longitude)
-                }
+                let (latitudes, longitudes) = GeoPolygonTests.star(&random, latitude: center.0, longitude: center.1, radiusM: radius,
+                                                                   count: vertices, counterclockwise: index % 2 == 0, innermost: depth)
                 guard (try? GeoPolygon(latitudes: latitudes, longitudes: longitudes)) != nil else { continue }
                 result.append(Shape(kind: "polygon", latitudes: latitudes, longitudes: longitudes, widthM: 0, center: center, radiusM: radius))
             }
