@@ -130,6 +130,52 @@ func ble(decode: Bool, repeats: Int) {
     if decode { print("reports \(reports) majors \(majors) allocations \(counted)") }
 }
 
+/// Phones: 500 keys in the resolver. `hit`: an iPhone-like report (random address, Apple's
+/// nearby data, no beacon frame) from an address of key 250 already resolved, `repeats` times:
+/// HCI event walk, the beacon decoder finding nothing, the cache. `miss`: `repeats` addresses no
+/// key resolves, each heard for the first time (every key tried).
+func phones(kind: String, resolve: Bool, repeats: Int) {
+    var random = SplitMix64(state: 0x1EC0)
+    var text = ""
+    for number in 0..<500 {
+        text += "[p\(number)]\nirk = \""
+        for _ in 0..<16 {
+            let byte = String(UInt8(truncatingIfNeeded: random.next()), radix: 16)
+            text += byte.count == 1 ? "0" + byte : byte
+        }
+        text += "\"\n"
+    }
+    guard let keys = try? PhoneKeys.parse(Array(text.utf8), file: "bench") else { fatalError("the bench's phones file") }
+    let engine = MonitorEngine(capacity: MonitorEngine.Capacity(conditions: 1, events: 2, phones: 500))
+    let phones = PhoneResolution(keys: keys, engine: engine)
+    let aes = AES128()
+    var words = [UInt32](repeating: 0, count: AES128.roundKeyWords)
+    words.withUnsafeMutableBufferPointer { aes.expand(keys.phones[250].key, into: $0) }
+    let prand: UInt32 = 0x45_6789
+    let address = UInt64(prand) << 24 | UInt64(words.withUnsafeBufferPointer { aes.addressHash(prand: prand, $0) })
+    var event: [UInt8] = [0x3E, 0x17, 0x02, 0x01, 0x00, 0x01]
+    for index in 0..<6 { event.append(UInt8(truncatingIfNeeded: address >> (8 * UInt64(index)))) }
+    event += [0x0B, 0x02, 0x01, 0x1A, 0x07, 0xFF, 0x4C, 0x00, 0x10, 0x02, 0x0B, 0x00, 0xC4]
+    let strangers = (0..<(kind == "miss" ? repeats : 0)).map { _ in BLEAddress(value: (0x40_0001 | random.next() & 0x3F_FFFE) << 24 | random.next() & 0xFF_FFFF) }
+    var found = 0
+    let time = UTCTime(seconds: 1_710_496_800)
+    let counted = event.withUnsafeBytes { raw in
+        allocations {
+            guard resolve else { return }
+            if kind == "miss" {
+                for stranger in strangers where phones.resolver.resolve(stranger) != nil { found += 1 }
+                return
+            }
+            for _ in 0..<repeats {
+                _ = HCIEvents.forEachReport(in: raw) { report in
+                    if Sighting.from(report, time: time) == nil, phones.sighting(report, time: time) != nil { found += 1 }
+                }
+            }
+        }
+    }
+    if resolve { print("reports \(repeats) found \(found) allocations \(counted) keys_tried \(phones.resolver.keysTried)") }
+}
+
 /// 10,000 circular geofences (radius 50–500 m, exit margin 15 m) over a 60 km square around San
 /// Jose, indexed, and 1,000 fixes: a third within metres of some circle's edge (where the exact
 /// ellipsoidal distance is needed), a third inside a circle, a third anywhere. The same on every run.
@@ -790,6 +836,8 @@ case "nmea": nmea(load(rest), decode: decode, repeats: repeats)
 case "tpv-json": tpvJSON(load(rest), render: decode, repeats: repeats)
 case "event-json": eventJSON(render: decode, repeats: repeats)
 case "ble": ble(decode: decode, repeats: repeats)
+case "phones-hit": phones(kind: "hit", resolve: decode, repeats: repeats)
+case "phones-miss": phones(kind: "miss", resolve: decode, repeats: repeats)
 case "geo": geo(decide: decode, repeats: repeats)
 case "geodesic", "geodesic-distance": geodesic(azimuths: workload == "geodesic", solve: decode, repeats: repeats)
 case "nearest", "nearest-unlimited", "nearest-linear":

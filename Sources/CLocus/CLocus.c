@@ -322,6 +322,13 @@ int locus_is_directory(const char *path) {
     return S_ISDIR(info.st_mode) ? 1 : 0;
 }
 
+int locus_file_mode(const char *path, uint32_t *owner) {
+    struct stat info;
+    if (stat(path, &info) != 0) return -errno;
+    *owner = (uint32_t)info.st_uid;
+    return (int)(info.st_mode & 07777);
+}
+
 int locus_make_temporary_directory(char *template_path) { return mkdtemp(template_path) ? 0 : -errno; }
 
 static int remove_entry(const char *path, const struct stat *status, int kind, struct FTW *walk) {

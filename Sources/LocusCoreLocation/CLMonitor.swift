@@ -6,9 +6,10 @@ public protocol CLCondition: MonitoringCondition {}
 
 extension CircularGeographicCondition: CLCondition {}
 extension BeaconIdentityCondition: CLCondition {}
-/// Beyond Core Location: shapes a ported program can add as it adds circles.
+/// Beyond Core Location: shapes and phones a ported program can add as it adds circles and beacons.
 extension PolygonCondition: CLCondition {}
 extension CorridorCondition: CLCondition {}
+extension PhoneCondition: CLCondition {}
 
 /// CLMonitor over the agent's monitors: Core Location's calls, with its signatures (nothing
 /// throws but the events' loop). What Core Location would not throw is kept for the program to
@@ -24,6 +25,7 @@ public actor CLMonitor {
     public typealias BeaconIdentityCondition = LocusMonitor.BeaconIdentityCondition
     public typealias PolygonCondition = LocusMonitor.PolygonCondition
     public typealias CorridorCondition = LocusMonitor.CorridorCondition
+    public typealias PhoneCondition = LocusMonitor.PhoneCondition
 
     /// Core Location's authorization diagnostics are false (`CLAuthorizationDiagnostics`): a
     /// program the agent's access rules refuse is refused when it opens the monitor, and

@@ -25,6 +25,13 @@ public enum Files {
 
     public static func isDirectory(_ path: String) -> Bool { locus_is_directory(path) == 1 }
 
+    /// The permission bits of `path` and its owner.
+    public static func mode(_ path: String) -> Result<(mode: Int32, owner: UInt32), SystemError> {
+        var owner: UInt32 = 0
+        let mode = locus_file_mode(path, &owner)
+        return mode < 0 ? .failure(SystemError(code: -mode)) : .success((Int32(mode), owner))
+    }
+
     /// A secret kept in a file of its own (a broker password): its bytes without the line ends
     /// after them; nil when it cannot be read or holds more than 4 KiB.
     public static func readSecret(_ path: String) -> [UInt8]? {

@@ -6,8 +6,16 @@ public struct BeaconIdentityConstraint: Sendable, Equatable {
     public var uuid: UUID
     public var major: UInt16?
     public var minor: UInt16?
+    /// A phone of the site's phones file instead (a Locus constraint beyond Core Location's).
+    public var phone: String?
 
     public init(uuid: UUID) { self.uuid = uuid }
+
+    /// One phone, by its name in the site's phones file: its `Beacon`s carry `phone`.
+    public init(phone: String) {
+        uuid = Beacon.phoneUUID
+        self.phone = phone
+    }
 
     public init(uuid: UUID, major: UInt16) {
         self.uuid = uuid
@@ -22,6 +30,7 @@ public struct BeaconIdentityConstraint: Sendable, Equatable {
 
     /// The constraint as the control protocol's `range` request carries it.
     var requestMember: [String: Any] {
+        if let phone { return ["phone": phone] }
         var constraint: [String: Any] = ["uuid": uuid.uuidString]
         if let major { constraint["major"] = Int(major) }
         if let minor { constraint["minor"] = Int(minor) }
@@ -44,6 +53,12 @@ public struct Beacon: Sendable, Equatable {
     public var proximity: Proximity?
     /// When the agent last heard it.
     public var timestamp: Date
+    /// A phone's name (ranged with `BeaconIdentityConstraint(phone:)`); its `uuid` is then the
+    /// reserved `phoneUUID`, and `major` and `minor` are 0.
+    public var phone: String? = nil
+
+    /// The UUID the agent keeps for phones ("locus_phone" in ASCII).
+    public static let phoneUUID = UUID(uuidString: "6C6F6375-735F-7068-6F6E-650000000000")!
 
     /// CLBeacon's `rssi`: the filtered RSSI rounded, 0 when unknown.
     public var rssi: Int { filteredRSSI.map { Int($0.rounded()) } ?? 0 }
@@ -51,11 +66,20 @@ public struct Beacon: Sendable, Equatable {
     public var accuracy: Double { distance ?? -1 }
 
     init?(_ object: [String: Any]) {
+        if let phone = object["phone"] as? String {
+            self.init(uuid: Beacon.phoneUUID, major: 0, minor: 0, object)
+            self.phone = phone
+            return
+        }
         guard let text = object["uuid"] as? String, let uuid = UUID(uuidString: text),
               let major = object["major"] as? Int, let minor = object["minor"] as? Int else { return nil }
+        self.init(uuid: uuid, major: UInt16(clamping: major), minor: UInt16(clamping: minor), object)
+    }
+
+    private init(uuid: UUID, major: UInt16, minor: UInt16, _ object: [String: Any]) {
         self.uuid = uuid
-        self.major = UInt16(clamping: major)
-        self.minor = UInt16(clamping: minor)
+        self.major = major
+        self.minor = minor
         filteredRSSI = object["rssi"] as? Double
         distance = object["distance_m"] as? Double
         proximity = (object["proximity"] as? String).flatMap(Proximity.init(rawValue:))

@@ -68,6 +68,26 @@ public struct CorridorCondition: MonitoringCondition, Equatable {
     }
 }
 
+/// A phone or watch that advertises from rotating private addresses, by its name in the site's
+/// phones file (which holds its identity resolving key): satisfied while the gateway hears it,
+/// as a beacon condition is (a Locus condition beyond Core Location's).
+public struct PhoneCondition: MonitoringCondition, Equatable {
+    public var name: String
+    /// As for beacons: satisfied only when the phone is at least this near.
+    public var proximity: Proximity?
+
+    public init(name: String, proximity: Proximity? = nil) {
+        self.name = name
+        self.proximity = proximity
+    }
+
+    public var requestMember: (key: String, value: Any) { ("phone", name) }
+
+    public var requestSettings: [String: Any]? {
+        proximity.map { ["proximity": $0.rawValue] }
+    }
+}
+
 /// How near a beacon must be for its condition to be satisfied (CLProximity's ranges, estimated
 /// from the filtered RSSI: immediate < 0.5 m, near < 3 m, far beyond).
 public enum Proximity: String, Sendable {

@@ -56,6 +56,7 @@ public actor Monitor {
     public typealias BeaconIdentityCondition = LocusMonitor.BeaconIdentityCondition
     public typealias PolygonCondition = LocusMonitor.PolygonCondition
     public typealias CorridorCondition = LocusMonitor.CorridorCondition
+    public typealias PhoneCondition = LocusMonitor.PhoneCondition
 
     public struct Record: Sendable {
         public var condition: any MonitoringCondition
@@ -202,11 +203,15 @@ public actor Monitor {
             return Record(condition: CircularGeographicCondition(center: Coordinate(latitude: latitude, longitude: longitude), radius: radius),
                           lastEvent: event)
         }
+        let proximity = ((object["settings"] as? [String: Any])?["proximity"] as? String).flatMap(Proximity.init(rawValue:))
+        if let phone = condition["phone"] as? String {
+            return Record(condition: PhoneCondition(name: phone, proximity: proximity), lastEvent: event)
+        }
         guard let uuid = (condition["uuid"] as? String).flatMap(UUID.init(uuidString:)) else { return nil }
         var beacon = BeaconIdentityCondition(uuid: uuid)
         beacon.major = (condition["major"] as? Int).map { UInt16($0) }
         beacon.minor = (condition["minor"] as? Int).map { UInt16($0) }
-        beacon.proximity = ((object["settings"] as? [String: Any])?["proximity"] as? String).flatMap(Proximity.init(rawValue:))
+        beacon.proximity = proximity
         return Record(condition: beacon, lastEvent: event)
     }
 }

@@ -25,8 +25,8 @@ import Testing
         let first = UnsafeRawBufferPointer(rebasing: bytes[0..<37])
         let second = UnsafeRawBufferPointer(rebasing: bytes[37...])
         func pass() {
-            framer.consume(first) { packet in SightingGather.gather(packet, time, sightings, &count, &rejected, &dropped, &reports) }
-            framer.consume(second) { packet in SightingGather.gather(packet, time, sightings, &count, &rejected, &dropped, &reports) }
+            framer.consume(first) { packet in SightingGather.gather(packet, time, sightings, nil, &count, &rejected, &dropped, &reports) }
+            framer.consume(second) { packet in SightingGather.gather(packet, time, sightings, nil, &count, &rejected, &dropped, &reports) }
             count = 0
         }
         pass() // warm-up: -Onone may allocate on a first call
@@ -38,7 +38,7 @@ import Testing
         framer.consume(UnsafeRawBufferPointer(start: nil, count: 0)) { _ in }
         #expect(framer.packets == 3 * 1_002 && framer.junkBytes == 1_002, "packets \(framer.packets), junk \(framer.junkBytes)")
         stream.withUnsafeBytes { raw in
-            framer.consume(raw) { packet in SightingGather.gather(packet, time, sightings, &count, &rejected, &dropped, &reports) }
+            framer.consume(raw) { packet in SightingGather.gather(packet, time, sightings, nil, &count, &rejected, &dropped, &reports) }
         }
         #expect(count == 3 && rejected == 0 && dropped == 0)
         #expect(reports == 3 * 1_003, "every advertising report is counted, the beacons' and the others'")

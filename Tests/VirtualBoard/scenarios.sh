@@ -172,6 +172,40 @@ EOF
     finish
 }
 
+scenario_phone() {
+    echo "vboard: scenario 2p: a phone's rotating private addresses resolved with its key; a stranger's are not"
+    # The Bluetooth specification's sample key (Vol 3 Part H, D.7): its sample address
+    # 70:81:94:0D:FB:AA, then 4A:BC:DE:88:C9:C4 (ah(key, 4abcde), computed with Python's
+    # cryptography); a stranger's address under another key (51:11:11:91:E7:25).
+    printf '[alice]\nirk = "ec0234a357c8ad05341010a60a397d9b"\n' > /sites/phones
+    chmod 600 /sites/phones
+    site s2p <<EOF
+[phones]
+keys = "/sites/phones"
+[[monitor.home.condition]]
+id = "alice"
+phone = "alice"
+exit_timeout = "3s"
+EOF
+    apple=02011a07ff4c0010020b00
+    { echo "0 3000 300 70:81:94:0D:FB:AA -60 $apple"; echo "3000 6000 300 4A:BC:DE:88:C9:C4 -61 $apple"
+      echo "0 6000 400 51:11:11:91:E7:25 -70 $apple"; } > /tmp/schedule
+    : > /tmp/s2p.err
+    controller /tmp/schedule
+    agent s2p /tmp/s2p.err
+    check "home/alice satisfied by the phone's first address" wait_for 10 /tmp/s2p.err "event .*home/alice .*satisfied"
+    locus status --state /state/s2p > /tmp/status 2>&1
+    check "the agent resolves the phone's reports (status: bluetooth.phones)" grep -q '"phones":{"keys":1,"sightings":[1-9]' /tmp/status
+    check "home/alice unsatisfied 3 s after its second address falls silent" wait_for 20 /tmp/s2p.err "event .*home/alice .*unsatisfied"
+    check "one visit across the change of address (one satisfied event)" \
+        test "$(locus events --state /state/s2p | grep -c '"state":"satisfied"')" = 1
+    locus log export --state /state/s2p > /tmp/export
+    check "the log names the phone" grep -q '"phone":"alice"' /tmp/export
+    check "and never its key" sh -c "! grep -qi ec0234a357c8ad05 /tmp/export /tmp/s2p.err"
+    rm -f /tmp/status /tmp/export /sites/phones
+    finish
+}
+
 scenario_crash() {
     echo "vboard: scenario 3: kill -9 and restart: GPIO restored from the log, no event lost"
     site s3 <<EOF
@@ -598,6 +632,7 @@ else
     scenario_fence
     scenario_beacon
     scenario_beacon -x
+    scenario_phone
     scenario_crash
     scenario_recovery
     scenario_input

@@ -86,6 +86,8 @@ void *locus_map_readonly(int fd, int64_t size, int *error);
 int locus_unmap(void *address, int64_t size);
 /// 1 if `path` names a directory, 0 if it names something else, -errno if it cannot be stat'ed.
 int locus_is_directory(const char *path);
+/// The permission bits of `path` (st_mode & 07777) and its owner's uid, or -errno.
+int locus_file_mode(const char *path, uint32_t *owner);
 
 /// Directory listing: calls `visit(name, context)` for every entry except "." and "..".
 /// Returns the number of entries visited or -errno.

@@ -82,14 +82,16 @@ extension AdapterScan {
     }
 
     /// Reads what the scanner has into the sighting buffer; the text of anything to log.
-    func read(_ now: Int64, _ time: UTCTime, _ buffer: UnsafeMutableBufferPointer<Sighting>,
+    func read(_ now: Int64, _ time: UTCTime, _ buffer: UnsafeMutableBufferPointer<Sighting>, _ phones: Unmanaged<PhoneResolution>?,
               _ count: inout Int, _ rejected: inout Int, _ dropped: inout Int, _ reports: inout Int) -> String? {
         switch self {
         case .raw(let box):
-            return box.scanner.read(now: now) { packet in SightingGather.gather(packet, time, buffer, &count, &rejected, &dropped, &reports) }?.description
+            return box.scanner.read(now: now) { packet in
+                SightingGather.gather(packet, time, buffer, phones, &count, &rejected, &dropped, &reports)
+            }?.description
         case .kernel(let box):
             let before = box.scanner.rejectedEvents
-            let event = box.scanner.read(now: now) { report in SightingGather.store(report, time, buffer, &count, &dropped, &reports) }
+            let event = box.scanner.read(now: now) { report in SightingGather.store(report, time, buffer, phones, &count, &dropped, &reports) }
             rejected += box.scanner.rejectedEvents - before
             return event?.description
         case .undecided:

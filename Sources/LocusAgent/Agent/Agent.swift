@@ -110,6 +110,8 @@ final class Agent {
         // out of the same heap, or the tables' untouched parts would stay resident.
         Process.releaseFreeMemory()
         let engine = EngineSetup.engine(for: loaded.site, board: loaded.board)
+        // Before the log's conditions: the file's phones take the engine's first phone numbers.
+        let phones = phones(loaded, engine)
         let start = AgentTime(monotonic: MonotonicClock.instant, utc: UTCTime(nanoseconds: Clock.realtimeNs()))
         guard case .success(let log) = EventLog.open(directory: directory, loaded: loaded, engine: engine, now: start.utc) else {
             return .failure(.locked)
@@ -135,9 +137,11 @@ final class Agent {
                               health: loaded.site.health, now: start.monotonic)
         let bluetooth = BluetoothSource(board: loaded.board, stateDirectory: directory, tier: loaded.site.updates.accuracy,
                                         health: loaded.site.health, now: start.monotonic)
+        bluetooth.phones = phones
         let control = ControlConnections(directory: directory, capacity: loaded.site.capacity.subscribers, privacy: loaded.site.fixPrivacy,
                                          access: loaded.accessPolicy, labels: loaded.placeLabels)
         let ranging = Ranging(slots: control.capacity)
+        ranging.phones = phones
         var uplink: Uplink? = nil
         if let settings = loaded.site.uplink {
             // The log is the uplink's outbox: without one there is nothing durable to send from.
@@ -380,6 +384,10 @@ final class Agent {
         case .record(let monitor, let identifier): Operations.record(request, control, monitor, identifier, engine, log)
         case .records(let monitor): Operations.records(request, control, monitor, engine, log)
         case .add(let monitor, let identifier, let condition, let settings, let assuming):
+            if case .phone(let phone) = condition, loaded.phones?.number(of: phone.name.description) == nil {
+                control.refuse(request, .notFound, "no phone '\(phone.name)' in the site's phones file ([phones] keys)")
+                break
+            }
             let entry = LogPayload.ConditionEntry(monitor: monitor, identifier: identifier, condition: condition, settings: settings,
                                                   assuming: assuming, fromSiteFile: false)
             changed = Operations.add(request, control, entry, engine, log, capacity: loaded.site.capacity.conditions, now)
@@ -395,6 +403,14 @@ final class Agent {
             cause = .latchCleared
         // MARK: beacon ranging
         case .range(let constraint): Operations.range(request, control, constraint, ranging, now)
+        case .rangePhone(let name):
+            guard loaded.phones?.number(of: name.description) != nil, let number = engine.phoneNumber(name) else {
+                control.refuse(request, .notFound, "no phone '\(name)' in the site's phones file ([phones] keys)")
+                break
+            }
+            let identity = PhoneCondition.identity(number: number)
+            Operations.range(request, control, BeaconIdentityConstraint(uuid: identity.uuid, major: identity.major, minor: identity.minor),
+                             ranging, now)
         case .rangeStop: Operations.rangeStop(request, control, ranging)
         // MARK: single location request and visits
         case .locate(let accuracy, let maxAgeMs, let timeoutMs):
@@ -465,9 +481,23 @@ final class Agent {
     func apply(_ fresh: LoadedConfig, _ now: AgentTime, as what: String) -> Bool {
         guard log.reconcile(fresh.site, engine: engine, now: now) else { return false }
         for problem in loaded.changesAtRestart(fresh) { AgentLog.warning("locus: \(what): \(problem)") }
+        if fresh.phones != nil || bluetooth.phones != nil {
+            bluetooth.phones = Self.phones(fresh, engine)
+            ranging.phones = bluetooth.phones
+        }
         forEachComponent { $0.reload(fresh, now: now) }
         outputs.refresh(engine, now, cause: .level) { log.appendGPIO($0, now) }
         return true
+    }
+
+    /// The phones file's keys ready to resolve, each phone that cannot be numbered said.
+    static func phones(_ loaded: LoadedConfig, _ engine: MonitorEngine) -> PhoneResolution? {
+        guard let keys = loaded.phones else { return nil }
+        let phones = PhoneResolution(keys: keys, engine: engine)
+        for name in phones.unnumbered {
+            AgentLog.warning("locus: phone '\(name)' is not resolved: the names capacity.phones allows are taken until restart")
+        }
+        return phones
     }
 
     /// The end: what the loop logs as it stops first (the lines' safe levels, logged before the

@@ -33,6 +33,13 @@ final class BluetoothSource: LoopComponent {
     private var lineRequest: ReceiverHealing.LineRequest? = nil
     /// Whether the last turn expected the adapter to hear (its healing's deadline counts then).
     private var healthExpected = false
+    /// The phones file's keys (`[phones]`): reports from those phones' private addresses become
+    /// sightings of their identities.
+    var phones: PhoneResolution? = nil {
+        didSet { phonesReference = phones.map { Unmanaged.passUnretained($0) } }
+    }
+    /// `phones` for the allocation-free gather (held by `phones`).
+    private var phonesReference: Unmanaged<PhoneResolution>? = nil
 
     init(board: BoardConfig, stateDirectory: String, tier: AccuracyTier, health: SiteConfig.Health = SiteConfig.Health(),
          now: MonotonicInstant = MonotonicClock.instant) {
@@ -103,17 +110,17 @@ final class BluetoothSource: LoopComponent {
         sightings.clear()
         guard poll.readable(readIndex) else { return }
         // Locals, not `self`, in the gather: the framer's allocation-free path may not retain.
-        let time = now.utc, buffer = sightings.storage
+        let time = now.utc, buffer = sightings.storage, phones = phonesReference
         var count = 0, rejected = 0, dropped = 0, reports = 0
         switch kind {
         case .adapter(let index):
-            if let text = adapter.scan.read(now.monotonic.nanoseconds, time, buffer, &count, &rejected, &dropped, &reports) {
+            if let text = adapter.scan.read(now.monotonic.nanoseconds, time, buffer, phones, &count, &rejected, &dropped, &reports) {
                 AgentLog.warning("locus: bluetooth: \(text)")
             }
             reportsHeard += reports
             healing.observe(reports: reportsHeard, now: now.monotonic, adapter: "hci" + String(index))
         case .feed:
-            feed?.read(now, time, buffer, &count, &rejected, &dropped, &reports)
+            feed?.read(now, time, buffer, phones, &count, &rejected, &dropped, &reports)
         case .none:
             break
         }
@@ -186,6 +193,15 @@ final class BluetoothSource: LoopComponent {
         line.integer("rejected_events", sightings.rejectedEvents)
         line.integer("dropped_sightings", sightings.dropped)
         line.boolean("ranging_scan", adapter.rangingScan)
+        if let phones {
+            // What resolving costs: addresses whose keys were tried (cache misses), keys tried.
+            line.beginObject("phones")
+            line.integer("keys", phones.resolver.count)
+            line.integer("sightings", phones.phonesHeard)
+            line.integer("addresses_tried", phones.resolver.addressesTried)
+            line.integer("keys_tried", phones.resolver.keysTried)
+            line.endObject()
+        }
         line.endObject()
     }
 
@@ -237,12 +253,13 @@ enum SightingGather {
     /// `dropped`; none is trusted or lost without a count.
     @_noAllocation
     static func gather(_ packet: UnsafeRawBufferPointer, _ time: UTCTime, _ buffer: UnsafeMutableBufferPointer<Sighting>,
+                       _ phones: Unmanaged<PhoneResolution>?,
                        _ count: inout Int, _ rejected: inout Int, _ dropped: inout Int, _ reports: inout Int) {
         var stored = count
         var over = 0
         var heard = 0
         let result = HCIEvents.forEachReport(in: HCIEvents.withoutPacketType(packet)) { report in
-            store(report, time, buffer, &stored, &over, &heard)
+            store(report, time, buffer, phones, &stored, &over, &heard)
         }
         count = stored
         dropped += over
@@ -251,13 +268,16 @@ enum SightingGather {
         precondition(count <= buffer.count, "sightings within the buffer's capacity")
     }
 
-    /// One report (from an HCI event or a mgmt Device Found) into the buffer, if it is a beacon;
-    /// every report is counted in `reports` (the adapter hears).
+    /// One report (from an HCI event or a mgmt Device Found) into the buffer, if it is a beacon
+    /// or a configured phone; every report is counted in `reports` (the adapter hears).
     @_noAllocation @inline(__always)
     static func store(_ report: AdvertisingReport, _ time: UTCTime, _ buffer: UnsafeMutableBufferPointer<Sighting>,
+                      _ phones: Unmanaged<PhoneResolution>?,
                       _ count: inout Int, _ dropped: inout Int, _ reports: inout Int) {
         reports += 1
-        guard let sighting = Sighting.from(report, time: time) else { return }
+        var found = Sighting.from(report, time: time)
+        if found == nil, let phones { found = phones._withUnsafeGuaranteedRef { $0.sighting(report, time: time) } }
+        guard let sighting = found else { return }
         guard count < buffer.count else {
             dropped += 1
             return

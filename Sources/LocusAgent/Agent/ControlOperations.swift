@@ -300,9 +300,10 @@ enum ControlOperations {
                       _ now: AgentTime) {
         ranging.start(request.slot, constraint, now)
         connections[request.slot].ranging = true
+        let phones = ranging.phonesReference
         connections.reply(request) { line in
             line.key("constraint")
-            RangingJSON.constraint(constraint, into: &line)
+            RangingJSON.constraint(constraint, into: &line, phones: phones)
             line.integer("interval_ms", Ranging.intervalNs / 1_000_000)
             line.integer("beacons_per_line", Ranging.beaconsPerLine)
             line.integer("silence_ms", BeaconRanger.silenceMs)

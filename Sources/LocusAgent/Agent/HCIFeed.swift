@@ -40,10 +40,10 @@ struct HCIFeed: ~Copyable {
     /// Reads what the feed has: its bytes through the framer, each event packet gathered into
     /// `buffer` (see `SightingGather.gather`), stamped with `time`. A feed that closed is
     /// reopened later.
-    mutating func read(_ now: AgentTime, _ time: UTCTime, _ buffer: UnsafeMutableBufferPointer<Sighting>,
+    mutating func read(_ now: AgentTime, _ time: UTCTime, _ buffer: UnsafeMutableBufferPointer<Sighting>, _ phones: Unmanaged<PhoneResolution>?,
                        _ count: inout Int, _ rejected: inout Int, _ dropped: inout Int, _ reports: inout Int) {
         let event = reader.read(now: now.monotonic.nanoseconds) { bytes in
-            framer.consume(bytes) { packet in SightingGather.gather(packet, time, buffer, &count, &rejected, &dropped, &reports) }
+            framer.consume(bytes) { packet in SightingGather.gather(packet, time, buffer, phones, &count, &rejected, &dropped, &reports) }
         }
         if case .lost? = event { AgentLog.warning("locus: bluetooth: the HCI feed \(path) closed; reopening") }
     }

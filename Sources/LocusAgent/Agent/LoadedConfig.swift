@@ -16,6 +16,8 @@ struct LoadedConfig {
     /// the SHA-256 of its message.
     var remoteVersion: UInt64 = 0
     var remoteDigest: [UInt8] = []
+    /// The phones file's names and keys (`[phones] keys`), read at load; nil without `[phones]`.
+    var phones: PhoneKeys? = nil
 
     /// The index with the site's `max_distance` and `scope`: what the geocoding operations use
     /// when a request does not say (nil without an index).
@@ -84,9 +86,47 @@ struct LoadedConfig {
             for diagnostic in problems { say("\(diagnostic)") }
             return .failure(Invalid())
         }
-        guard case .success(let places) = openPlaces(&site, path: path, say: say) else { return .failure(Invalid()) }
+        guard case .success(let places) = openPlaces(&site, path: path, say: say),
+              case .success(let phones) = openPhones(site, path: path, say: say) else { return .failure(Invalid()) }
         let policy = resolveAccess(site, path: path)
-        return .success(LoadedConfig(site: site, board: board, sitePath: path, boardPath: boardPath, accessPolicy: policy, places: places))
+        return .success(LoadedConfig(site: site, board: board, sitePath: path, boardPath: boardPath, accessPolicy: policy, places: places,
+                                     phones: phones))
+    }
+
+    /// The phones file, when the site has `[phones]`: owned by root or the agent's user and
+    /// unreadable by others (its keys are secrets), within `[capacity] phones`, and naming every
+    /// phone a condition names. Problems are printed; a key never is.
+    static func openPhones(_ site: SiteConfig, path: String, say: (String) -> Void) -> Result<PhoneKeys?, Invalid> {
+        guard let phones = site.phones else {
+            let problems = site.phoneProblems(nil, keysPath: "", file: path)
+            for diagnostic in problems { say("\(diagnostic)") }
+            return problems.isEmpty ? .success(nil) : .failure(Invalid())
+        }
+        let keysPath = Paths.resolve(phones.keysFile, relativeTo: Paths.directory(of: path))
+        func refuse(_ message: String) -> Result<PhoneKeys?, Invalid> {
+            say("\(ConfigDiagnostic(file: path, location: phones.location, message: "phones file \(keysPath) \(message)"))")
+            return .failure(Invalid())
+        }
+        switch Files.mode(keysPath) {
+        case .failure(let error): return refuse("cannot be read: \(error)")
+        case .success(let status):
+            if let problem = PhoneKeys.permissionProblem(mode: status.mode, owner: status.owner, agentUser: Accounts.currentUser) {
+                return refuse(problem)
+            }
+        }
+        let source: [UInt8]
+        do { source = try Files.read(keysPath, limit: 1 << 20) } catch { return refuse("cannot be read: \(error)") }
+        let keys: PhoneKeys
+        do { keys = try PhoneKeys.parse(source, file: keysPath) } catch {
+            for diagnostic in error.diagnostics { say("\(diagnostic)") }
+            return .failure(Invalid())
+        }
+        if keys.phones.count > site.capacity.phones {
+            return refuse("holds \(keys.phones.count) phones, more than capacity.phones = \(site.capacity.phones)")
+        }
+        let problems = site.phoneProblems(keys, keysPath: keysPath, file: path)
+        for diagnostic in problems { say("\(diagnostic)") }
+        return problems.isEmpty ? .success(keys) : .failure(Invalid())
     }
 
     /// The place index, when the site needs one, with every circle centred on a place given its

@@ -27,6 +27,12 @@ final class Ranging: LoopComponent {
     /// Whether the silent beacons have been dropped for this turn's lines.
     private var expiredAtNs: Int64 = Int64.min
     private var line = JSONWriter(capacity: Ranging.lineBytes)
+    /// The phones file's names, for lines that show a phone by its name.
+    var phones: PhoneResolution? = nil {
+        didSet { phonesReference = phones.map { Unmanaged.passUnretained($0) } }
+    }
+    /// `phones` for the allocation-free rendering (held by `phones`).
+    private(set) var phonesReference: Unmanaged<PhoneResolution>? = nil
     /// Lines sent since start (for status).
     private(set) var lines = 0
 
@@ -97,7 +103,7 @@ final class Ranging: LoopComponent {
         expiredAtNs = now.utc.totalNanoseconds
         line.reset()
         let frame = ranger.range(slot: slot, now: now.utc)
-        RangingJSON.frame(ranger.constraint(slot), time: now.utc, frame, ranger, beaconsPerLine: beacons, into: &line)
+        RangingJSON.frame(ranger.constraint(slot), time: now.utc, frame, ranger, beaconsPerLine: beacons, into: &line, phones: phonesReference)
         ranger.stop(slot: slot)
         let bytes = line.bytes
         // The frame without its line's newline.
@@ -147,7 +153,8 @@ final class Ranging: LoopComponent {
     private func render(_ slot: Int, _ time: UTCTime) {
         line.reset()
         let frame = ranger.range(slot: slot, now: time)
-        RangingJSON.frame(ranger.constraint(slot), time: time, frame, ranger, beaconsPerLine: Ranging.beaconsPerLine, into: &line)
+        RangingJSON.frame(ranger.constraint(slot), time: time, frame, ranger, beaconsPerLine: Ranging.beaconsPerLine, into: &line,
+                          phones: phonesReference)
         precondition(!line.overflowed, "a ranging line fits Ranging.lineBytes")
     }
 }

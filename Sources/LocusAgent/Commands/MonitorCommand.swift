@@ -181,12 +181,14 @@ enum MonitorCommand {
         case .beacon:
             line.key("beacon")
             ConditionJSON.write(condition, into: &line)
+        case .phone(let phone):
+            line.string("phone", phone.name)
         case .polygon, .corridor:
             ConditionJSON.shapeMember(condition, widthDecimals: 3, into: &line)
         }
     }
 
-    static let addHint = "usage: locus monitor NAME add ID (--circle LAT,LON,RADIUS | --beacon UUID[,MAJOR[,MINOR]] | --polygon 'LAT,LON LAT,LON ...' | --corridor 'WIDTH LAT,LON LAT,LON ...') [--assuming satisfied|unsatisfied]"
+    static let addHint = "usage: locus monitor NAME add ID (--circle LAT,LON,RADIUS | --beacon UUID[,MAJOR[,MINOR]] | --phone NAME | --polygon 'LAT,LON LAT,LON ...' | --corridor 'WIDTH LAT,LON LAT,LON ...') [--assuming satisfied|unsatisfied]"
 
     static func add(_ monitor: FixedName, _ arguments: [String], _ engine: MonitorEngine, _ log: EventLog, _ now: AgentTime) -> Int32 {
         let identifier: FixedName, condition: Condition, assuming: ConditionState
@@ -241,6 +243,9 @@ enum MonitorCommand {
                     return usage("monitor add: major and minor are 0...65535")
                 }
                 condition = .beacon(BeaconIdentityCondition(uuid: uuid, major: numbers.first ?? nil, minor: numbers.count > 1 ? numbers[1] : nil))
+            case "--phone":
+                guard let name = FixedName(value) else { return usage("monitor add: --phone takes a phone's name from the site's phones file, not '\(value)'") }
+                condition = .phone(PhoneCondition(name: name))
             case "--polygon", "--corridor":
                 let corridor = arguments[index] == "--corridor"
                 var words = value.split(separator: " ").map(String.init)

@@ -1,13 +1,15 @@
 import LocusCore
 import LocusDevices
 
-/// `locus range UUID[:MAJOR[:MINOR]]`: beacon ranging from a running agent, through its read
-/// socket (ranging only reads), as a table per second or the agent's JSON lines.
+/// `locus range UUID[:MAJOR[:MINOR]]` (or `--phone NAME`): beacon ranging from a running agent,
+/// through its read socket (ranging only reads), as a table per second or the agent's JSON lines.
 enum RangeCommand {
-    static let usage = "locus range UUID[:MAJOR[:MINOR]] [--state DIR] [--count N] [--json]"
+    static let usage = "locus range (UUID[:MAJOR[:MINOR]] | --phone NAME) [--state DIR] [--count N] [--json]"
 
     struct Options {
         var constraint: BeaconIdentityConstraint
+        /// `--phone NAME`: one phone of the site's phones file instead of `constraint`.
+        var phone: FixedName? = nil
         var count: Int? = nil
         var json = false
     }
@@ -29,11 +31,17 @@ enum RangeCommand {
         case .success(let value): client = value
         case .failure(let status): return status.code
         }
-        let constraint = options.constraint
+        let constraint = options.constraint, phone = options.phone
         switch client.request({ line in
             line.string("op", "range")
             line.key("constraint")
-            RangingJSON.constraint(constraint, into: &line)
+            if let phone {
+                line.beginObject()
+                line.string("phone", phone)
+                line.endObject()
+            } else {
+                RangingJSON.constraint(constraint, into: &line)
+            }
         }) {
         case .success(let reply):
             if let message = AgentClient.errorMessage(reply) { return CommandLineInterface.failure("range", message) }
@@ -58,6 +66,7 @@ enum RangeCommand {
             .failure(ExitStatus(code: CommandLineInterface.usageError("range: \(message)", hint: "usage: " + usage)))
         }
         var constraint: BeaconIdentityConstraint? = nil
+        var phone: FixedName? = nil
         var count: Int? = nil
         var json = false
         var index = 0
@@ -73,6 +82,13 @@ enum RangeCommand {
                 }
                 count = value
                 index += 2
+            case "--phone":
+                guard index + 1 < arguments.count, let name = FixedName(arguments[index + 1]) else {
+                    return usageError("--phone needs a phone's name from the site's phones file")
+                }
+                phone = name
+                constraint = BeaconIdentityConstraint(uuid: PhoneCondition.uuid)
+                index += 2
             default:
                 guard !argument.hasPrefix("-") else { return usageError("unknown option '\(argument)'") }
                 guard constraint == nil else { return usageError("one constraint only (unexpected '\(argument)')") }
@@ -83,8 +99,8 @@ enum RangeCommand {
                 index += 1
             }
         }
-        guard let constraint else { return usageError("a constraint UUID[:MAJOR[:MINOR]] is required") }
-        return .success(Options(constraint: constraint, count: count, json: json))
+        guard let constraint else { return usageError("a constraint UUID[:MAJOR[:MINOR]] (or --phone NAME) is required") }
+        return .success(Options(constraint: constraint, phone: phone, count: count, json: json))
     }
 
     /// UUID, UUID:MAJOR or UUID:MAJOR:MINOR.
@@ -115,7 +131,9 @@ enum RangeCommand {
             func value(_ key: String) -> String { unquoted(AgentClient.member(key, of: bytes) ?? "") }
             let rssi = value("rssi"), distance = value("distance_m")
             let heard = value("last_heard")
-            text += "  " + value("uuid") + pad(value("major"), 7) + pad(value("minor"), 7)
+            let phone = value("phone")
+            text += "  " + (phone.isEmpty ? value("uuid") + pad(value("major"), 7) + pad(value("minor"), 7)
+                                          : phone + String(repeating: " ", count: max(1, 50 - phone.utf8.count)))
             text += pad(rssi == "null" ? "-" : rssi, 8) + " dBm" + pad(distance == "null" ? "-" : distance, 10) + " m  "
             text += value("proximity") + String(repeating: " ", count: max(1, 11 - value("proximity").utf8.count))
             // The time of day of the last sighting (the frame's line states the date).

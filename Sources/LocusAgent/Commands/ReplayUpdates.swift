@@ -353,7 +353,7 @@ enum ReplayUpdates {
                 switch condition.kind {
                 case .circle(let latitude, let longitude, let radiusM): circles.append((latitude, longitude, radiusM))
                 case .polygon, .corridor: shapes.append(condition.kind)
-                case .beacon: break
+                case .beacon, .phone: break
                 }
             }
         }

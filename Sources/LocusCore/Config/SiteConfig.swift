@@ -37,13 +37,20 @@ public struct ConditionConfig {
         case polygon(GeoPolygon)
         /// `corridor = { path = [[lat, lon], ...], width = 30 }`, checked.
         case corridor(GeoCorridor)
+        /// `phone = "NAME"`: a phone of the phones file.
+        case phone(name: String)
+
+        public var phoneName: String? {
+            if case .phone(let name) = self { return name }
+            return nil
+        }
 
         /// Vertices it takes in the shape store (0 for circles and beacons).
         public var vertexCount: Int {
             switch self {
             case .polygon(let polygon): return polygon.count
             case .corridor(let corridor): return corridor.latitudes.count
-            case .circle, .beacon: return 0
+            case .circle, .beacon, .phone: return 0
             }
         }
     }
@@ -149,6 +156,8 @@ public struct SiteConfig {
         public var events: Int = 256
         /// Vertices of all polygons and corridors together.
         public var vertices: Int = MonitorEngine.Capacity.defaultVertices
+        /// Phones the phones file may hold (each is 176 bytes of AES round keys).
+        public var phones: Int = MonitorEngine.Capacity.defaultPhones
         public var subscribers: Int = 8
     }
 
@@ -305,6 +314,35 @@ public struct SiteConfig {
     /// `[remote]`: what the fleet may set and do here (nil: nothing).
     public var remote: Remote? = nil
     public var geocoding: Geocoding? = nil
+
+    /// `[phones]`: where the phones' identity resolving keys are (`PhoneKeys`).
+    public struct Phones: Equatable {
+        public var keysFile: String
+        public var location: SourceLocation
+    }
+
+    public var phones: Phones? = nil
+
+    /// Every phone condition must name a phone of the phones file (nil: the site has none).
+    public func phoneProblems(_ keys: PhoneKeys?, keysPath: String, file: String) -> [ConfigDiagnostic] {
+        var diagnostics: [ConfigDiagnostic] = []
+        for monitor in monitors {
+            for condition in monitor.conditions {
+                guard let name = condition.kind.phoneName else { continue }
+                if let keys {
+                    if keys.number(of: name) == nil {
+                        var message = "phone '\(name)' is not in the phones file \(keysPath)"
+                        if let suggestion = Spelling.closest(to: name, among: keys.phones.map { $0.name.description }) { message += " (did you mean '\(suggestion)'?)" }
+                        diagnostics.append(ConfigDiagnostic(file: file, location: condition.location, message: message))
+                    }
+                } else {
+                    diagnostics.append(ConfigDiagnostic(file: file, location: condition.location,
+                                                        message: "a 'phone' condition needs [phones] keys = \"FILE\", the file of the phones' identity resolving keys"))
+                }
+            }
+        }
+        return diagnostics
+    }
     public var health = Health()
     public var monitors: [MonitorConfig] = []
     public var actions: [ActionConfig] = []

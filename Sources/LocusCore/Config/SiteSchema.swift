@@ -2,7 +2,7 @@
 enum SiteSchema {
     /// The site file's keys at the top, in the order they are read.
     static let topLevelKeys = ["board", "state_dir", "capacity", "log", "updates", "privacy", "access", "uplink", "remote", "geocoding",
-                               "health", "monitor", "action"]
+                               "health", "phones", "monitor", "action"]
 
     /// `fleet`: a configuration from the fleet (docs/remote.md), whose keys replace the site
     /// file's whole; each must be one `settable` lists.
@@ -60,6 +60,10 @@ enum SiteSchema {
             readHealth(&section, into: &site.health)
             section.finish()
         }
+        if var section = root.table("phones") {
+            readPhones(&section, into: &site)
+            section.finish()
+        }
         if var section = fromFleet("monitor") ? overlay!.table("monitor") : root.table("monitor") {
             site.monitors = readMonitors(&section)
             section.finish()
@@ -72,6 +76,13 @@ enum SiteSchema {
         overlay?.finish()
         checkCapacities(site, at: root.offset(of: "monitor"), report)
         return site
+    }
+
+    /// `[phones] keys = "FILE"`: the phones file (`PhoneKeys`), read when the site is loaded.
+    private static func readPhones(_ section: inout TableReader, into site: inout SiteConfig) {
+        guard let keys = section.string("keys", required: true) else { return }
+        if keys.isEmpty { section.report.fail(at: section.offset(of: "keys"), "'phones.keys' must name a file") }
+        site.phones = SiteConfig.Phones(keysFile: keys, location: section.report.document.location(of: section.offset(of: "keys")))
     }
 
     /// The monitors' conditions and shapes' vertices within `[capacity]`.
@@ -118,6 +129,7 @@ enum SiteSchema {
         if let value = section.integer("conditions", in: 1...1_000_000) { capacity.conditions = Int(value) }
         if let value = section.integer("events", in: 1...1_000_000) { capacity.events = Int(value) }
         if let value = section.integer("vertices", in: 0...Int64(MonitorEngine.Capacity.maximumVertices)) { capacity.vertices = Int(value) }
+        if let value = section.integer("phones", in: 0...Int64(MonitorEngine.Capacity.maximumPhones)) { capacity.phones = Int(value) }
         // The poll set holds 64 descriptors: the devices, timers and listener take a few.
         if let value = section.integer("subscribers", in: 0...48) { capacity.subscribers = Int(value) }
     }
@@ -387,10 +399,22 @@ enum SiteSchema {
         let shapes = ["polygon", "corridor"].filter { entry.has($0) }
         let circle = entry.table("circle")
         let beacon = entry.table("beacon")
+        let phone = entry.has("phone") ? entry.string("phone") : nil
         switch (circle, beacon) {
+        case _ where entry.has("phone"):
+            if !shapes.isEmpty || circle != nil || beacon != nil {
+                report.fail(at: entry.offset, "a condition is one of 'circle', 'beacon', 'phone', 'polygon' or 'corridor', not several")
+            }
+            if let phone, FixedName(phone) == nil {
+                report.fail(at: entry.offset(of: "phone"), "'\(entry.label("phone"))' = \"\(phone)\": a phone's name must be 1...\(Identifier.maximumLength) letters, digits, '-' or '_'")
+            }
+            kind = phone.map { .phone(name: $0) }
+            for key in geofenceKeys where entry.has(key) {
+                report.fail(at: entry.offset(of: key), "'\(entry.label(key))' applies to circle conditions, but this one is a phone")
+            }
         case _ where !shapes.isEmpty:
             if shapes.count > 1 || circle != nil || beacon != nil {
-                report.fail(at: entry.offset, "a condition is one of 'circle', 'beacon', 'polygon' or 'corridor', not several")
+                report.fail(at: entry.offset, "a condition is one of 'circle', 'beacon', 'phone', 'polygon' or 'corridor', not several")
             }
             kind = shapes[0] == "polygon" ? readPolygon(&entry) : readCorridor(&entry)
             for key in beaconKeys where entry.has(key) {
@@ -411,7 +435,7 @@ enum SiteSchema {
         case (.some, .some):
             report.fail(at: entry.offset, "a condition is either a 'circle' or a 'beacon', not both")
         case (nil, nil):
-            report.fail(at: entry.offset, "a condition needs 'circle = { lat, lon, radius }' (or { place, radius }), 'beacon = { uuid, major, minor }', 'polygon = [[lat, lon], ...]' or 'corridor = { path = [[lat, lon], ...], width }'")
+            report.fail(at: entry.offset, "a condition needs 'circle = { lat, lon, radius }' (or { place, radius }), 'beacon = { uuid, major, minor }', 'phone = \"NAME\"', 'polygon = [[lat, lon], ...]' or 'corridor = { path = [[lat, lon], ...], width }'")
         }
         let enterMargin = entry.number("enter_margin", in: 0...100_000) ?? ConditionConfig.defaultEnterMarginM
         let exitMargin = entry.number("exit_margin", in: 0...100_000) ?? ConditionConfig.defaultExitMarginM

@@ -47,7 +47,7 @@ extension ControlRequest {
         case .status, .identifiers, .record, .records: return .read
         case .subscribe(_, _, let consumer): return consumer ? .change : .read
         case .updates, .updatesStop: return .positions
-        case .range, .rangeStop, .locate, .visits: return .positions
+        case .range, .rangePhone, .rangeStop, .locate, .visits: return .positions
         // Like locate: a geocode's answer is ranked by distance from the gateway's last fix.
         case .reverseGeocode, .geocode: return .positions
         case .add, .addAtPlace, .remove, .gpioClear, .open, .ack: return .change

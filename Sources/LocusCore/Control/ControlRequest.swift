@@ -31,6 +31,8 @@ public enum ControlRequest: Sendable {
     /// a line a second with the beacons matching the constraint, nearest first, until the
     /// connection closes or `range-stop`.
     case range(constraint: BeaconIdentityConstraint)
+    /// `range` with `{"constraint":{"phone":NAME}}`: one phone of the phones file.
+    case rangePhone(name: FixedName)
     case rangeStop
     // MARK: single location request and visits
     /// One location (CLLocationManager.requestLocation): the last fix if recent and accurate
@@ -137,7 +139,14 @@ public enum ControlProtocol {
             case "updates": return .success(.updates(try updateStream(value)))
             case "updates-stop": return .success(.updatesStop)
             // MARK: beacon ranging
-            case "range": return .success(.range(constraint: try beaconIdentity(value, "constraint")))
+            case "range":
+                if let phone = value["constraint"]?["phone"] {
+                    guard let text = phone.string, let name = FixedName(text) else {
+                        throw ControlError(.badArgument, "'constraint.phone' is a phone's name in the site's phones file")
+                    }
+                    return .success(.rangePhone(name: name))
+                }
+                return .success(.range(constraint: try beaconIdentity(value, "constraint")))
             case "range-stop": return .success(.rangeStop)
             // MARK: single location request and visits
             case "locate": return .success(try locate(value))
@@ -281,11 +290,16 @@ public enum ControlProtocol {
         let identifier = try name(value, "identifier")
         let condition: Condition
         var placeCircle: (name: String, radiusM: Double)? = nil
-        let kinds = ["circle", "beacon", "polygon", "corridor"].filter { value[$0] != nil }
-        guard kinds.count <= 1 else { throw ControlError(.badArgument, "a condition is one of 'circle', 'beacon', 'polygon' or 'corridor', not several") }
+        let kinds = ["circle", "beacon", "phone", "polygon", "corridor"].filter { value[$0] != nil }
+        guard kinds.count <= 1 else { throw ControlError(.badArgument, "a condition is one of 'circle', 'beacon', 'phone', 'polygon' or 'corridor', not several") }
         switch (value["circle"], value["beacon"]) {
         case _ where value["polygon"] != nil || value["corridor"] != nil:
             condition = try shape(value)
+        case _ where value["phone"] != nil:
+            guard let text = value["phone"]?.string, let name = FixedName(text) else {
+                throw ControlError(.badArgument, "'phone' is a phone's name in the site's phones file")
+            }
+            condition = .phone(PhoneCondition(name: name))
         case (let circle?, nil) where circle["place"] != nil:
             guard circle["lat"] == nil && circle["lon"] == nil else {
                 throw ControlError(.badArgument, "'circle' is centred on lat and lon or on a place, not both")
@@ -313,7 +327,7 @@ public enum ControlProtocol {
             condition = .beacon(BeaconIdentityCondition(uuid: uuid, major: major.flatMap { $0.map { UInt16($0) } },
                                                         minor: minor.flatMap { $0.map { UInt16($0) } }))
         default:
-            throw ControlError(.badArgument, "a condition is 'circle': {lat, lon, radius} (or {place, radius}), 'beacon': {uuid, major, minor}, 'polygon': [[lat, lon], ...] or 'corridor': {path, width}")
+            throw ControlError(.badArgument, "a condition is 'circle': {lat, lon, radius} (or {place, radius}), 'beacon': {uuid, major, minor}, 'phone': NAME, 'polygon': [[lat, lon], ...] or 'corridor': {path, width}")
         }
         var assuming = ConditionState.unknown
         if let raw = value["assuming"] {

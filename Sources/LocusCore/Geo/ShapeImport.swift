@@ -69,7 +69,7 @@ public enum ShapeImport {
                 text += "corridor = { path = " + positions(corridor.latitudes, corridor.longitudes) + ", width = " + decimal(corridor.widthM, 2) + " }\n"
             case .circle(let circle):
                 text += "circle = { lat = " + decimal(circle.latitude) + ", lon = " + decimal(circle.longitude) + ", radius = " + decimal(circle.radiusM, 2) + " }\n"
-            case .beacon:
+            case .beacon, .phone:
                 break
             }
             text += "\n"

@@ -45,9 +45,29 @@ public struct BeaconIdentity: Hashable, Sendable {
     }
 }
 
+/// A phone or watch that advertises from rotating private addresses, named as in the site's
+/// phones file (which holds its identity resolving key): satisfied while it is heard, as a
+/// beacon condition is. The name is all the condition carries; the key never leaves that file.
+public struct PhoneCondition: Hashable, Sendable {
+    public var name: FixedName
+
+    public init(name: FixedName) { self.name = name }
+
+    /// The identity a resolved phone's sightings carry, so that the beacon conditions' index,
+    /// filters and ranging serve phones unchanged: the reserved UUID "locus_phone" in ASCII,
+    /// major 0, and the phone's number in the engine's list of phone names as the minor.
+    public static let uuid = BeaconUUID(high: 0x6C6F_6375_735F_7068, low: 0x6F6E_6500_0000_0000)
+
+    public static func identity(number: Int) -> BeaconIdentity {
+        BeaconIdentity(uuid: uuid, major: 0, minor: UInt16(truncatingIfNeeded: number))
+    }
+}
+
 public enum Condition: Equatable, Sendable {
     case circle(CircularGeographicCondition)
     case beacon(BeaconIdentityCondition)
+    /// A phone resolved by its identity resolving key (docs/presence.md).
+    case phone(PhoneCondition)
     /// A polygon with geodesic edges (docs/shapes.md): satisfied inside.
     case polygon(GeoPolygon)
     /// A band along a path: satisfied within half its width of the path.
@@ -55,15 +75,17 @@ public enum Condition: Equatable, Sendable {
 
     /// A place on the map (circle, polygon, corridor), decided by fixes; else a beacon.
     public var isGeographic: Bool {
-        if case .beacon = self { return false }
-        return true
+        switch self {
+        case .beacon, .phone: return false
+        case .circle, .polygon, .corridor: return true
+        }
     }
 
     /// Polygons and corridors, kept in the monitor's shape store.
     public var isShape: Bool {
         switch self {
         case .polygon, .corridor: return true
-        case .circle, .beacon: return false
+        case .circle, .beacon, .phone: return false
         }
     }
 }

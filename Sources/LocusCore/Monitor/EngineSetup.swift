@@ -2,7 +2,7 @@
 public enum EngineSetup {
     public static func engine(for site: SiteConfig, board: BoardConfig) -> MonitorEngine {
         MonitorEngine(capacity: MonitorEngine.Capacity(conditions: site.capacity.conditions, events: max(2, site.capacity.events),
-                                                       vertices: site.capacity.vertices),
+                                                       vertices: site.capacity.vertices, phones: site.capacity.phones),
                       beaconsSupported: board.bluetooth != nil)
     }
 
@@ -28,6 +28,9 @@ public enum EngineSetup {
             return .polygon(polygon)
         case .corridor(let corridor):
             return .corridor(corridor)
+        case .phone(let name):
+            // The site's checks refused a name that is not one (`SiteSchema.readCondition`).
+            return .phone(PhoneCondition(name: FixedName(name)!))
         }
     }
 

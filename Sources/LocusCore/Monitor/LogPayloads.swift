@@ -4,7 +4,8 @@
 ///   condition   monitor name, identifier, kind (1 circle: lat, lon, radius as Double;
 ///               2 beacon: uuid high, low, major+1 (0 = any), minor+1 (0 = any) as UInt32;
 ///               3 polygon: vertex count as UInt16, then lat, lon of each as Double;
-///               4 corridor: width as Double, point count as UInt16, then lat, lon of each),
+///               4 corridor: width as Double, point count as UInt16, then lat, lon of each;
+///               5 phone: its name),
 ///               settings (enter, exit margins, dwell ms, gate, transit, exit timeout ms (-1 none),
 ///               proximity (0 none, 1 immediate, 2 near, 3 far)), assumed state, from-site-file flag
 ///   removal     monitor name, identifier
@@ -21,7 +22,7 @@ public enum LogPayload {
     /// `maximumConditionSize` + 16 × `GeoPolygon.maximumVertices`).
     public static func conditionSize(_ condition: Condition) -> Int {
         switch condition {
-        case .circle, .beacon: return maximumConditionSize
+        case .circle, .beacon, .phone: return maximumConditionSize
         case .polygon(let polygon): return maximumConditionSize + 16 * polygon.count
         case .corridor(let corridor): return maximumConditionSize + 16 * corridor.latitudes.count
         }
@@ -102,6 +103,9 @@ public enum LogPayload {
             writer.put(beacon.uuid.low)
             writer.put(beacon.major.map { UInt32($0) + 1 } ?? 0)
             writer.put(beacon.minor.map { UInt32($0) + 1 } ?? 0)
+        case .phone(let phone):
+            writer.put(UInt8(5))
+            writer.put(phone.name)
         case .polygon(let polygon):
             writer.put(UInt8(3))
             putVertices(polygon.latitudes, polygon.longitudes, &writer)
@@ -150,6 +154,9 @@ public enum LogPayload {
             guard let path = vertices(&reader),
                   let corridor = try? GeoCorridor(latitudes: path.latitudes, longitudes: path.longitudes, widthM: width) else { return nil }
             condition = .corridor(corridor)
+        case 5:
+            guard let name = reader.name() else { return nil }
+            condition = .phone(PhoneCondition(name: name))
         default:
             return nil
         }

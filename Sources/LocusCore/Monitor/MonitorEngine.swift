@@ -23,14 +23,23 @@ public final class MonitorEngine {
         /// Vertices of all polygons and corridors together (`ShapeStore`, 120 bytes each,
         /// reserved: pages never used cost no memory).
         public var vertices: Int
+        /// Distinct phone names the phone conditions may name (`PhoneCondition`).
+        public var phones: Int
 
-        public init(conditions: Int, events: Int, monitors: Int = 64, circleCellSizeM: Double = 1_000, vertices: Int = Capacity.defaultVertices) {
+        public init(conditions: Int, events: Int, monitors: Int = 64, circleCellSizeM: Double = 1_000, vertices: Int = Capacity.defaultVertices,
+                    phones: Int = Capacity.defaultPhones) {
             self.conditions = conditions
             self.events = events
             self.monitors = monitors
             self.circleCellSizeM = circleCellSizeM
             self.vertices = vertices
+            self.phones = phones
         }
+
+        /// `[capacity] phones` when the site file does not say; a phone's number is a beacon
+        /// identity's minor, so there can be at most 65,536.
+        public static let defaultPhones = 256
+        public static let maximumPhones = 65_536
 
         /// `[capacity] vertices` when the site file does not say.
         public static let defaultVertices = 4_096
@@ -57,11 +66,13 @@ public final class MonitorEngine {
         case beacon(BeaconIdentityCondition)
         case shape
 
+        /// A phone is stored as the beacon condition on its identity (`add` gives it its number).
         init(_ condition: Condition) {
             switch condition {
             case .circle(let circle): self = .circle(circle)
             case .beacon(let beacon): self = .beacon(beacon)
             case .polygon, .corridor: self = .shape
+            case .phone: preconditionFailure("a phone condition is stored as its identity's beacon condition")
             }
         }
     }
@@ -158,6 +169,9 @@ public final class MonitorEngine {
     private var ringCount = 0
     @exclusivity(unchecked)
     private var monitors: [FixedName] = []
+    /// The names phone conditions have named, each numbered by its position for good (a phone's
+    /// sightings carry its number: `PhoneCondition.identity(number:)`).
+    private var phoneNames: [FixedName] = []
     private let circleIndex: CircleIndex
     /// The same index, accessed without reference counting in the hot path (`circleIndex` owns it
     /// for the engine's whole life).
@@ -222,6 +236,8 @@ public final class MonitorEngine {
         ring = .allocate(capacity: capacity.events)
         ring.initialize(repeating: PendingEvent(slot: -1, generation: 0, event: blankEvent))
         monitors.reserveCapacity(capacity.monitors)
+        precondition((0...Capacity.maximumPhones).contains(capacity.phones), "a phone's number fits a minor")
+        phoneNames.reserveCapacity(capacity.phones)
         circleIndex = CircleIndex(capacity: capacity.conditions, cellSizeM: capacity.circleCellSizeM)
         circles = Unmanaged.passUnretained(circleIndex)
         shapeStore = ShapeStore(shapeCapacity: capacity.conditions, vertexCapacity: min(max(0, capacity.vertices), Capacity.maximumVertices))
@@ -253,6 +269,12 @@ public final class MonitorEngine {
         let freeWithin = (0...capacity.conditions).contains(freeCount)
         precondition(freeWithin, "free slots within the capacity")
         guard let monitorIndex = monitorIndex(monitor, create: true) else { return .monitorLimitExceeded }
+        var condition = condition
+        if case .phone(let phone) = condition {
+            guard let number = phoneNumber(phone.name, create: true) else { return .limitExceeded }
+            let identity = PhoneCondition.identity(number: number)
+            condition = .beacon(BeaconIdentityCondition(uuid: identity.uuid, major: identity.major, minor: identity.minor))
+        }
         var result = AddResult.added
         if let existing = slotIndex(monitor: monitorIndex, identifier: identifier) {
             release(existing)
@@ -344,6 +366,8 @@ public final class MonitorEngine {
         case .beacon(let beacon):
             (filters.baseAddress! + Int(index)).initialize(to: RSSIFilter())
             beacons.insert(slot: index, condition: beacon)
+        case .phone:
+            preconditionFailure("add stores a phone as its identity's beacon condition")
         }
         return true
     }
@@ -435,9 +459,27 @@ public final class MonitorEngine {
     private func condition(of index: Int32) -> Condition {
         switch slots[Int(index)].condition {
         case .circle(let circle): return .circle(circle)
-        case .beacon(let beacon): return .beacon(beacon)
+        case .beacon(let beacon):
+            if beacon.uuid == PhoneCondition.uuid, let minor = beacon.minor, Int(minor) < phoneNames.count {
+                return .phone(PhoneCondition(name: phoneNames[Int(minor)]))
+            }
+            return .beacon(beacon)
         case .shape: return shapeStore.condition(id: index)
         }
+    }
+
+    /// The number of a phone's name (its sightings' `PhoneCondition.identity`): a new name gets
+    /// the next number when `create` is set and the capacity has room, else nil.
+    public func phoneNumber(_ name: FixedName, create: Bool = false) -> Int? {
+        if let number = phoneNames.firstIndex(of: name) { return number }
+        guard create, phoneNames.count < capacity.phones else { return nil }
+        phoneNames.append(name)
+        return phoneNames.count - 1
+    }
+
+    /// The name a phone identity's minor stands for.
+    public func phoneName(number: Int) -> FixedName? {
+        number >= 0 && number < phoneNames.count ? phoneNames[number] : nil
     }
 
     /// Restores a record's last event from the log (start-up), without producing an event.

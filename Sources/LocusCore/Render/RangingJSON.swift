@@ -16,23 +16,34 @@ public enum RangingJSON {
     /// The most a line takes besides its beacons (constraint, time, counts, newline).
     public static let maximumFrameBytes = 256
 
-    /// The constraint as an object: `{"uuid":..}`, with `major` and `minor` when it names them.
+    /// The constraint as an object: `{"uuid":..}`, with `major` and `minor` when it names them;
+    /// `{"phone":..}` for the identity of one of `phones`.
     @_noAllocation
-    public static func constraint(_ constraint: BeaconIdentityConstraint, into line: inout JSONWriter) {
+    public static func constraint(_ constraint: BeaconIdentityConstraint, into line: inout JSONWriter,
+                                  phones: Unmanaged<PhoneResolution>? = nil) {
         line.beginObject()
+        if constraint.uuid == PhoneCondition.uuid, let minor = constraint.minor, let name = phoneName(Int(minor), phones) {
+            line.string("phone", name)
+            line.endObject()
+            return
+        }
         line.string("uuid", constraint.uuid)
         if let major = constraint.major { line.integer("major", Int64(major)) }
         if let minor = constraint.minor { line.integer("minor", Int64(minor)) }
         line.endObject()
     }
 
-    /// One beacon as an array element.
+    /// One beacon as an array element (one of `phones` as `"phone":..`).
     @_noAllocation
-    public static func beacon(_ beacon: RangedBeacon, into line: inout JSONWriter) {
+    public static func beacon(_ beacon: RangedBeacon, into line: inout JSONWriter, phones: Unmanaged<PhoneResolution>? = nil) {
         line.beginObject()
-        line.string("uuid", beacon.identity.uuid)
-        line.integer("major", Int64(beacon.identity.major))
-        line.integer("minor", Int64(beacon.identity.minor))
+        if beacon.identity.uuid == PhoneCondition.uuid, let name = phoneName(Int(beacon.identity.minor), phones) {
+            line.string("phone", name)
+        } else {
+            line.string("uuid", beacon.identity.uuid)
+            line.integer("major", Int64(beacon.identity.major))
+            line.integer("minor", Int64(beacon.identity.minor))
+        }
         if let rssi = beacon.rssi { line.number("rssi", rssi, decimals: 1) } else { line.null("rssi") }
         if let distance = beacon.distanceM { line.number("distance_m", distance, decimals: 2) } else { line.null("distance_m") }
         line.string("proximity", proximityName(beacon.proximity))
@@ -43,19 +54,25 @@ public enum RangingJSON {
     /// A whole line for the frame `ranger.range` just returned, newline included.
     @_noAllocation
     public static func frame(_ constraint: BeaconIdentityConstraint, time: UTCTime, _ frame: BeaconRanger.Frame, _ ranger: BeaconRanger,
-                             beaconsPerLine: Int, into line: inout JSONWriter) {
+                             beaconsPerLine: Int, into line: inout JSONWriter, phones: Unmanaged<PhoneResolution>? = nil) {
         let listed = frame.count < beaconsPerLine ? frame.count : beaconsPerLine
         line.beginObject()
         line.key("ranging")
-        self.constraint(constraint, into: &line)
+        self.constraint(constraint, into: &line, phones: phones)
         line.time("time", time)
         line.beginArray("beacons")
-        for index in 0..<listed { beacon(ranger.beacon(index), into: &line) }
+        for index in 0..<listed { beacon(ranger.beacon(index), into: &line, phones: phones) }
         line.endArray()
         line.integer("more", frame.count - listed)
         line.integer("refused", frame.refused)
         line.endObject()
         line.newline()
+    }
+
+    @_noAllocation @inline(__always)
+    static func phoneName(_ number: Int, _ phones: Unmanaged<PhoneResolution>?) -> FixedName? {
+        guard let phones else { return nil }
+        return phones._withUnsafeGuaranteedRef { $0.name(engineNumber: number) }
     }
 
     @_noAllocation

@@ -1,6 +1,6 @@
 /// A condition and its settings as JSON: records, the log export, `locus monitor`.
 public enum ConditionJSON {
-    /// {"lat":..,"lon":..,"radius":..}, {"uuid":..[,"major":..[,"minor":..]]},
+    /// {"lat":..,"lon":..,"radius":..}, {"uuid":..[,"major":..[,"minor":..]]}, {"phone":".."},
     /// {"polygon":[[lat,lon],..]} or {"corridor":{"path":[[lat,lon],..],"width":..}} into `line`.
     public static func write(_ condition: Condition, into line: inout JSONWriter) {
         line.beginObject()
@@ -15,6 +15,8 @@ public enum ConditionJSON {
             line.string("uuid", beacon.uuid)
             if let major = beacon.major { line.integer("major", Int64(major)) }
             if let minor = beacon.minor { line.integer("minor", Int64(minor)) }
+        case .phone(let phone):
+            line.string("phone", phone.name)
         }
         line.endObject()
     }
@@ -34,7 +36,7 @@ public enum ConditionJSON {
             line.endArray()
             line.number("width", corridor.widthM, decimals: widthDecimals)
             line.endObject()
-        case .circle, .beacon:
+        case .circle, .beacon, .phone:
             break
         }
     }
