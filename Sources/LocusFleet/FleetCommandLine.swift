@@ -12,7 +12,7 @@ public enum FleetCommandLine {
                locus-fleet ingest [--database URL] --broker URL [--client-id ID] [--share GROUP] [options]
                locus-fleet broker-acl (--gateways FILE | --from-database [--database URL]) [--prefix FILTER]
                                       [--fleet-user NAME] --out DIR
-        """ + "\n" + configUsage + "\n" + commandUsage
+        """ + "\n" + configUsage + "\n" + commandUsage + "\n" + presenceUsage
 
     static let help = usage + """
 
@@ -37,7 +37,7 @@ public enum FleetCommandLine {
                     --dry-run names them and drops nothing. current_state keeps every
                     condition's newest event
 
-        """ + ingestHelp + brokerACLHelp + configHelp + commandHelp + """
+        """ + ingestHelp + brokerACLHelp + configHelp + commandHelp + presenceHelp + """
 
         docs/fleet.md describes the tables, the views and the broker's settings; docs/remote.md
         the signed configuration and commands.
@@ -78,6 +78,8 @@ public enum FleetCommandLine {
             return group(rest)
         case "command":
             return commands(rest)
+        case "presence":
+            return presence(rest)
         case "migrate", "import", "status", "retain":
             break
         default:

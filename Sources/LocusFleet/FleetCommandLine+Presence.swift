@@ -1,0 +1,58 @@
+extension FleetCommandLine {
+    static let presenceUsage = """
+               locus-fleet presence bench [--seed N] [--hours H] [--json]
+        """
+
+    static let presenceHelp = """
+          presence  bench: the presence estimator (docs/presence.md) in its seeded simulation:
+                    ESPresense-companion's set-up in its one-reading mode beside its published
+                    figures, then each floor plan through the gateways' summaries with
+                    calibration on and off. --seed N decides everything (default 1); --hours H
+                    each pipeline run's length (default 0.5, the CI size); --json the report
+                    as JSON
+
+        """
+
+    struct PresenceOptions {
+        var seed: UInt64 = 1
+        var hours: Double? = nil
+        var json = false
+    }
+
+    static func parsePresence(_ arguments: [String]) throws(UsageError) -> PresenceOptions {
+        guard arguments.first == "bench" else { throw UsageError(message: "the subcommand is bench") }
+        var options = PresenceOptions()
+        var index = 1
+        while index < arguments.count {
+            let argument = arguments[index]
+            if argument == "--json" {
+                options.json = true
+                index += 1
+                continue
+            }
+            guard index + 1 < arguments.count else { throw UsageError(message: "\(argument) needs a value, or is unknown") }
+            let value = arguments[index + 1]
+            switch argument {
+            case "--seed":
+                guard let seed = UInt64(value) else { throw UsageError(message: "--seed takes an unsigned integer, got '\(value)'") }
+                options.seed = seed
+            case "--hours":
+                guard let hours = Double(value), hours > 0, hours <= 1_000 else { throw UsageError(message: "--hours takes a number in (0, 1000], got '\(value)'") }
+                options.hours = hours
+            default:
+                throw UsageError(message: "unknown option '\(argument)'")
+            }
+            index += 2
+        }
+        return options
+    }
+
+    static func presence(_ arguments: [String]) -> Int32 {
+        let options: PresenceOptions
+        do { options = try parsePresence(arguments) } catch { return usageError("presence: \(error.message)") }
+        let size = options.hours.map { PresenceBench.Size.hours($0) } ?? .ci
+        let report = PresenceBench.run(seed: options.seed, size: size)
+        FleetOutput.out(options.json ? report.json : report.text)
+        return 0
+    }
+}
