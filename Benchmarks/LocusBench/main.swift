@@ -168,7 +168,8 @@ func phones(kind: String, resolve: Bool, repeats: Int) {
             }
             for _ in 0..<repeats {
                 _ = HCIEvents.forEachReport(in: raw) { report in
-                    if Sighting.from(report, time: time) == nil, phones.sighting(report, time: time) != nil { found += 1 }
+                    // As the agent's gather: the beacon decoder first, then the phones.
+                    if case .none = Sighting.from(report, time: time), case .some = phones.sighting(report, time: time) { found += 1 }
                 }
             }
         }

@@ -275,9 +275,14 @@ enum SightingGather {
                       _ phones: Unmanaged<PhoneResolution>?,
                       _ count: inout Int, _ dropped: inout Int, _ reports: inout Int) {
         reports += 1
-        var found = Sighting.from(report, time: time)
-        if found == nil, let phones { found = phones._withUnsafeGuaranteedRef { $0.sighting(report, time: time) } }
-        guard let sighting = found else { return }
+        let sighting: Sighting
+        if let beacon = Sighting.from(report, time: time) {
+            sighting = beacon
+        } else if let phones, let phone = phones._withUnsafeGuaranteedRef({ $0.sighting(report, time: time) }) {
+            sighting = phone
+        } else {
+            return
+        }
         guard count < buffer.count else {
             dropped += 1
             return
