@@ -461,6 +461,48 @@ import TestSupport
         #expect(messages.first?.json?["rssi"] != nil && messages.first?.json?["seq"] == nil)
     }
 
+    /// `what = ["presence"]`: a message every `presence_interval` with each tag's period, a
+    /// beacon by its identity, a phone (resolved from its private address) by its name.
+    @Test func presenceSummarisesEachTagAPeriodAndNamesPhones() throws {
+        let broker = try TestBroker(listeners: [[]])
+        let site = try Self.site("presence", broker: "mqtt://127.0.0.1:\(broker.ports[0])",
+                                 uplinkExtra: "what = [\"events\", \"presence\"]\npresence_interval = \"2s\"\n[phones]\nkeys = \"phones\"")
+        defer { try? FileManager.default.removeItem(atPath: site.directory) }
+        let phones = site.directory + "/phones"
+        try "[alice]\nirk = \"\(PhoneAgentTests.aliceKey)\"\npower = -62\n".write(toFile: phones, atomically: true, encoding: .utf8)
+        chmod(phones, 0o600)
+        let collector = try TestCollector(port: broker.ports[0], filters: ["locus/\(Self.gateway)/presence"])
+        let agent = try Self.startAgent(site)
+        try AgentEndToEndTests.waitFor("the uplink's connection", seconds: 20) { agent.log.contains("uplink: connected to") }
+        // For 6 s: the crate's iBeacon every 100 ms (RSSI -77), alice's phone every 200 ms at -60.
+        let alice = PhoneAgentTests.report(from: PhoneAgentTests.address(PhoneAgentTests.aliceKey, prand: 0x12_3456), rssi: -60)
+        var lines: [String] = []
+        for tenth in 0..<60 {
+            let time = "\(AgentEndToEndTests.trackStart + tenth / 10).\(tenth % 10)00"
+            lines.append("\(time) \(AgentEndToEndTests.iBeaconEvent)")
+            if tenth % 2 == 0 { lines.append("\(time) \(alice)") }
+        }
+        let feed = try AgentEndToEndTests.feed(site, nmea: nil, hci: lines.joined(separator: "\n") + "\n", speed: "1")
+        defer { kill(feed.processIdentifier, SIGKILL); feed.waitUntilExit() }
+        #expect(collector.wait(seconds: 15) { $0.count >= 3 })
+        _ = agent.stop()
+        let messages = collector.messages.compactMap(\.json)
+        #expect((3...4).contains(messages.count), "\(messages.count) presence messages for 6 s at one per 2 s")
+        // The middle messages hold whole periods: 20 of the crate's advertisements, 10 of alice's.
+        for message in messages.dropFirst().dropLast() {
+            let tags = message["tags"] as? [[String: Any]] ?? []
+            #expect(message["gateway"] as? String == Self.gateway && (message["period_ms"] as? Int).map { (1_900...2_600).contains($0) } == true)
+            let crate = tags.first { $0["major"] as? Int == 100 }, phone = tags.first { $0["phone"] as? String == "alice" }
+            #expect((crate?["count"] as? Int).map { (17...23).contains($0) } == true, "\(tags)")
+            #expect((phone?["count"] as? Int).map { (8...12).contains($0) } == true, "\(tags)")
+            #expect(crate?["rssi"] as? Double == -77 && phone?["rssi"] as? Double == -60 && phone?["power"] as? Int == -62)
+            // Loudest first; alice at -60 dBm with her power of -62 dBm: about 0.8 m.
+            #expect(tags.first?["phone"] as? String == "alice" && (phone?["distance_m"] as? Double).map { $0 > 0.5 && $0 < 1.2 } == true)
+            #expect(message["more"] as? Int == 0 && message["dropped"] as? Int == 0)
+        }
+        #expect(!collector.messages.contains { String(decoding: $0.payload, as: UTF8.self).contains(PhoneAgentTests.aliceKey) })
+    }
+
     /// A broker that takes what the gateway sends and acknowledges none of it, then drops the
     /// connection after `seconds`: the bytes it received (it answers CONNECT, nothing else).
     final class Swallower: @unchecked Sendable {

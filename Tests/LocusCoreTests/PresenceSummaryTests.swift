@@ -11,6 +11,11 @@ private func oneSidedTrimmedMean(_ readings: [Int8]) -> Double {
     return Double(kept.reduce(0, +)) / Double(kept.count)
 }
 
+/// Tag number `key` as a beacon identity (major and minor).
+private func tagIdentity(_ key: UInt64) -> BeaconIdentity {
+    BeaconIdentity(uuid: BeaconUUID(high: 1, low: 2), major: UInt16(truncatingIfNeeded: key >> 16), minor: UInt16(truncatingIfNeeded: key))
+}
+
 private func drained(_ summary: inout PresenceSummary, periodEndMs: Int64 = 1_000) -> ([PresenceSummary.Entry], PresenceSummary.DrainReport) {
     var entries: [PresenceSummary.Entry] = []
     let report = summary.drain(periodEndMs: periodEndMs) { entries.append($0) }
@@ -22,24 +27,24 @@ private func drained(_ summary: inout PresenceSummary, periodEndMs: Int64 = 1_00
         var summary = PresenceSummary(tagsMax: 8, summariesPerPeriodMax: 8)
         let readings: [Int8] = [-60, -61, -62, -59, -58, -66, -60, -61, -67, -60]
         for (index, rssi) in readings.enumerated() {
-            summary.record(tagKey: 7, rssiDBm: rssi, measuredPowerDBm: -59, timeMs: Int64(index) * 100)
+            summary.record(tag: tagIdentity(7), rssiDBm: rssi, measuredPowerDBm: -59, timeMs: Int64(index) * 100)
         }
-        summary.record(tagKey: 9, rssiDBm: -80, measuredPowerDBm: 0, timeMs: 450)
+        summary.record(tag: tagIdentity(9), rssiDBm: -80, measuredPowerDBm: 0, timeMs: 450)
         let (entries, report) = drained(&summary)
         #expect(report.emitted == 2 && report.tagsOverLimit == 0 && report.readingsDropped == 0)
-        let tag = entries.first { $0.tagKey == 7 }!
+        let tag = entries.first { $0.tag == tagIdentity(7) }!
         #expect(tag.count == 10 && tag.rssiMinimumDBm == -67 && tag.rssiMaximumDBm == -58 && tag.lastHeardMs == 900)
         #expect(abs(tag.rssiDBm - oneSidedTrimmedMean(readings)) < 1e-12)
         // -60.17 dBm from a tag calibrated at -59 dBm, n = 2.5: a little over 1 m.
         #expect(tag.distanceM.map { $0 > 1.0 && $0 < 1.2 } == true)
         // A tag without a measured power gets no distance.
-        #expect(entries.first { $0.tagKey == 9 }?.distanceM == nil)
+        #expect(entries.first { $0.tag == tagIdentity(9) }?.distanceM == nil)
     }
 
     @Test func ignoresReadingsThatAreNotMeasurements() {
         var summary = PresenceSummary(tagsMax: 4, summariesPerPeriodMax: 4)
         for rssi: Int8 in [127, 0, 21] {
-            let accepted = summary.record(tagKey: 1, rssiDBm: rssi, measuredPowerDBm: -59, timeMs: 0)
+            let accepted = summary.record(tag: tagIdentity(1), rssiDBm: rssi, measuredPowerDBm: -59, timeMs: 0)
             #expect(!accepted)
         }
         #expect(drained(&summary).0.isEmpty)
@@ -49,38 +54,38 @@ private func drained(_ summary: inout PresenceSummary, periodEndMs: Int64 = 1_00
         var summary = PresenceSummary(tagsMax: 8, summariesPerPeriodMax: 3)
         let loudness: [UInt64: Int8] = [1: -90, 2: -50, 3: -70, 4: -60, 5: -80]
         for (key, rssi) in loudness.sorted(by: { $0.key < $1.key }) {
-            summary.record(tagKey: key, rssiDBm: rssi, measuredPowerDBm: -59, timeMs: Int64(key))
+            summary.record(tag: tagIdentity(key), rssiDBm: rssi, measuredPowerDBm: -59, timeMs: Int64(key))
         }
         // Equal RSSI: the most recently heard goes first.
-        summary.record(tagKey: 6, rssiDBm: -60, measuredPowerDBm: -59, timeMs: 100)
+        summary.record(tag: tagIdentity(6), rssiDBm: -60, measuredPowerDBm: -59, timeMs: 100)
         let (entries, report) = drained(&summary)
-        #expect(entries.map(\.tagKey) == [2, 6, 4])
+        #expect(entries.map(\.tag) == [2, 6, 4].map(tagIdentity))
         #expect(report.emitted == 3 && report.tagsOverLimit == 3)
     }
 
     @Test func countsReadingsOfTagsThatDoNotFitAndStartsAFreshPeriod() {
         var summary = PresenceSummary(tagsMax: 2, summariesPerPeriodMax: 2)
-        let firstStored = summary.record(tagKey: 1, rssiDBm: -70, measuredPowerDBm: -59, timeMs: 0)
+        let firstStored = summary.record(tag: tagIdentity(1), rssiDBm: -70, measuredPowerDBm: -59, timeMs: 0)
         #expect(firstStored)
-        let secondStored = summary.record(tagKey: 2, rssiDBm: -70, measuredPowerDBm: -59, timeMs: 0)
+        let secondStored = summary.record(tag: tagIdentity(2), rssiDBm: -70, measuredPowerDBm: -59, timeMs: 0)
         #expect(secondStored)
-        let thirdStored = summary.record(tagKey: 3, rssiDBm: -70, measuredPowerDBm: -59, timeMs: 0)
+        let thirdStored = summary.record(tag: tagIdentity(3), rssiDBm: -70, measuredPowerDBm: -59, timeMs: 0)
         #expect(!thirdStored)
-        let knownTagStored = summary.record(tagKey: 1, rssiDBm: -71, measuredPowerDBm: -59, timeMs: 10)
+        let knownTagStored = summary.record(tag: tagIdentity(1), rssiDBm: -71, measuredPowerDBm: -59, timeMs: 10)
         #expect(knownTagStored)
         let (first, report) = drained(&summary)
         #expect(first.count == 2 && report.readingsDropped == 1)
         let (second, secondReport) = drained(&summary, periodEndMs: 2_000)
         #expect(second.isEmpty && secondReport.readingsDropped == 0)
         // The table is free again: the tag left out last period fits now.
-        let storedNextPeriod = summary.record(tagKey: 3, rssiDBm: -70, measuredPowerDBm: -59, timeMs: 2_100)
+        let storedNextPeriod = summary.record(tag: tagIdentity(3), rssiDBm: -70, measuredPowerDBm: -59, timeMs: 2_100)
         #expect(storedNextPeriod)
     }
 
     @Test func keepsTheLatestReadingsWhenATagIsHeardMoreThanItsRingHolds() {
         var summary = PresenceSummary(tagsMax: 2, summariesPerPeriodMax: 2)
-        for index in 0..<PresenceSummary.readingsPerTagMax { summary.record(tagKey: 1, rssiDBm: -90, measuredPowerDBm: -59, timeMs: Int64(index)) }
-        for index in 0..<PresenceSummary.readingsPerTagMax { summary.record(tagKey: 1, rssiDBm: -50, measuredPowerDBm: -59, timeMs: Int64(100 + index)) }
+        for index in 0..<PresenceSummary.readingsPerTagMax { summary.record(tag: tagIdentity(1), rssiDBm: -90, measuredPowerDBm: -59, timeMs: Int64(index)) }
+        for index in 0..<PresenceSummary.readingsPerTagMax { summary.record(tag: tagIdentity(1), rssiDBm: -50, measuredPowerDBm: -59, timeMs: Int64(100 + index)) }
         let entry = drained(&summary).0[0]
         #expect(entry.count == 2 * PresenceSummary.readingsPerTagMax && entry.rssiDBm == -50 && entry.rssiMinimumDBm == -90)
     }
@@ -97,7 +102,7 @@ private func drained(_ summary: inout PresenceSummary, periodEndMs: Int64 = 1_00
             for _ in 0..<10 {
                 let rssi = -70 + 2.5 * random.gaussian() - (random.chance(20) ? 8 : 0)
                 readings.append(Int8(rssi.rounded()))
-                summary.record(tagKey: 1, rssiDBm: readings.last!, measuredPowerDBm: -59, timeMs: Int64(period))
+                summary.record(tag: tagIdentity(1), rssiDBm: readings.last!, measuredPowerDBm: -59, timeMs: Int64(period))
             }
             filteredErrors.append(drained(&summary).0[0].rssiDBm + 70)
             meanErrors.append(Double(readings.map(Int.init).reduce(0, +)) / 10 + 70)
@@ -113,7 +118,7 @@ private func drained(_ summary: inout PresenceSummary, periodEndMs: Int64 = 1_00
         let count = allocations {
             for round in 0..<10 {
                 for tag in 0..<100 {
-                    summary.record(tagKey: UInt64(tag) &* 0x9E37, rssiDBm: Int8(-40 - tag % 50), measuredPowerDBm: -59, timeMs: Int64(round * 100 + tag))
+                    summary.record(tag: tagIdentity(UInt64(tag) &* 0x9E37), rssiDBm: Int8(-40 - tag % 50), measuredPowerDBm: -59, timeMs: Int64(round * 100 + tag))
                 }
             }
             summary.drain(periodEndMs: 1_000) { entry in

@@ -157,6 +157,7 @@ final class Agent {
                     remote = try openRemote(remoteSettings, loaded, gateway: gateway, directory: directory, log: log, now: start)
                 }
                 uplink = try Uplink(settings, cursor: log.uplinkCursor, places: loaded.placeLabels, remote: remote, machineID: Uplink.machineID)
+                uplink?.phones = phones.map { Unmanaged.passUnretained($0) }
             } catch {
                 log.shutdown(now: start)
                 return .failure(.uplink(error.description))
@@ -213,7 +214,7 @@ final class Agent {
         bluetooth.read(poll, now)
         for index in 0..<bluetooth.sightingCount { engine.observe(bluetooth.sighting(index)) }
         if ranging.isActive { for index in 0..<bluetooth.sightingCount { ranging.observe(bluetooth.sighting(index)) } }
-        if let uplink { for index in 0..<bluetooth.sightingCount { uplink.observe(bluetooth.sighting(index)) } }
+        if let uplink { for index in 0..<bluetooth.sightingCount { uplink.observe(bluetooth.sighting(index), now) } }
         bluetooth.checkAdapter(now)
         bluetooth.checkHealth(now, beaconsExpected: engine.beaconConditionCount > 0 || ranging.isActive)
         if let line = bluetooth.takeLineRequest() { outputs.driveRadioLine(line.name, forMs: line.forMs, now) }
@@ -484,6 +485,8 @@ final class Agent {
         if fresh.phones != nil || bluetooth.phones != nil {
             bluetooth.phones = Self.phones(fresh, engine)
             ranging.phones = bluetooth.phones
+            // Held by the Bluetooth source, which keeps the phones as long as the uplink names them.
+            uplink?.phones = bluetooth.phones.map { Unmanaged.passUnretained($0) }
         }
         forEachComponent { $0.reload(fresh, now: now) }
         outputs.refresh(engine, now, cause: .level) { log.appendGPIO($0, now) }

@@ -47,6 +47,14 @@ final class Uplink: LoopComponent {
     /// configs, and (when the broker kept nothing of us) every record's state.
     private var announcement = Announcement()
     private var sightings = SightingLimits(capacity: Uplink.sightingSlots)
+    /// `what` has "presence": the period's summary per tag, and its message's buffer.
+    private var presence: UplinkPresence
+    private var presenceLine: JSONWriter
+    /// The phones file's names, for presence messages that name phones.
+    var phones: Unmanaged<PhoneResolution>? {
+        get { presence.phones }
+        set { presence.phones = newValue }
+    }
     private(set) var counters = UplinkCounters()
     private var lastError: String? = nil
     /// The fleet's configurations and commands (nil without `[remote]`), and the messages read
@@ -89,6 +97,8 @@ final class Uplink: LoopComponent {
         precondition(Uplink.eventRoom >= UplinkJSON.maximumRemoteBytes + UplinkTopics.maximumPrefixBytes + 16, "a remote record fits the room kept")
         precondition(settings.maxInflight >= 2, "the window holds an event and its state")
         self.remote = remote
+        presence = UplinkPresence(settings)
+        presenceLine = JSONWriter(capacity: presence.lineBytes)
         remoteMessages.reserveCapacity(16)
         connection = BrokerConnection(settings: BrokerConnection.Settings(broker: settings.broker, tls: nil, connect: options),
                                       outputBytes: Uplink.outputBytes, windowCapacity: settings.maxInflight,
@@ -123,6 +133,7 @@ final class Uplink: LoopComponent {
         if let due = connection.deadlineNs() { next.consider(MonotonicInstant(nanoseconds: due)) }
         if connection.phase == .idle { next.consider(connection.session.retryAt ?? MonotonicInstant(nanoseconds: 0)) }
         if let due = outbox.commitDeadline { next.consider(due) }
+        if let due = presence.dueNs { next.consider(MonotonicInstant(nanoseconds: due)) }
     }
 
     func status(into line: inout JSONWriter) {
@@ -139,6 +150,10 @@ final class Uplink: LoopComponent {
         line.integer("published", counters.published)
         line.integer("acknowledged", counters.acknowledged)
         if settings.content.contains(.sightings) { line.integer("sightings_published", sightings.published) }
+        if presence.isEnabled {
+            line.integer("presence_published", presence.published)
+            line.integer("presence_skipped", presence.skipped)
+        }
         if let peer = connection.peer { line.string("peer", peer.description) } else { line.null("peer") }
         line.integer("connections", counters.connections)
         line.integer("failures", counters.failures)
@@ -209,6 +224,7 @@ final class Uplink: LoopComponent {
         // What the broker acknowledged is committed whether or not the connection is still
         // open (its deadline stands either way).
         outbox.commit(log, now, window: connection.session.window, force: false)
+        publishPresence(now)
         guard connection.isOpen else { return }
         announce(engine: engine, outputs: outputs)
         publishFromLog(log)
@@ -542,7 +558,17 @@ final class Uplink: LoopComponent {
         }
     }
 
-    // MARK: live sightings
+    // MARK: live sightings and presence
+
+    /// The period's presence message when it is due, at QoS 0 when the connection is up and
+    /// the output has room for it; else the period is counted as skipped.
+    private func publishPresence(_ now: AgentTime) {
+        guard presence.take(nowNs: now.monotonic.nanoseconds, time: now.utc, gateway: rendering.topics.gateway, into: &presenceLine) else { return }
+        let room = connection.output.count + presenceLine.count + UplinkTopics.maximumPrefixBytes + 16 <= connection.output.capacity
+        let sent = connection.isOpen && room
+            && connection.output.publish(topic: rendering.topics.presence(), payload: presenceLine.bytes, qos: .atMostOnce, retain: false, packetID: 0)
+        presence.counted(sent: sent)
+    }
 
     /// Beacons whose sightings are rate-limited at once; past it the least recently published
     /// one gives its slot up.
@@ -551,7 +577,8 @@ final class Uplink: LoopComponent {
     /// A sighting, published live at QoS 0 when `what` has "sightings" and the connection is up:
     /// at most one a beacon a `sighting_interval`. Sightings are not log records: while the
     /// broker is away they are not kept (the backlog is for events, GPIO changes, visits, fixes).
-    func observe(_ sighting: Sighting) {
+    func observe(_ sighting: Sighting, _ now: AgentTime) {
+        presence.observe(sighting, nowNs: now.monotonic.nanoseconds)
         guard settings.content.contains(.sightings), connection.isOpen, hasRoom else { return }
         guard sightings.admit(sighting.identity, timeNs: sighting.time.totalNanoseconds, intervalMs: settings.sightingIntervalMs) else { return }
         rendering.sighting(sighting)

@@ -4,8 +4,8 @@
 
 /// Per-tag summaries for the current period, in tables sized once at `init`.
 ///
-/// `record` takes one advertisement (the tag's identity hash, its RSSI, its measured power and
-/// the time) and allocates nothing. `drain` hands out at most `summariesPerPeriodMax` summaries,
+/// `record` takes one advertisement (the tag's identity, a beacon's or a phone's, its RSSI, its
+/// measured power and the time) and allocates nothing. `drain` hands out at most `summariesPerPeriodMax` summaries,
 /// the loudest first (ties: the most recently heard first), counts what it had to leave out, and
 /// starts the next period. A tag that does not fit in the table is counted, not stored.
 ///
@@ -21,7 +21,7 @@ public struct PresenceSummary: ~Copyable {
 
     /// One tag's period, as sent to the fleet.
     public struct Entry: Equatable, Sendable {
-        public var tagKey: UInt64
+        public var tag: BeaconIdentity
         /// Advertisements heard in the period (may exceed the readings kept).
         public var count: Int
         /// The trimmed mean of the kept readings, dBm.
@@ -47,7 +47,7 @@ public struct PresenceSummary: ~Copyable {
     }
 
     private struct Slot {
-        var key: UInt64
+        var key: BeaconIdentity
         var count: Int
         var lastHeardMs: Int64
         var minimum: Int8
@@ -101,9 +101,9 @@ public struct PresenceSummary: ~Copyable {
     /// while the table is full, which is counted).
     @_noAllocation
     @discardableResult
-    public mutating func record(tagKey: UInt64, rssiDBm: Int8, measuredPowerDBm: Int8, timeMs: Int64) -> Bool {
+    public mutating func record(tag: BeaconIdentity, rssiDBm: Int8, measuredPowerDBm: Int8, timeMs: Int64) -> Bool {
         guard RSSIFilter.isMeasurement(rssiDBm) else { return false }
-        guard let slot = slotFor(tagKey, measuredPowerDBm: measuredPowerDBm, timeMs: timeMs) else {
+        guard let slot = slotFor(tag, measuredPowerDBm: measuredPowerDBm, timeMs: timeMs) else {
             readingsDropped += 1
             return false
         }
@@ -155,8 +155,8 @@ public struct PresenceSummary: ~Copyable {
     // MARK: internals
 
     @inline(__always)
-    private static func hash(_ key: UInt64) -> Int {
-        var x = key &* 0x9E37_79B9_7F4A_7C15
+    private static func hash(_ key: BeaconIdentity) -> Int {
+        var x = (key.uuid.high ^ key.uuid.low &* 0x9E37_79B9_7F4A_7C15 ^ UInt64(key.major) << 16 ^ UInt64(key.minor)) &* 0x9E37_79B9_7F4A_7C15
         x ^= x >> 33
         x = x &* 0xFF51_AFD7_ED55_8CCD
         x ^= x >> 33
@@ -165,7 +165,7 @@ public struct PresenceSummary: ~Copyable {
 
     /// The tag's slot, opened if the tag is new and a slot is free.
     @inline(__always)
-    private mutating func slotFor(_ key: UInt64, measuredPowerDBm: Int8, timeMs: Int64) -> Int? {
+    private mutating func slotFor(_ key: BeaconIdentity, measuredPowerDBm: Int8, timeMs: Int64) -> Int? {
         var index = PresenceSummary.hash(key) & mask
         // Bounded: the table is at most half full, so an empty entry is reached.
         while table[index] >= 0 {
@@ -206,7 +206,7 @@ public struct PresenceSummary: ~Copyable {
         let stored = slots[slot]
         let rssi = filtered[slot]
         let distance = distanceModel.distance(rssi: rssi, measuredPower: MeasuredPower(atOneMeter: stored.measuredPower))
-        return Entry(tagKey: stored.key, count: stored.count, rssiDBm: rssi, rssiMinimumDBm: stored.minimum,
+        return Entry(tag: stored.key, count: stored.count, rssiDBm: rssi, rssiMinimumDBm: stored.minimum,
                      rssiMaximumDBm: stored.maximum, measuredPowerDBm: stored.measuredPower, distanceM: distance,
                      lastHeardMs: stored.lastHeardMs)
     }

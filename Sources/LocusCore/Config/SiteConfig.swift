@@ -224,8 +224,10 @@ public struct SiteConfig {
             public static let visits = Content(rawValue: 4)
             public static let fixes = Content(rawValue: 8)
             public static let sightings = Content(rawValue: 16)
+            /// Per tag, a summary a `presence_interval` for the fleet's presence (docs/presence.md).
+            public static let presence = Content(rawValue: 32)
             public static let names: [(String, Content)] = [("events", .events), ("gpio", .gpio), ("visits", .visits),
-                                                            ("fixes", .fixes), ("sightings", .sightings)]
+                                                            ("fixes", .fixes), ("sightings", .sightings), ("presence", .presence)]
         }
 
         /// Debian's bundle of the public CAs (package ca-certificates): the default `ca_file` for mqtts.
@@ -256,6 +258,10 @@ public struct SiteConfig {
         /// At most one fix a `fixIntervalMs`, one sighting of a beacon a `sightingIntervalMs`.
         public var fixIntervalMs: Int64 = 10_000
         public var sightingIntervalMs: Int64 = 10_000
+        /// `presence`: one message a `presenceIntervalMs` with at most `presenceTags` tags, the
+        /// loudest first.
+        public var presenceIntervalMs: Int64 = 2_000
+        public var presenceTags = 32
         /// Home Assistant MQTT discovery.
         public var homeAssistant = false
 

@@ -269,7 +269,7 @@ enum SiteSchema {
                 if let kind = SiteConfig.Uplink.Content.names.first(where: { $0.0 == word })?.1 {
                     content.insert(kind)
                 } else {
-                    var message = "'\(section.label("what"))' has \"\(word)\", which is not one of: events | gpio | visits | fixes | sightings"
+                    var message = "'\(section.label("what"))' has \"\(word)\", which is not one of: events | gpio | visits | fixes | sightings | presence"
                     if let suggestion = Spelling.closest(to: word, among: SiteConfig.Uplink.Content.names.map { $0.0 }) { message += " (did you mean \"\(suggestion)\"?)" }
                     report.fail(at: section.offset(of: "what", element: index), message)
                 }
@@ -280,6 +280,8 @@ enum SiteSchema {
         if let inflight = section.integer("max_inflight", in: 2...1024) { read.maxInflight = Int(inflight) }
         if let interval = section.duration("fix_interval", in: 0...86_400_000) { read.fixIntervalMs = interval }
         if let interval = section.duration("sighting_interval", in: 0...86_400_000) { read.sightingIntervalMs = interval }
+        if let interval = section.duration("presence_interval", in: 1_000...60_000) { read.presenceIntervalMs = interval }
+        if let tags = section.integer("presence_tags", in: 1...Int64(UplinkJSON.presenceTagsMaximum)) { read.presenceTags = Int(tags) }
         if let homeAssistant = section.boolean("home_assistant") { read.homeAssistant = homeAssistant }
         return uplink == nil ? nil : read
     }

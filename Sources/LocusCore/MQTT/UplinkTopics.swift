@@ -126,6 +126,8 @@ public struct UplinkTopics: ~Copyable {
     /// The will's and the birth message's topic (Home Assistant's availability topic).
     @_noAllocation
     public mutating func status() -> UnsafeRawBufferPointer { topic(to: afterPrefix("/status")) }
+    /// `<prefix>/presence`: the period's summary of every tag heard (docs/presence.md).
+    public mutating func presence() -> UnsafeRawBufferPointer { topic(to: afterPrefix("/presence")) }
 
     /// `<prefix>/config` and `<prefix>/command`: what the gateway did with the fleet's
     /// configurations and commands (docs/remote.md).

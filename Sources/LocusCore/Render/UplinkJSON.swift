@@ -173,6 +173,57 @@ public enum UplinkJSON {
         line.endObject()
     }
 
+    // MARK: presence summaries (docs/presence.md)
+
+    /// Tags one presence message may carry (`presence_tags`), and what each and the rest take.
+    public static let presenceTagsMaximum = 256
+    public static let maximumPresenceTagBytes = 224
+    public static let maximumPresenceFrameBytes = 256
+
+    /// `{"gateway":..,"time":..,"period_ms":..,"tags":[`: a presence message's start; the tags
+    /// follow (`presenceTag`), then `presenceEnd`.
+    @_noAllocation
+    public static func presenceStart(gateway: UnsafeRawBufferPointer, time: UTCTime, periodMs: Int64, into line: inout JSONWriter) {
+        line.beginObject()
+        line.key("gateway")
+        line.string(bytes: gateway)
+        line.time("time", time)
+        line.integer("period_ms", periodMs)
+        line.beginArray("tags")
+    }
+
+    /// One tag's period: `{"uuid":..,"major":..,"minor":..}` (or `{"phone":..}`), then `rssi`
+    /// (the filtered RSSI, dBm), `count`, `min`, `max`, `power` (its RSSI at 1 m) and `distance_m`
+    /// (the gateway's own estimate, null without a power).
+    @_noAllocation
+    public static func presenceTag(_ entry: PresenceSummary.Entry, phone: FixedName?, into line: inout JSONWriter) {
+        line.beginObject()
+        if let phone {
+            line.string("phone", phone)
+        } else {
+            line.string("uuid", entry.tag.uuid)
+            line.integer("major", Int64(entry.tag.major))
+            line.integer("minor", Int64(entry.tag.minor))
+        }
+        line.number("rssi", entry.rssiDBm, decimals: 1)
+        line.integer("count", Int64(entry.count))
+        line.integer("min", Int64(entry.rssiMinimumDBm))
+        line.integer("max", Int64(entry.rssiMaximumDBm))
+        line.integer("power", Int64(entry.measuredPowerDBm))
+        if let distance = entry.distanceM { line.number("distance_m", distance, decimals: 2) } else { line.null("distance_m") }
+        line.endObject()
+    }
+
+    /// `],"more":..,"dropped":..}`: the tags left out for `presence_tags`, and the readings the
+    /// summary's table had no room for.
+    @_noAllocation
+    public static func presenceEnd(_ report: PresenceSummary.DrainReport, into line: inout JSONWriter) {
+        line.endArray()
+        line.integer("more", Int64(report.tagsOverLimit))
+        line.integer("dropped", Int64(report.readingsDropped))
+        line.endObject()
+    }
+
     /// `locus uplink test`'s message: `{"gateway":..,"test":true,"time":..}`.
     @_noAllocation
     public static func test(gateway: UnsafeRawBufferPointer, time: UTCTime, into line: inout JSONWriter) {

@@ -80,7 +80,7 @@ extension PresenceSimulation {
                 let rssi = radio.reading(mean: mean, random: &random)
                 guard rssi >= radio.sensitivityDBm else { continue }
                 let quantised = Int8(clamping: Int(rssi.rounded()))
-                receivers[gateway].summary.record(tagKey: key, rssiDBm: quantised, measuredPowerDBm: Tag.advertisedPowerDBm, timeMs: nowMs)
+                receivers[gateway].summary.record(tag: PresenceSimulation.identity(key), rssiDBm: quantised, measuredPowerDBm: Tag.advertisedPowerDBm, timeMs: nowMs)
             }
         }
 
@@ -113,10 +113,23 @@ extension PresenceSimulation {
                     continue
                 }
                 receiver.summary.drain(periodEndMs: periodEndMs) { entry in
-                    byTag[entry.tagKey, default: []].append(PresenceObservation(gateway: gateway, rssiDBm: entry.rssiDBm, count: entry.count))
+                    byTag[PresenceSimulation.key(entry.tag), default: []].append(PresenceObservation(gateway: gateway, rssiDBm: entry.rssiDBm, count: entry.count))
                 }
             }
             return byTag
         }
     }
+}
+
+extension PresenceSimulation {
+    /// The simulation's tags and gateway beacons as beacon identities (one UUID, the key as major
+    /// and minor), as the gateways' summaries carry them.
+    static let tagUUID = BeaconUUID(high: 0x5349_4D55_4C41_5445, low: 0x5441_4753_0000_0000)
+
+    static func identity(_ key: UInt64) -> BeaconIdentity {
+        precondition(key <= UInt64(UInt32.max), "a simulated tag's key fits major and minor")
+        return BeaconIdentity(uuid: tagUUID, major: UInt16(truncatingIfNeeded: key >> 16), minor: UInt16(truncatingIfNeeded: key))
+    }
+
+    static func key(_ identity: BeaconIdentity) -> UInt64 { UInt64(identity.major) << 16 | UInt64(identity.minor) }
 }
