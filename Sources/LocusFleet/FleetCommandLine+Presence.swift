@@ -1,6 +1,7 @@
 extension FleetCommandLine {
     static let presenceUsage = """
                locus-fleet presence bench [--seed N] [--hours H] [--json]
+               locus-fleet presence run --broker URL --plan FILE [--prefix FILTER] [--publish PREFIX] [--seconds N]
         """
 
     static let presenceHelp = """
@@ -10,6 +11,13 @@ extension FleetCommandLine {
                     calibration on and off. --seed N decides everything (default 1); --hours H
                     each pipeline run's length (default 0.5, the CI size); --json the report
                     as JSON
+                    run: the fleet's presence from the gateways' <prefix>/presence messages
+                    (their [uplink] what has "presence"): subscribes to FILTER/presence
+                    (default locus/+), decides each tag's area on the floor plan FILE (its
+                    gateways by their ids) once a second, prints each change; --publish PREFIX
+                    also publishes each tag's area, retained, to PREFIX/<tag> (phones as
+                    phone-NAME) for Home Assistant's MQTT sensors; --seconds N stops after N
+                    seconds
 
         """
 
@@ -20,7 +28,7 @@ extension FleetCommandLine {
     }
 
     static func parsePresence(_ arguments: [String]) throws(UsageError) -> PresenceOptions {
-        guard arguments.first == "bench" else { throw UsageError(message: "the subcommand is bench") }
+        guard arguments.first == "bench" else { throw UsageError(message: "the subcommand is bench or run") }
         var options = PresenceOptions()
         var index = 1
         while index < arguments.count {
@@ -48,6 +56,7 @@ extension FleetCommandLine {
     }
 
     static func presence(_ arguments: [String]) -> Int32 {
+        if arguments.first == "run" { return presenceRun(Array(arguments.dropFirst())) }
         let options: PresenceOptions
         do { options = try parsePresence(arguments) } catch { return usageError("presence: \(error.message)") }
         let size = options.hours.map { PresenceBench.Size.hours($0) } ?? .ci

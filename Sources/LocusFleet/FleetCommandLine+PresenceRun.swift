@@ -1,0 +1,100 @@
+import Foundation
+import LocusCore
+import LocusDevices
+
+extension FleetCommandLine {
+    struct PresenceRunOptions {
+        var broker: String? = nil
+        var plan: String? = nil
+        var prefix = "locus/+"
+        var publish: String? = nil
+        var seconds: Double? = nil
+    }
+
+    static func parsePresenceRun(_ arguments: [String]) throws(UsageError) -> PresenceRunOptions {
+        var options = PresenceRunOptions()
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            guard index + 1 < arguments.count else { throw UsageError(message: "\(argument) needs a value, or is unknown") }
+            let value = arguments[index + 1]
+            switch argument {
+            case "--broker": options.broker = value
+            case "--plan": options.plan = value
+            case "--prefix": options.prefix = value
+            case "--publish": options.publish = value
+            case "--seconds":
+                guard let seconds = Double(value), seconds > 0 else { throw UsageError(message: "--seconds takes a number above 0, got '\(value)'") }
+                options.seconds = seconds
+            default: throw UsageError(message: "unknown option '\(argument)'")
+            }
+            index += 2
+        }
+        return options
+    }
+
+    /// `presence run`: the broker's presence messages into a `PresenceService`, decided once a
+    /// second; each change printed (and published with --publish).
+    static func presenceRun(_ arguments: [String]) -> Int32 {
+        let options: PresenceRunOptions
+        do { options = try parsePresenceRun(arguments) } catch { return usageError("presence run: \(error.message)") }
+        guard let planPath = options.plan, let text = try? String(contentsOfFile: planPath, encoding: .utf8) else {
+            return usageError("presence run: --plan FILE (a floor plan, docs/presence.md) is required and must be readable")
+        }
+        let plan: PresenceFloorPlan
+        do { plan = try PresenceFloorPlan.parse(toml: text) } catch {
+            FleetOutput.error("locus-fleet: \(planPath):\(error)\n")
+            return 1
+        }
+        guard let brokerText = options.broker, case .success(let address) = BrokerAddress.parse(brokerText), !address.tls else {
+            return usageError("presence run: --broker mqtt://HOST[:PORT] is required (mqtts: use the ingest's TLS options; not yet here)")
+        }
+        let connect = MQTTConnectOptions(clientID: Array("locus-fleet-presence-\(getpid())".utf8), cleanSession: true, keepAliveS: 30,
+                                         username: nil, password: nil)
+        do {
+            let broker = try FleetBroker(FleetBroker.Settings(broker: address, tls: nil, connect: connect))
+            try broker.subscribe([options.prefix + "/presence"])
+            FleetOutput.out("presence: \(plan.areas.count) areas, \(plan.gateways.count) gateways; listening to \(options.prefix)/presence on \(broker.peer)\n")
+            try presenceLoop(broker, PresenceService(plan: plan), options)
+            return 0
+        } catch {
+            FleetOutput.error("locus-fleet: presence run: \(error.message)\n")
+            return 1
+        }
+    }
+
+    private static func presenceLoop(_ broker: FleetBroker, _ service: consuming PresenceService, _ options: PresenceRunOptions) throws(FleetError) {
+        var service = service
+        let start = FleetClock.monotonicMs()
+        var nextDecision = start + 1_000
+        while options.seconds.map({ Double(FleetClock.monotonicMs() - start) < $0 * 1_000 }) ?? true {
+            for incoming in try broker.read(timeoutMs: 200) {
+                if case .publish(let message) = incoming { service.take(message.payload) }
+            }
+            try broker.keepAlive()
+            let now = FleetClock.monotonicMs()
+            guard now >= nextDecision else { continue }
+            nextDecision = now + 1_000
+            let wallMs = Int64(Date().timeIntervalSince1970 * 1_000)
+            for change in service.decide(nowMs: now) {
+                FleetOutput.out(UTCTime(nanoseconds: wallMs * 1_000_000).iso8601 + "  " + change.text + "\n")
+                if let prefix = options.publish { try publish(change, prefix: prefix, wallMs: wallMs, broker) }
+            }
+        }
+        let counts = service.counts
+        FleetOutput.out("presence: \(counts.messages) messages (\(counts.unreadable) unreadable, \(counts.unknownGateways) from gateways not in the plan), \(counts.tagsHeard) tags\n")
+    }
+
+    /// `PREFIX/<tag>` (retained): `{"area":..,"x":..,"y":..,"spread_m":..,"time":..}`, area null when away.
+    private static func publish(_ change: PresenceService.Change, prefix: String, wallMs: Int64, _ broker: FleetBroker) throws(FleetError) {
+        let slug = String(change.tag.map { $0 == ":" || $0 == "/" ? "-" : $0 })
+        var object: [String: Any] = ["area": change.to ?? NSNull(), "away": change.away, "time": UTCTime(nanoseconds: wallMs * 1_000_000).iso8601]
+        if let x = change.x, let y = change.y, let spread = change.spreadM {
+            object["x"] = (x * 100).rounded() / 100
+            object["y"] = (y * 100).rounded() / 100
+            object["spread_m"] = (spread * 100).rounded() / 100
+        }
+        let payload = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])).map { Array($0) } ?? []
+        try broker.publish(topic: prefix + "/" + slug, payload: payload, retain: true)
+    }
+}

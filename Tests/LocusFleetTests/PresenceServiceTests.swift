@@ -1,0 +1,76 @@
+import Foundation
+@testable import LocusFleet
+import TestSupport
+import Testing
+
+/// The fleet's presence from the gateways' messages: `PresenceService` on messages made from the
+/// floor plan's own model, and `locus-fleet presence run` on mosquitto.
+@Suite(.serialized) struct PresenceServiceTests {
+    static let plan = PresenceSimulation.Plans.plan(PresenceSimulation.Plans.house)
+
+    /// What `gateway` publishes for tags at `points` (name -> position), as the uplink renders it.
+    static func message(gateway: Int, _ tags: [(name: String, at: PresenceFloorPlan.Point)]) -> [UInt8] {
+        let rendered = tags.map { tag in
+            let rssi = -59 - plan.pathLossDB(gateway: gateway, to: tag.at)
+            let identity = tag.name.hasPrefix("phone:") ? "\"phone\":\"\(tag.name.dropFirst(6))\"" : "\"uuid\":\"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0\",\"major\":1,\"minor\":2"
+            return "{\(identity),\"rssi\":\(String(format: "%.1f", rssi)),\"count\":10,\"min\":-90,\"max\":-40,\"power\":-59,\"distance_m\":null}"
+        }
+        return Array("{\"gateway\":\"\(plan.gateways[gateway].id)\",\"time\":\"2026-11-29T10:00:00.000Z\",\"period_ms\":2000,\"tags\":[\(rendered.joined(separator: ","))],\"more\":0,\"dropped\":0}".utf8)
+    }
+
+    @Test func aTagIsPlacedFollowedToAnotherRoomAndGoesAway() {
+        var service = PresenceService(plan: Self.plan)
+        let kitchen = PresenceFloorPlan.Point(7.5, 2), bedroom = PresenceFloorPlan.Point(2, 6)
+        var changes: [String] = []
+        var nowMs: Int64 = 0
+        for round in 0..<12 {
+            let at = round < 4 ? kitchen : bedroom
+            for gateway in Self.plan.gateways.indices { service.take(Self.message(gateway: gateway, [("phone:alice", at), ("E2C56DB5-DFFB-48D2-B060-D0F5A71096E0/1/2", kitchen)])) }
+            nowMs += 1_000
+            changes += service.decide(nowMs: nowMs).map(\.text)
+        }
+        let alice = changes.filter { $0.hasPrefix("phone:alice") }
+        #expect(alice.count == 2, "\(changes)")
+        #expect(alice.first?.hasPrefix("phone:alice: - -> kitchen (") == true && alice.last?.hasPrefix("phone:alice: kitchen -> bedroom (") == true, "\(alice)")
+        #expect(service.area(of: "phone:alice") == "bedroom" && service.area(of: "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0/1/2") == "kitchen")
+        // Silent past the away timeout (15 s): both go away, each once.
+        nowMs += 16_000
+        #expect(service.decide(nowMs: nowMs).map(\.text).sorted() == ["E2C56DB5-DFFB-48D2-B060-D0F5A71096E0/1/2: kitchen -> away", "phone:alice: bedroom -> away"])
+        #expect(service.decide(nowMs: nowMs + 1_000).isEmpty)
+        service.take(Array("{\"gateway\":\"garage\",\"tags\":[]}".utf8))
+        service.take(Array("not json".utf8))
+        #expect(service.counts.unknownGateways == 1 && service.counts.unreadable == 1 && service.counts.tagsHeard == 2)
+    }
+
+    @Test func presenceRunDecidesFromTheBrokersMessagesAndPublishesTheArea() throws {
+        let broker = try TestBroker(listeners: [[]])
+        let work = try Fleet.temporaryDirectory("presence-run")
+        try PresenceSimulation.Plans.house.write(toFile: work + "/plan.toml", atomically: true, encoding: .utf8)
+        let collector = try TestCollector(port: broker.ports[0], filters: ["site/presence/#"])
+        let run = Process()
+        run.executableURL = URL(fileURLWithPath: try Fleet.binary("locus-fleet"))
+        run.arguments = ["presence", "run", "--broker", "mqtt://127.0.0.1:\(broker.ports[0])", "--plan", work + "/plan.toml",
+                         "--publish", "site/presence", "--seconds", "6"]
+        let output = Pipe()
+        run.standardOutput = output
+        try run.run()
+        usleep(1_000_000)
+        // Three rounds of the five gateways' messages, as their uplinks publish them.
+        for _ in 0..<3 {
+            for gateway in Self.plan.gateways.indices {
+                let payload = String(decoding: Self.message(gateway: gateway, [("phone:alice", PresenceFloorPlan.Point(8, 6))]), as: UTF8.self)
+                let sent = try Fleet.run("/usr/bin/mosquitto_pub", ["-p", "\(broker.ports[0])", "-t", "locus/\(Self.plan.gateways[gateway].id)/presence", "-m", payload])
+                #expect(sent.status == 0, "\(sent.error)")
+            }
+            usleep(700_000)
+        }
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        run.waitUntilExit()
+        #expect(run.terminationStatus == 0)
+        #expect(text.contains("  phone:alice: - -> study ("), "\(text)")
+        #expect(text.contains("presence: 15 messages (0 unreadable, 0 from gateways not in the plan), 1 tags"), "\(text)")
+        #expect(collector.wait(seconds: 5) { $0.contains { $0.topic == "site/presence/phone-alice" } })
+        let published = collector.messages.first { $0.topic == "site/presence/phone-alice" }?.json
+        #expect(published?["area"] as? String == "study" && published?["away"] as? Bool == false, "\(String(describing: published))")
+    }
+}
