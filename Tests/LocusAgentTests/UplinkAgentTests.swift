@@ -503,6 +503,64 @@ import TestSupport
         #expect(!collector.messages.contains { String(decoding: $0.payload, as: UTF8.self).contains(PhoneAgentTests.aliceKey) })
     }
 
+    /// The whole chain: three real gateways (`locus run`, the Embedded binary in CI) hear the
+    /// same crate at the strengths its place on the floor plan gives, summarise it, publish
+    /// through mosquitto, and `locus-fleet presence run` decides its area from all three.
+    @Test func threeGatewaysThroughTheBrokerPlaceATagInItsArea() throws {
+        let broker = try TestBroker(listeners: [[]])
+        let plan = """
+            path_loss_exponent = 2.5
+            [[area]]
+            name = "dock"
+            rectangle = [0, 0, 10, 10]
+            [[area]]
+            name = "yard"
+            rectangle = [10, 0, 20, 10]
+            [[gateway]]
+            id = "gw-a"
+            x = 1
+            y = 5
+            [[gateway]]
+            id = "gw-b"
+            x = 19
+            y = 5
+            [[gateway]]
+            id = "gw-c"
+            x = 10
+            y = 9
+            """
+        // The crate at (4, 5), -59 dBm at 1 m, n = 2.5: 3 m, 15 m and 7.2 m from the gateways.
+        let strengths: [(String, Int8)] = [("gw-a", -71), ("gw-b", -88), ("gw-c", -80)]
+        var sites: [AgentEndToEndTests.Site] = [], agents: [AgentEndToEndTests.Agent] = []
+        defer { for agent in agents { _ = agent.stop(signal: SIGKILL) } }
+        for (gateway, _) in strengths {
+            let extra = "[uplink]\nbroker = \"mqtt://127.0.0.1:\(broker.ports[0])\"\ngateway = \"\(gateway)\"\nwhat = [\"presence\"]\npresence_interval = \"1s\"\n"
+            let site = try AgentEndToEndTests.site("chain-\(gateway)", extra: extra)
+            sites.append(site)
+            agents.append(try Self.startAgent(site))
+        }
+        try plan.write(toFile: sites[0].directory + "/plan.toml", atomically: true, encoding: .utf8)
+        let fleet = Process()
+        fleet.executableURL = URL(fileURLWithPath: try siblingBinary("locus-fleet"))
+        fleet.arguments = ["presence", "run", "--broker", "mqtt://127.0.0.1:\(broker.ports[0])", "--plan", sites[0].directory + "/plan.toml",
+                           "--seconds", "12"]
+        let output = Pipe()
+        fleet.standardOutput = output
+        try fleet.run()
+        var feeds: [Process] = []
+        defer { for feed in feeds { kill(feed.processIdentifier, SIGKILL); feed.waitUntilExit() } }
+        for (index, (_, rssi)) in strengths.enumerated() {
+            let event = String(AgentEndToEndTests.iBeaconEvent.dropLast(2)) + String(format: "%02x", UInt8(bitPattern: rssi))
+            let hci = (0..<80).map { "\(AgentEndToEndTests.trackStart + $0 / 10).\($0 % 10)00 \(event)" }.joined(separator: "\n") + "\n"
+            feeds.append(try AgentEndToEndTests.feed(sites[index], nmea: nil, hci: hci, speed: "1"))
+        }
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        fleet.waitUntilExit()
+        #expect(text.contains("E2C56DB5-DFFB-48D2-B060-D0F5A71096E0/100/0: - -> dock ("), "\(text)")
+        #expect(!text.contains("-> yard"), "\(text)")
+        #expect(text.contains("0 unreadable, 0 from gateways not in the plan), 1 tags"), "\(text)")
+    }
+
     /// A broker that takes what the gateway sends and acknowledges none of it, then drops the
     /// connection after `seconds`: the bytes it received (it answers CONNECT, nothing else).
     final class Swallower: @unchecked Sendable {
