@@ -1,7 +1,8 @@
 extension FleetCommandLine {
     static let presenceUsage = """
                locus-fleet presence bench [--seed N] [--hours H] [--json]
-               locus-fleet presence run --broker URL --plan FILE [--prefix FILTER] [--publish PREFIX] [--seconds N]
+               locus-fleet presence run --broker URL --plan FILE [--prefix FILTER] [--publish PREFIX] [--database URL]
+                                        [--seconds N]
         """
 
     static let presenceHelp = """
@@ -16,8 +17,9 @@ extension FleetCommandLine {
                     (default locus/+), decides each tag's area on the floor plan FILE (its
                     gateways by their ids) once a second, prints each change; --publish PREFIX
                     also publishes each tag's area, retained, to PREFIX/<tag> (phones as
-                    phone-NAME) for Home Assistant's MQTT sensors; --seconds N stops after N
-                    seconds
+                    phone-NAME) for Home Assistant's MQTT sensors; --database URL keeps each
+                    change in presence_changes and each tag's area in presence_current;
+                    --seconds N stops after N seconds
 
         """
 

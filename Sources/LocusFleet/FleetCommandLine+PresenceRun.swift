@@ -9,6 +9,7 @@ extension FleetCommandLine {
         var prefix = "locus/+"
         var publish: String? = nil
         var seconds: Double? = nil
+        var database: String? = nil
     }
 
     static func parsePresenceRun(_ arguments: [String]) throws(UsageError) -> PresenceRunOptions {
@@ -23,6 +24,7 @@ extension FleetCommandLine {
             case "--plan": options.plan = value
             case "--prefix": options.prefix = value
             case "--publish": options.publish = value
+            case "--database": options.database = value
             case "--seconds":
                 guard let seconds = Double(value), seconds > 0 else { throw UsageError(message: "--seconds takes a number above 0, got '\(value)'") }
                 options.seconds = seconds
@@ -49,13 +51,23 @@ extension FleetCommandLine {
         guard let brokerText = options.broker, case .success(let address) = BrokerAddress.parse(brokerText), !address.tls else {
             return usageError("presence run: --broker mqtt://HOST[:PORT] is required (mqtts: use the ingest's TLS options; not yet here)")
         }
+        var database: FleetDatabase? = nil
+        if let text = options.database {
+            guard case .success(let connection) = ConnectionString.parse(text) else {
+                return usageError("presence run: --database is not a connection string libpq reads")
+            }
+            do { database = try FleetDatabase(connection, notice: notice) } catch {
+                FleetOutput.error("locus-fleet: presence run: \(error.message)\n")
+                return 1
+            }
+        }
         let connect = MQTTConnectOptions(clientID: Array("locus-fleet-presence-\(getpid())".utf8), cleanSession: true, keepAliveS: 30,
                                          username: nil, password: nil)
         do {
             let broker = try FleetBroker(FleetBroker.Settings(broker: address, tls: nil, connect: connect))
             try broker.subscribe([options.prefix + "/presence"])
             FleetOutput.out("presence: \(plan.areas.count) areas, \(plan.gateways.count) gateways; listening to \(options.prefix)/presence on \(broker.peer)\n")
-            try presenceLoop(broker, PresenceService(plan: plan), options)
+            try presenceLoop(broker, PresenceService(plan: plan), options, database)
             return 0
         } catch {
             FleetOutput.error("locus-fleet: presence run: \(error.message)\n")
@@ -63,7 +75,8 @@ extension FleetCommandLine {
         }
     }
 
-    private static func presenceLoop(_ broker: FleetBroker, _ service: consuming PresenceService, _ options: PresenceRunOptions) throws(FleetError) {
+    private static func presenceLoop(_ broker: FleetBroker, _ service: consuming PresenceService, _ options: PresenceRunOptions,
+                                     _ database: FleetDatabase?) throws(FleetError) {
         var service = service
         let start = FleetClock.monotonicMs()
         var nextDecision = start + 1_000
@@ -76,13 +89,38 @@ extension FleetCommandLine {
             guard now >= nextDecision else { continue }
             nextDecision = now + 1_000
             let wallMs = Int64(Date().timeIntervalSince1970 * 1_000)
-            for change in service.decide(nowMs: now) {
+            let changes = service.decide(nowMs: now)
+            for change in changes {
                 FleetOutput.out(UTCTime(nanoseconds: wallMs * 1_000_000).iso8601 + "  " + change.text + "\n")
                 if let prefix = options.publish { try publish(change, prefix: prefix, wallMs: wallMs, broker) }
             }
+            if let database, !changes.isEmpty { try store(changes, wallMs: wallMs, database) }
         }
         let counts = service.counts
         FleetOutput.out("presence: \(counts.messages) messages (\(counts.unreadable) unreadable, \(counts.unknownGateways) from gateways not in the plan), \(counts.tagsHeard) tags\n")
+    }
+
+    /// The round's changes into `presence_changes`, and each tag's newest into `presence_current`,
+    /// in one transaction.
+    private static func store(_ changes: [PresenceService.Change], wallMs: Int64, _ database: FleetDatabase) throws(FleetError) {
+        let time = UTCTime(nanoseconds: wallMs * 1_000_000).iso8601
+        try database.retrying("presence") { (connection) throws(PostgresError) in
+            try connection.transaction { () throws(PostgresError) in
+                for change in changes {
+                    let values: [String?] = [change.tag, change.from, change.to, change.away ? "t" : "f", change.x.map { String($0) },
+                                             change.y.map { String($0) }, change.spreadM.map { String($0) }, time]
+                    try connection.execute("""
+                        insert into presence_changes (tag, from_area, to_area, away, x, y, spread_m, time)
+                        values ($1, $2, $3, $4, $5, $6, $7, $8)
+                        """, values)
+                    try connection.execute("""
+                        insert into presence_current (tag, area, away, x, y, spread_m, since) values ($1, $2, $3, $4, $5, $6, $7)
+                        on conflict (tag) do update set area = excluded.area, away = excluded.away, x = excluded.x, y = excluded.y,
+                            spread_m = excluded.spread_m, since = excluded.since
+                        """, [values[0]] + values[2...])
+                }
+            }
+        }
     }
 
     /// `PREFIX/<tag>` (retained): `{"area":..,"x":..,"y":..,"spread_m":..,"time":..}`, area null when away.

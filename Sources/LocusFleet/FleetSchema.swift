@@ -17,6 +17,7 @@ public enum FleetSchema {
                   sql: migration3),
         Migration(version: 4, description: "records partitioned by day; current_state and open_gaps tables; record counts in gateways",
                   sql: migration4),
+        Migration(version: 5, description: "presence: presence_current and presence_changes", sql: migration5),
     ]
 
     /// The version this program reads and writes.

@@ -23,6 +23,9 @@ import Testing
                locus-fleet group show [NAME]
                locus-fleet command send --gateway ID [--expires DURATION] --key FILE [broker options] ACTION ARGUMENTS
                locus-fleet command status [--gateway ID] [--json]
+               locus-fleet presence bench [--seed N] [--hours H] [--json]
+               locus-fleet presence run --broker URL --plan FILE [--prefix FILTER] [--publish PREFIX] [--database URL]
+                                        [--seconds N]
 
         """
 
@@ -31,7 +34,7 @@ import Testing
         #expect(help.status == 0 && help.output.hasPrefix(Self.usage) && help.output.contains("LOCUS_FLEET_DATABASE")
                 && help.output.contains("--share GROUP"))
         let version = try Fleet.fleet(["--version"])
-        #expect(version.status == 0 && version.output == "locus-fleet \(LocusVersion.string) (schema version 4)\n")
+        #expect(version.status == 0 && version.output == "locus-fleet \(LocusVersion.string) (schema version 5)\n")
     }
 
     @Test(arguments: [

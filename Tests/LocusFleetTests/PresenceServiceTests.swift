@@ -49,8 +49,9 @@ import Testing
         let collector = try TestCollector(port: broker.ports[0], filters: ["site/presence/#"])
         let run = Process()
         run.executableURL = URL(fileURLWithPath: try Fleet.binary("locus-fleet"))
+        let database = try Fleet.migratedDatabase("presence")
         run.arguments = ["presence", "run", "--broker", "mqtt://127.0.0.1:\(broker.ports[0])", "--plan", work + "/plan.toml",
-                         "--publish", "site/presence", "--seconds", "6"]
+                         "--publish", "site/presence", "--database", database, "--seconds", "6"]
         let output = Pipe()
         run.standardOutput = output
         try run.run()
@@ -72,5 +73,10 @@ import Testing
         #expect(collector.wait(seconds: 5) { $0.contains { $0.topic == "site/presence/phone-alice" } })
         let published = collector.messages.first { $0.topic == "site/presence/phone-alice" }?.json
         #expect(published?["area"] as? String == "study" && published?["away"] as? Bool == false, "\(String(describing: published))")
+        // The change and the tag's area now, in the fleet's database.
+        let cluster = try Fleet.cluster.get()
+        let name = String(database.split(separator: "/").last!.split(separator: "?").first!)
+        #expect(try cluster.psql("select tag || ' ' || coalesce(from_area, '-') || ' ' || to_area from presence_changes", database: name) == "phone:alice - study")
+        #expect(try cluster.psql("select area || ' ' || away::text from presence_current where tag = 'phone:alice'", database: name) == "study false")
     }
 }

@@ -12,7 +12,7 @@ import TestSupport
         let first = try Fleet.fleet(["migrate", "--database", url])
         #expect(first.status == 0, "\(first.error)")
         #expect(first.output == FleetSchema.migrations.map { "migration \($0.version) applied: \($0.description)\n" }.joined()
-                + "schema version 4 (user fleet at 127.0.0.1:\(cluster.port), database \(database))\n")
+                + "schema version 5 (user fleet at 127.0.0.1:\(cluster.port), database \(database))\n")
         #expect(first.error.isEmpty, "no notices: \(first.error)")
         let tables = try cluster.psql("select string_agg(tablename, ',' order by tablename) from pg_tables where schemaname = 'public'", database: database)
         let views = try cluster.psql("select string_agg(viewname, ',' order by viewname) from pg_views where schemaname = 'public'", database: database)
@@ -20,12 +20,12 @@ import TestSupport
 
         let second = try Fleet.fleet(["migrate", "--database", url])
         #expect(second.status == 0)
-        #expect(second.output == "schema version 4 (user fleet at 127.0.0.1:\(cluster.port), database \(database)): up to date, nothing to do\n")
+        #expect(second.output == "schema version 5 (user fleet at 127.0.0.1:\(cluster.port), database \(database)): up to date, nothing to do\n")
         #expect(second.error.isEmpty, "\(second.error)")
         #expect(try cluster.psql("select version, description, applied_at from fleet_schema", database: database) == before)
-        #expect(tables == "commands,config_deliveries,config_versions,conflicts,current_state,fleet_groups,fleet_schema,gateways,open_gaps,quarantine,records")
+        #expect(tables == "commands,config_deliveries,config_versions,conflicts,current_state,fleet_groups,fleet_schema,gateways,open_gaps,presence_changes,presence_current,quarantine,records")
         #expect(views == "config_results,config_status,config_targets,events,fleet_gateways,gaps,gateway_summary,gpio_changes,visits")
-        #expect(try cluster.psql("select count(*) from fleet_schema", database: database) == "4")
+        #expect(try cluster.psql("select count(*) from fleet_schema", database: database) == "5")
     }
 
     @Test func twoMigrationsAtOnceApplyItOnce() throws {
@@ -36,7 +36,7 @@ import TestSupport
         DispatchQueue.concurrentPerform(iterations: 2) { index in runs[index] = try? Fleet.fleet(["migrate", "--database", url]) }
         #expect(runs.allSatisfy { $0?.status == 0 }, "\(runs.map { $0?.error ?? "" })")
         #expect(runs.compactMap { $0?.output }.filter { $0.hasPrefix("migration 1 applied") }.count == 1)
-        #expect(try cluster.psql("select count(*) from fleet_schema", database: database) == "4")
+        #expect(try cluster.psql("select count(*) from fleet_schema", database: database) == "5")
     }
 
     @Test func commandsRefuseADatabaseWithoutTheSchemaOrWithANewerOne() throws {
@@ -49,8 +49,8 @@ import TestSupport
         #expect(empty.error == "locus-fleet: status: the database (\(target)) has no locus-fleet schema yet: run 'locus-fleet migrate' first\n")
 
         #expect(try Fleet.fleet(["migrate", "--database", url]).status == 0)
-        try cluster.psql("insert into fleet_schema (version, description) values (5, 'from a newer locus-fleet')", database: database)
-        let newer = "the database is at schema version 5, newer than this locus-fleet knows (4): use the locus-fleet that migrated it, or a newer one"
+        try cluster.psql("insert into fleet_schema (version, description) values (6, 'from a newer locus-fleet')", database: database)
+        let newer = "the database is at schema version 6, newer than this locus-fleet knows (5): use the locus-fleet that migrated it, or a newer one"
         let status = try Fleet.fleet(["status", "--database", url])
         #expect(status.status == 1)
         #expect(status.error == "locus-fleet: status: \(newer) (\(target))\n")
@@ -59,17 +59,17 @@ import TestSupport
         let migrate = try Fleet.fleet(["migrate", "--database", url])
         #expect(migrate.status == 1)
         #expect(migrate.error == "locus-fleet: migrate: migration 1 (\(target)): \(newer)\n", "\(migrate.error)")
-        #expect(try cluster.psql("select count(*) from fleet_schema", database: database) == "5")
+        #expect(try cluster.psql("select count(*) from fleet_schema", database: database) == "6")
     }
 
     @Test func anOlderSchemaNamesTheCommandToRun() throws {
         let connection = try Fleet.connect(try Fleet.migratedDatabase("older"))
-        // A locus-fleet that knows version 5 meets this version 4 database.
+        // A locus-fleet that knows version 6 meets this version 5 database.
         do {
-            try FleetSchema.require(connection, known: 5)
+            try FleetSchema.require(connection, known: 6)
             Issue.record("an older schema is refused")
         } catch {
-            #expect(error.message == "the database (\(connection.target)) is at schema version 4, this locus-fleet needs 5: run 'locus-fleet migrate' first")
+            #expect(error.message == "the database (\(connection.target)) is at schema version 5, this locus-fleet needs 6: run 'locus-fleet migrate' first")
         }
         try FleetSchema.require(connection)
     }
