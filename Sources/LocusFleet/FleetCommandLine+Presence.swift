@@ -2,7 +2,8 @@ extension FleetCommandLine {
     static let presenceUsage = """
                locus-fleet presence bench [--seed N] [--hours H] [--json]
                locus-fleet presence run --broker URL --plan FILE [--prefix FILTER] [--publish PREFIX] [--database URL]
-                                        [--seconds N]
+                                        [--calibration FILE] [--seconds N]
+               locus-fleet presence calibrate --broker URL --plan FILE --seconds N [--tag TAG --at X,Y]... [--out FILE]
         """
 
     static let presenceHelp = """
@@ -19,7 +20,13 @@ extension FleetCommandLine {
                     also publishes each tag's area, retained, to PREFIX/<tag> (phones as
                     phone-NAME) for Home Assistant's MQTT sensors; --database URL keeps each
                     change in presence_changes and each tag's area in presence_current;
-                    --seconds N stops after N seconds
+                    --calibration FILE applies what calibrate learned; --seconds N stops
+                    after N seconds
+                    calibrate: listens N seconds, then learns each gateway's receive offset
+                    from the other gateways hearing its own beacon (the plan's [[gateway]]
+                    beacon = "UUID/MAJOR/MINOR") and each --tag's power from its known spot
+                    --at X,Y (m); prints what it learned and how many of the decisions of
+                    what it heard it changes; --out FILE for presence run --calibration
 
         """
 
@@ -59,6 +66,7 @@ extension FleetCommandLine {
 
     static func presence(_ arguments: [String]) -> Int32 {
         if arguments.first == "run" { return presenceRun(Array(arguments.dropFirst())) }
+        if arguments.first == "calibrate" { return presenceCalibrate(Array(arguments.dropFirst())) }
         let options: PresenceOptions
         do { options = try parsePresence(arguments) } catch { return usageError("presence: \(error.message)") }
         let size = options.hours.map { PresenceBench.Size.hours($0) } ?? .ci

@@ -10,6 +10,10 @@ extension FleetCommandLine {
         var publish: String? = nil
         var seconds: Double? = nil
         var database: String? = nil
+        var calibration: String? = nil
+        /// `calibrate`: tags laid at known spots, and where the calibration goes.
+        var spots: [String: PresenceFloorPlan.Point] = [:]
+        var out: String? = nil
     }
 
     static func parsePresenceRun(_ arguments: [String]) throws(UsageError) -> PresenceRunOptions {
@@ -25,6 +29,14 @@ extension FleetCommandLine {
             case "--prefix": options.prefix = value
             case "--publish": options.publish = value
             case "--database": options.database = value
+            case "--calibration": options.calibration = value
+            case "--out": options.out = value
+            case "--tag":
+                guard index + 3 < arguments.count, arguments[index + 2] == "--at" else { throw UsageError(message: "--tag NAME needs --at X,Y after it") }
+                let numbers = arguments[index + 3].split(separator: ",").compactMap { Double(String($0)) }
+                guard numbers.count == 2 else { throw UsageError(message: "--at takes X,Y in metres, got '\(arguments[index + 3])'") }
+                options.spots[value] = PresenceFloorPlan.Point(numbers[0], numbers[1])
+                index += 2
             case "--seconds":
                 guard let seconds = Double(value), seconds > 0 else { throw UsageError(message: "--seconds takes a number above 0, got '\(value)'") }
                 options.seconds = seconds
@@ -35,22 +47,42 @@ extension FleetCommandLine {
         return options
     }
 
-    /// `presence run`: the broker's presence messages into a `PresenceService`, decided once a
-    /// second; each change printed (and published with --publish).
-    static func presenceRun(_ arguments: [String]) -> Int32 {
-        let options: PresenceRunOptions
-        do { options = try parsePresenceRun(arguments) } catch { return usageError("presence run: \(error.message)") }
+    /// The floor plan and the broker's presence messages subscribed to, for `run` and
+    /// `calibrate`; nil when a problem was said (exit status in `status`).
+    static func presenceSetup(_ options: PresenceRunOptions, _ command: String, status: inout Int32) -> (PresenceFloorPlan, FleetBroker)? {
         guard let planPath = options.plan, let text = try? String(contentsOfFile: planPath, encoding: .utf8) else {
-            return usageError("presence run: --plan FILE (a floor plan, docs/presence.md) is required and must be readable")
+            status = usageError("presence \(command): --plan FILE (a floor plan, docs/presence.md) is required and must be readable")
+            return nil
         }
         let plan: PresenceFloorPlan
         do { plan = try PresenceFloorPlan.parse(toml: text) } catch {
             FleetOutput.error("locus-fleet: \(planPath):\(error)\n")
-            return 1
+            status = 1
+            return nil
         }
         guard let brokerText = options.broker, case .success(let address) = BrokerAddress.parse(brokerText), !address.tls else {
-            return usageError("presence run: --broker mqtt://HOST[:PORT] is required (mqtts: use the ingest's TLS options; not yet here)")
+            status = usageError("presence \(command): --broker mqtt://HOST[:PORT] is required (mqtts: use the ingest's TLS options; not yet here)")
+            return nil
         }
+        let connect = MQTTConnectOptions(clientID: Array("locus-fleet-presence-\(getpid())".utf8), cleanSession: true, keepAliveS: 30,
+                                         username: nil, password: nil)
+        do {
+            let broker = try FleetBroker(FleetBroker.Settings(broker: address, tls: nil, connect: connect))
+            try broker.subscribe([options.prefix + "/presence"])
+            FleetOutput.out("presence: \(plan.areas.count) areas, \(plan.gateways.count) gateways; listening to \(options.prefix)/presence on \(broker.peer)\n")
+            return (plan, broker)
+        } catch {
+            FleetOutput.error("locus-fleet: presence \(command): \(error.message)\n")
+            status = 1
+            return nil
+        }
+    }
+
+    /// `presence run`: the broker's presence messages into a `PresenceService`, decided once a
+    /// second; each change printed (and published with --publish, stored with --database).
+    static func presenceRun(_ arguments: [String]) -> Int32 {
+        let options: PresenceRunOptions
+        do { options = try parsePresenceRun(arguments) } catch { return usageError("presence run: \(error.message)") }
         var database: FleetDatabase? = nil
         if let text = options.database {
             guard case .success(let connection) = ConnectionString.parse(text) else {
@@ -61,18 +93,77 @@ extension FleetCommandLine {
                 return 1
             }
         }
-        let connect = MQTTConnectOptions(clientID: Array("locus-fleet-presence-\(getpid())".utf8), cleanSession: true, keepAliveS: 30,
-                                         username: nil, password: nil)
+        var status: Int32 = 0
+        guard let (plan, broker) = presenceSetup(options, "run", status: &status) else { return status }
+        var service = PresenceService(plan: plan)
+        if let path = options.calibration {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return usageError("presence run: cannot read \(path)") }
+            do {
+                let calibration = try PresenceCalibrationFile.read(text, plan: plan, file: path)
+                service = PresenceService(plan: plan, gatewayOffsetsDB: calibration.offsetsDB)
+                service.calibratedPowersDBm = calibration.tagPowersDBm
+            } catch {
+                FleetOutput.error(error.description + "\n")
+                return 1
+            }
+        }
         do {
-            let broker = try FleetBroker(FleetBroker.Settings(broker: address, tls: nil, connect: connect))
-            try broker.subscribe([options.prefix + "/presence"])
-            FleetOutput.out("presence: \(plan.areas.count) areas, \(plan.gateways.count) gateways; listening to \(options.prefix)/presence on \(broker.peer)\n")
-            try presenceLoop(broker, PresenceService(plan: plan), options, database)
+            try presenceLoop(broker, service, options, database)
             return 0
         } catch {
             FleetOutput.error("locus-fleet: presence run: \(error.message)\n")
             return 1
         }
+    }
+
+    /// `presence calibrate`: listens for --seconds, then solves the gateways' offsets (from their
+    /// own beacons) and the powers of the tags at --at spots, says what it learned and how many
+    /// of the recording's decisions it changes, and writes --out.
+    static func presenceCalibrate(_ arguments: [String]) -> Int32 {
+        let options: PresenceRunOptions
+        do { options = try parsePresenceRun(arguments) } catch { return usageError("presence calibrate: \(error.message)") }
+        guard let seconds = options.seconds else { return usageError("presence calibrate: --seconds N (how long to listen) is required") }
+        var status: Int32 = 0
+        guard let (plan, broker) = presenceSetup(options, "calibrate", status: &status) else { return status }
+        var recording = PresenceRecording(plan: plan)
+        let start = FleetClock.monotonicMs()
+        do {
+            while Double(FleetClock.monotonicMs() - start) < seconds * 1_000 {
+                for incoming in try broker.read(timeoutMs: 200) {
+                    if case .publish(let message) = incoming { recording.take(message.payload, timeMs: FleetClock.monotonicMs()) }
+                }
+                try broker.keepAlive()
+            }
+        } catch {
+            FleetOutput.error("locus-fleet: presence calibrate: \(error.message)\n")
+            return 1
+        }
+        return presenceCalibrationReport(recording, options)
+    }
+
+    private static func presenceCalibrationReport(_ recording: PresenceRecording, _ options: PresenceRunOptions) -> Int32 {
+        let plan = recording.plan
+        let (result, powers) = recording.calibrate(spots: options.spots)
+        var text = "calibration: \(recording.messages.count) messages, \(result.hearingsUsed) hearings of the gateways' beacons, fit \(String(format: "%.2f", result.residualRMSDB)) dB RMS\n"
+        for (index, gateway) in plan.gateways.enumerated() {
+            text += result.gatewaySolved[index] ? "  gateway \(gateway.id): receive offset \(String(format: "%+.2f", result.gatewayOffsetsDB[index])) dB\n"
+                                                 : "  gateway \(gateway.id): not calibrated (its beacon unheard, or it heard none)\n"
+        }
+        for name in options.spots.keys.sorted() {
+            text += powers[name].map { "  tag \(name): \(String(format: "%.1f", $0)) dBm at 1 m\n" } ?? "  tag \(name): not heard\n"
+        }
+        let changed = recording.decisionsChanged(offsetsDB: result.gatewayOffsetsDB, tagPowersDBm: powers)
+        text += "  decisions changed: \(changed.differing) of \(changed.decided) tag-seconds of the recording\n"
+        FleetOutput.out(text)
+        guard let out = options.out else { return 0 }
+        let file = PresenceCalibrationFile.text(plan: plan, offsetsDB: result.gatewayOffsetsDB, solved: result.gatewaySolved, tagPowersDBm: powers,
+                                                note: "locus-fleet presence calibrate, \(recording.messages.count) messages")
+        guard (try? file.write(toFile: out, atomically: true, encoding: .utf8)) != nil else {
+            FleetOutput.error("locus-fleet: presence calibrate: cannot write \(out)\n")
+            return 1
+        }
+        FleetOutput.out("calibration written to \(out) (presence run --calibration \(out))\n")
+        return 0
     }
 
     private static func presenceLoop(_ broker: FleetBroker, _ service: consuming PresenceService, _ options: PresenceRunOptions,

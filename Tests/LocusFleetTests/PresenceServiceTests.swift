@@ -79,4 +79,115 @@ import Testing
         #expect(try cluster.psql("select tag || ' ' || coalesce(from_area, '-') || ' ' || to_area from presence_changes", database: name) == "phone:alice - study")
         #expect(try cluster.psql("select area || ' ' || away::text from presence_current where tag = 'phone:alice'", database: name) == "study false")
     }
+
+    /// Two rooms, four gateways each advertising its own beacon, hidden receive offsets.
+    static let calibrationPlan = """
+        path_loss_exponent = 2.5
+        [[area]]
+        name = "east"
+        rectangle = [0, 0, 6, 6]
+        [[area]]
+        name = "west"
+        rectangle = [6, 0, 12, 6]
+        [[gateway]]
+        id = "a"
+        x = 0.5
+        y = 0.5
+        beacon = "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0/9/1"
+        [[gateway]]
+        id = "b"
+        x = 11.5
+        y = 0.5
+        beacon = "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0/9/2"
+        [[gateway]]
+        id = "c"
+        x = 0.5
+        y = 5.5
+        beacon = "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0/9/3"
+        [[gateway]]
+        id = "d"
+        x = 11.5
+        y = 5.5
+        beacon = "e2c56db5-dffb-48d2-b060-d0f5a71096e0/9/4"
+        """
+    static let hiddenOffsetsDB = [4.0, -3.0, 1.5, -2.5]
+
+    /// Gateway `listener`'s message: every other gateway's beacon (-59 dBm at 1 m) and a phone
+    /// at `spot` (-63 dBm at 1 m), through the listener's hidden offset.
+    static func calibrationMessage(_ plan: PresenceFloorPlan, listener: Int, spot: PresenceFloorPlan.Point) -> [UInt8] {
+        var tags: [String] = []
+        for sender in plan.gateways.indices where sender != listener {
+            let rssi = -59 + hiddenOffsetsDB[listener] - PresenceCalibration.gatewayPathLossDB(plan, from: sender, to: listener)
+            tags.append("{\"uuid\":\"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0\",\"major\":9,\"minor\":\(sender + 1),\"rssi\":\(rssi),\"count\":10,\"power\":-59}")
+        }
+        let phone = -63 + hiddenOffsetsDB[listener] - plan.pathLossDB(gateway: listener, to: spot)
+        tags.append("{\"phone\":\"alice\",\"rssi\":\(phone),\"count\":10,\"power\":-59}")
+        return Array("{\"gateway\":\"\(plan.gateways[listener].id)\",\"tags\":[\(tags.joined(separator: ","))]}".utf8)
+    }
+
+    @Test func calibrationLearnsTheHiddenOffsetsAndAPhonesPowerAndSaysWhatItChanges() throws {
+        let plan = try PresenceFloorPlan.parse(toml: Self.calibrationPlan)
+        #expect(plan.gateways[3].beacon == "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0/9/4", "beacons are named in upper case, as messages name them")
+        var recording = PresenceRecording(plan: plan)
+        // The phone lies at (6.8, 3), in the west room near its edge, for 20 s: the uncalibrated
+        // offsets (the east gateways read louder) pull it east.
+        let spot = PresenceFloorPlan.Point(6.8, 3)
+        for second in 0..<20 {
+            for listener in plan.gateways.indices {
+                recording.take(Self.calibrationMessage(plan, listener: listener, spot: spot), timeMs: Int64(second) * 1_000 + Int64(listener))
+            }
+        }
+        let (result, powers) = recording.calibrate(spots: ["phone:alice": spot])
+        let mean = Self.hiddenOffsetsDB.reduce(0, +) / 4
+        for index in 0..<4 {
+            #expect(abs(result.gatewayOffsetsDB[index] - (Self.hiddenOffsetsDB[index] - mean)) < 0.05, "\(result.gatewayOffsetsDB)")
+        }
+        // The gauge: powers are seen through the mean offset.
+        #expect(abs((powers["phone:alice"] ?? 0) - (-63 + mean)) < 0.05, "\(powers)")
+        let changed = recording.decisionsChanged(offsetsDB: result.gatewayOffsetsDB, tagPowersDBm: powers)
+        #expect(changed.decided > 0 && changed.differing > 0, "a phone near the edge moves across it once calibrated: \(changed)")
+        let file = PresenceCalibrationFile.text(plan: plan, offsetsDB: result.gatewayOffsetsDB, solved: result.gatewaySolved, tagPowersDBm: powers, note: "test")
+        let read = try PresenceCalibrationFile.read(file, plan: plan, file: "calibration.toml")
+        #expect(zip(read.offsetsDB, result.gatewayOffsetsDB).allSatisfy { abs($0 - $1) < 0.006 } && read.tagPowersDBm.count == 1)
+        do {
+            _ = try PresenceCalibrationFile.read("[gateway_offsets_db]\n\"z\" = 1.0\n", plan: plan, file: "calibration.toml")
+            Issue.record("a gateway not in the plan is refused")
+        } catch {
+            #expect(error.description == "calibration.toml:2:1: gateway 'z' is not in the floor plan", "\(error)")
+        }
+    }
+
+    @Test func calibrateListensSolvesAndWritesWhatPresenceRunReads() throws {
+        let broker = try TestBroker(listeners: [[]])
+        let work = try Fleet.temporaryDirectory("presence-calibrate")
+        try Self.calibrationPlan.write(toFile: work + "/plan.toml", atomically: true, encoding: .utf8)
+        let plan = try PresenceFloorPlan.parse(toml: Self.calibrationPlan)
+        let run = Process()
+        run.executableURL = URL(fileURLWithPath: try Fleet.binary("locus-fleet"))
+        run.arguments = ["presence", "calibrate", "--broker", "mqtt://127.0.0.1:\(broker.ports[0])", "--plan", work + "/plan.toml",
+                         "--seconds", "4", "--tag", "phone:alice", "--at", "6.8,3", "--out", work + "/calibration.toml"]
+        let output = Pipe()
+        run.standardOutput = output
+        try run.run()
+        usleep(1_000_000)
+        for _ in 0..<2 {
+            for listener in plan.gateways.indices {
+                let payload = String(decoding: Self.calibrationMessage(plan, listener: listener, spot: PresenceFloorPlan.Point(6.8, 3)), as: UTF8.self)
+                let sent = try Fleet.run("/usr/bin/mosquitto_pub", ["-p", "\(broker.ports[0])", "-t", "locus/\(plan.gateways[listener].id)/presence", "-m", payload])
+                #expect(sent.status == 0, "\(sent.error)")
+            }
+            usleep(600_000)
+        }
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        run.waitUntilExit()
+        #expect(run.terminationStatus == 0, "\(text)")
+        // The hidden offsets less their mean (0): +4, -3, +1.5, -2.5.
+        for (id, offset) in [("a", "+4.00"), ("b", "-3.00"), ("c", "+1.50"), ("d", "-2.50")] {
+            #expect(text.contains("  gateway \(id): receive offset \(offset) dB\n"), "\(text)")
+        }
+        #expect(text.contains("  tag phone:alice: -63.0 dBm at 1 m\n") && text.contains("calibration: 8 messages, 24 hearings"), "\(text)")
+        let written = try String(contentsOfFile: work + "/calibration.toml", encoding: .utf8)
+        let read = try PresenceCalibrationFile.read(written, plan: plan, file: "calibration.toml")
+        #expect(read.offsetsDB == [4, -3, 1.5, -2.5] && read.tagPowersDBm == ["phone:alice": -63], "\(written)")
+    }
 }

@@ -95,12 +95,16 @@ private struct FloorPlanReader {
 
     func gateway(_ table: TOMLTable, _ index: Int) throws(ParseError) -> PresenceFloorPlan.Gateway {
         let what = "gateway \(index + 1)"
-        try onlyKeys(table, ["id", "x", "y", "z"], what: what)
+        try onlyKeys(table, ["id", "x", "y", "z", "beacon"], what: what)
         let id = try string(table, "id", what: what)
         let x = try number(table, "x", what: "\(what) (\"\(id)\")")
         let y = try number(table, "y", what: "\(what) (\"\(id)\")")
         let z = try optionalNumber(table, "z", what: "\(what) (\"\(id)\")")
-        return .init(id: id, position: Point(x, y), heightM: z)
+        let beacon = table.entry("beacon") == nil ? nil : try string(table, "beacon", what: "\(what) (\"\(id)\")")
+        if let beacon, beacon.split(separator: "/").count != 3 || BeaconUUID(String(beacon.split(separator: "/")[0])) == nil {
+            throw error(table.entry("beacon")!.valueOffset, "\(what) (\"\(id)\"): beacon must be \"UUID/MAJOR/MINOR\", got \"\(beacon)\"")
+        }
+        return .init(id: id, position: Point(x, y), heightM: z, beacon: beacon?.uppercased())
     }
 }
 

@@ -37,6 +37,9 @@ public struct PresenceFloorPlan: Sendable {
         public var position: Point
         /// Height above the floor in metres; nil: distances are measured in the plane.
         public var heightM: Double?
+        /// The gateway's own iBeacon as presence messages name it (`UUID/MAJOR/MINOR`), which
+        /// the other gateways hear for calibration; nil: it advertises none.
+        public var beacon: String? = nil
     }
 
     public var areas: [Area]

@@ -106,6 +106,9 @@ public struct PresenceService {
         return changes
     }
 
+    /// Every tag heard so far, by name.
+    public var tagNames: [String] { numbers.keys.sorted() }
+
     /// The decided area of `tag` now (nil: away or in no area).
     public func area(of tag: String) -> String? {
         numbers[tag].flatMap { areaName(tracker.decision(tag: $0)) }
