@@ -14,19 +14,6 @@ let repositoryRoot: String = {
     return parts.joined(separator: "/")
 }()
 
-/// A host executable of the package built beside the tests (`locus-fleet`, `locus-sim`).
-func siblingBinary(_ name: String) throws -> String {
-    var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-    for _ in 0..<4 {
-        let candidate = directory.appendingPathComponent(name).path
-        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        directory.deleteLastPathComponent()
-    }
-    let fallback = repositoryRoot + "/.build/debug/" + name
-    guard FileManager.default.isExecutableFile(atPath: fallback) else { throw LocusBinaryMissing() }
-    return fallback
-}
-
 /// `LOCUS_BINARY` selects another binary (Scripts/test points it at the Embedded builds).
 func locusBinary() throws -> String {
     if let path = ProcessInfo.processInfo.environment["LOCUS_BINARY"] { return path }

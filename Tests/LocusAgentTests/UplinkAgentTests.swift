@@ -541,7 +541,7 @@ import TestSupport
         }
         try plan.write(toFile: sites[0].directory + "/plan.toml", atomically: true, encoding: .utf8)
         let fleet = Process()
-        fleet.executableURL = URL(fileURLWithPath: try siblingBinary("locus-fleet"))
+        fleet.executableURL = URL(fileURLWithPath: try BuiltBinary.path("locus-fleet", repositoryRoot: repositoryRoot))
         fleet.arguments = ["presence", "run", "--broker", "mqtt://127.0.0.1:\(broker.ports[0])", "--plan", sites[0].directory + "/plan.toml",
                            "--seconds", "12"]
         let output = Pipe()

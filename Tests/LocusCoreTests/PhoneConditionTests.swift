@@ -114,13 +114,7 @@ import Testing
         let entry = LogPayload.ConditionEntry(monitor: FixedName("home")!, identifier: FixedName("a")!,
                                               condition: .phone(PhoneCondition(name: FixedName("alice-iphone")!)),
                                               settings: ConditionSettings(), assuming: .unknown, fromSiteFile: true)
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: LogPayload.conditionSize(entry.condition), alignment: 8)
-        defer { buffer.deallocate() }
-        var writer = ByteWriter(buffer)
-        LogPayload.write(entry, &writer)
-        #expect(!writer.overflow)
-        var reader = ByteReader(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(buffer)[0..<writer.count]))
-        #expect(LogPayload.readCondition(&reader) == entry)
+        #expect(throughTheLog(entry) == entry)
         var line = JSONWriter(capacity: 256)
         ConditionJSON.write(entry.condition, into: &line)
         #expect(String(decoding: line.bytes, as: UTF8.self) == "{\"phone\":\"alice-iphone\"}")

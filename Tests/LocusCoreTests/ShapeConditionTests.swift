@@ -287,7 +287,7 @@ extension GeoPolygon {
         #expect(Self.siteErrors("corridor = { path = [[45, 7], [45, 7]], width = 10 }")
             == ["site.toml:5:31: 'monitor.yard.condition[1].corridor.path': point 2 repeats the one before it"])
         #expect(Self.siteErrors("polygon = [[45, 7], [45.001, 7], [45, 7.001]]\ncircle = { lat = 45, lon = 7, radius = 5 }")
-            == ["site.toml:3:1: a condition is one of 'circle', 'beacon', 'polygon' or 'corridor', not several"])
+            == ["site.toml:3:1: a condition is one of 'circle', 'beacon', 'phone', 'polygon' or 'corridor', not several"])
         #expect(Self.siteErrors("polygon = [[45, 7], [45.001, 7], [45, 7.001]]\nproximity = \"near\"")
             == ["site.toml:6:13: 'monitor.yard.condition[1].proximity' applies to beacon conditions, but this one is a polygon"])
         #expect(Self.siteErrors("polygon = [[45, 7], [45.001, 7], [45, 7.001], [44.999, 7.0005]]", capacity: "[capacity]\nvertices = 3")
@@ -334,13 +334,19 @@ extension GeoPolygon {
         for condition in [Condition.polygon(polygon), .corridor(corridor)] {
             let entry = LogPayload.ConditionEntry(monitor: FixedName("m")!, identifier: FixedName("c")!, condition: condition,
                                                   settings: ConditionSettings(), assuming: .unknown, fromSiteFile: false)
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: LogPayload.conditionSize(condition), alignment: 8)
-            defer { buffer.deallocate() }
-            var writer = ByteWriter(buffer)
-            LogPayload.write(entry, &writer)
-            #expect(!writer.overflow)
-            var reader = ByteReader(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(buffer)[0..<writer.count]))
-            #expect(LogPayload.readCondition(&reader) == entry)
+            #expect(throughTheLog(entry) == entry)
         }
     }
+}
+
+/// A condition's log payload written in a buffer of `LogPayload.conditionSize` and read back
+/// (nil when the buffer was too small).
+func throughTheLog(_ entry: LogPayload.ConditionEntry) -> LogPayload.ConditionEntry? {
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: LogPayload.conditionSize(entry.condition), alignment: 8)
+    defer { buffer.deallocate() }
+    var writer = ByteWriter(buffer)
+    LogPayload.write(entry, &writer)
+    guard !writer.overflow else { return nil }
+    var reader = ByteReader(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(buffer)[0..<writer.count]))
+    return LogPayload.readCondition(&reader)
 }

@@ -15,19 +15,7 @@ enum Fleet {
     }()
 
     /// A binary built next to the test bundle (`swift build --build-tests` builds both).
-    static func binary(_ name: String) throws -> String {
-        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for _ in 0..<4 {
-            let candidate = directory.appendingPathComponent(name).path
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-            directory.deleteLastPathComponent()
-        }
-        let fallback = repositoryRoot + "/.build/debug/" + name
-        guard FileManager.default.isExecutableFile(atPath: fallback) else {
-            throw TestPostgres.PostgresFailure("\(name) was not built next to the tests (run `swift build --build-tests` first)")
-        }
-        return fallback
-    }
+    static func binary(_ name: String) throws -> String { try BuiltBinary.path(name, repositoryRoot: repositoryRoot) }
 
     struct Run {
         var status: Int32

@@ -60,10 +60,7 @@ enum SiteSchema {
             readHealth(&section, into: &site.health)
             section.finish()
         }
-        if var section = root.table("phones") {
-            readPhones(&section, into: &site)
-            section.finish()
-        }
+        readPhones(&root, into: &site)
         if var section = fromFleet("monitor") ? overlay!.table("monitor") : root.table("monitor") {
             site.monitors = readMonitors(&section)
             section.finish()
@@ -79,7 +76,9 @@ enum SiteSchema {
     }
 
     /// `[phones] keys = "FILE"`: the phones file (`PhoneKeys`), read when the site is loaded.
-    private static func readPhones(_ section: inout TableReader, into site: inout SiteConfig) {
+    private static func readPhones(_ root: inout TableReader, into site: inout SiteConfig) {
+        guard var section = root.table("phones") else { return }
+        defer { section.finish() }
         guard let keys = section.string("keys", required: true) else { return }
         if keys.isEmpty { section.report.fail(at: section.offset(of: "keys"), "'phones.keys' must name a file") }
         site.phones = SiteConfig.Phones(keysFile: keys, location: section.report.document.location(of: section.offset(of: "keys")))
