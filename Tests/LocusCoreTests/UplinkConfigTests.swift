@@ -67,7 +67,7 @@ import Testing
         ("broker = \"mqtts://broker\"\ncert_file = \"/etc/gw.crt\"\n", "'uplink.cert_file' needs 'uplink.key_file' too"),
         ("broker = \"mqtts://broker\"\npassword_file = \"/etc/pw\"\n", "'uplink.password_file' needs 'uplink.username'"),
         ("broker = \"mqtts://broker\"\nusername = \"u\"\npassword = \"secret\"\n", "the password does not go in the site file"),
-        ("broker = \"mqtts://broker\"\nwhat = [\"events\", \"sighting\"]\n", "site.toml:4:19: 'uplink.what' has \"sighting\", which is not one of: events | gpio | visits | fixes | sightings (did you mean \"sightings\"?)"),
+        ("broker = \"mqtts://broker\"\nwhat = [\"events\", \"sighting\"]\n", "site.toml:4:19: 'uplink.what' has \"sighting\", which is not one of: events | gpio | visits | fixes | sightings | presence (did you mean \"sightings\"?)"),
         ("broker = \"mqtts://broker\"\ntopic_prefix = \"locus/#\"\n", "has '+', '#' or NUL"),
         ("broker = \"mqtts://broker\"\ntopic_prefix = \"$SYS/locus\"\n", "starts with '$'"),
         ("broker = \"mqtts://broker\"\ntopic_prefix = \"locus/\"\n", "ends with '/'"),
