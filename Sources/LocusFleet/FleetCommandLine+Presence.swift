@@ -1,8 +1,8 @@
 extension FleetCommandLine {
     static let presenceUsage = """
                locus-fleet presence bench [--seed N] [--hours H] [--json]
-               locus-fleet presence run --broker URL --plan FILE [--prefix FILTER] [--publish PREFIX] [--database URL]
-                                        [--calibration FILE] [--seconds N]
+               locus-fleet presence run --broker URL --plan FILE [--prefix FILTER] [--publish PREFIX [--home-assistant]]
+                                        [--database URL] [--calibration FILE] [--seconds N]
                locus-fleet presence calibrate --broker URL --plan FILE --seconds N [--tag TAG --at X,Y]... [--out FILE]
         """
 
@@ -18,7 +18,8 @@ extension FleetCommandLine {
                     (default locus/+), decides each tag's area on the floor plan FILE (its
                     gateways by their ids) once a second, prints each change; --publish PREFIX
                     also publishes each tag's area, retained, to PREFIX/<tag> (phones as
-                    phone-NAME) for Home Assistant's MQTT sensors; --database URL keeps each
+                    phone-NAME), and with --home-assistant announces each tag as a Home
+                    Assistant device tracker whose location is its area; --database URL keeps each
                     change in presence_changes and each tag's area in presence_current;
                     --calibration FILE applies what calibrate learned; --seconds N stops
                     after N seconds

@@ -11,6 +11,8 @@ extension FleetCommandLine {
         var seconds: Double? = nil
         var database: String? = nil
         var calibration: String? = nil
+        /// With --publish: a Home Assistant device tracker per tag (MQTT discovery).
+        var homeAssistant = false
         /// `calibrate`: tags laid at known spots, and where the calibration goes.
         var spots: [String: PresenceFloorPlan.Point] = [:]
         var out: String? = nil
@@ -21,6 +23,11 @@ extension FleetCommandLine {
         var index = 0
         while index < arguments.count {
             let argument = arguments[index]
+            if argument == "--home-assistant" {
+                options.homeAssistant = true
+                index += 1
+                continue
+            }
             guard index + 1 < arguments.count else { throw UsageError(message: "\(argument) needs a value, or is unknown") }
             let value = arguments[index + 1]
             switch argument {
@@ -44,6 +51,7 @@ extension FleetCommandLine {
             }
             index += 2
         }
+        if options.homeAssistant && options.publish == nil { throw UsageError(message: "--home-assistant needs --publish PREFIX (its state topics)") }
         return options
     }
 
@@ -169,6 +177,7 @@ extension FleetCommandLine {
     private static func presenceLoop(_ broker: FleetBroker, _ service: consuming PresenceService, _ options: PresenceRunOptions,
                                      _ database: FleetDatabase?) throws(FleetError) {
         var service = service
+        var announced: Set<String> = []
         let start = FleetClock.monotonicMs()
         var nextDecision = start + 1_000
         while options.seconds.map({ Double(FleetClock.monotonicMs() - start) < $0 * 1_000 }) ?? true {
@@ -183,7 +192,9 @@ extension FleetCommandLine {
             let changes = service.decide(nowMs: now)
             for change in changes {
                 FleetOutput.out(UTCTime(nanoseconds: wallMs * 1_000_000).iso8601 + "  " + change.text + "\n")
-                if let prefix = options.publish { try publish(change, prefix: prefix, wallMs: wallMs, broker) }
+                guard let prefix = options.publish else { continue }
+                if options.homeAssistant, announced.insert(change.tag).inserted { try announce(change.tag, prefix: prefix, broker) }
+                try publish(change, prefix: prefix, wallMs: wallMs, homeAssistant: options.homeAssistant, broker)
             }
             if let database, !changes.isEmpty { try store(changes, wallMs: wallMs, database) }
         }
@@ -215,8 +226,9 @@ extension FleetCommandLine {
     }
 
     /// `PREFIX/<tag>` (retained): `{"area":..,"x":..,"y":..,"spread_m":..,"time":..}`, area null when away.
-    private static func publish(_ change: PresenceService.Change, prefix: String, wallMs: Int64, _ broker: FleetBroker) throws(FleetError) {
-        let slug = String(change.tag.map { $0 == ":" || $0 == "/" ? "-" : $0 })
+    private static func publish(_ change: PresenceService.Change, prefix: String, wallMs: Int64, homeAssistant: Bool,
+                                _ broker: FleetBroker) throws(FleetError) {
+        let slug = presenceSlug(change.tag)
         var object: [String: Any] = ["area": change.to ?? NSNull(), "away": change.away, "time": UTCTime(nanoseconds: wallMs * 1_000_000).iso8601]
         if let x = change.x, let y = change.y, let spread = change.spreadM {
             object["x"] = (x * 100).rounded() / 100
@@ -225,5 +237,23 @@ extension FleetCommandLine {
         }
         let payload = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])).map { Array($0) } ?? []
         try broker.publish(topic: prefix + "/" + slug, payload: payload, retain: true)
+        // Home Assistant's device tracker takes the area's name as its location; "not_home" when away.
+        if homeAssistant { try broker.publish(topic: prefix + "/" + slug + "/state", payload: Array((change.to ?? "not_home").utf8), retain: true) }
+    }
+
+    /// A tag's topic level and Home Assistant object id: `phone-NAME`, `UUID-MAJOR-MINOR`.
+    static func presenceSlug(_ tag: String) -> String { String(tag.map { $0 == ":" || $0 == "/" ? "-" : $0 }) }
+
+    /// `homeassistant/device_tracker/locus_presence_<slug>/config` (retained): the tag as a device
+    /// tracker whose location is its area, with its position as attributes.
+    private static func announce(_ tag: String, prefix: String, _ broker: FleetBroker) throws(FleetError) {
+        let slug = presenceSlug(tag), id = "locus_presence_" + slug
+        let config: [String: Any] = [
+            "name": tag, "unique_id": id, "object_id": id, "source_type": "bluetooth_le",
+            "state_topic": prefix + "/" + slug + "/state", "json_attributes_topic": prefix + "/" + slug,
+            "payload_not_home": "not_home", "device": ["identifiers": [id], "name": tag, "manufacturer": "Locus"],
+        ]
+        let payload = (try? JSONSerialization.data(withJSONObject: config, options: [.sortedKeys])).map { Array($0) } ?? []
+        try broker.publish(topic: "homeassistant/device_tracker/\(id)/config", payload: payload, retain: true)
     }
 }

@@ -46,12 +46,12 @@ import Testing
         let broker = try TestBroker(listeners: [[]])
         let work = try Fleet.temporaryDirectory("presence-run")
         try PresenceSimulation.Plans.house.write(toFile: work + "/plan.toml", atomically: true, encoding: .utf8)
-        let collector = try TestCollector(port: broker.ports[0], filters: ["site/presence/#"])
+        let collector = try TestCollector(port: broker.ports[0], filters: ["site/presence/#", "homeassistant/#"])
         let run = Process()
         run.executableURL = URL(fileURLWithPath: try Fleet.binary("locus-fleet"))
         let database = try Fleet.migratedDatabase("presence")
         run.arguments = ["presence", "run", "--broker", "mqtt://127.0.0.1:\(broker.ports[0])", "--plan", work + "/plan.toml",
-                         "--publish", "site/presence", "--database", database, "--seconds", "6"]
+                         "--publish", "site/presence", "--home-assistant", "--database", database, "--seconds", "6"]
         let output = Pipe()
         run.standardOutput = output
         try run.run()
@@ -73,6 +73,10 @@ import Testing
         #expect(collector.wait(seconds: 5) { $0.contains { $0.topic == "site/presence/phone-alice" } })
         let published = collector.messages.first { $0.topic == "site/presence/phone-alice" }?.json
         #expect(published?["area"] as? String == "study" && published?["away"] as? Bool == false, "\(String(describing: published))")
+        // Home Assistant: a device tracker for the tag, its location the area.
+        let config = collector.messages.first { $0.topic == "homeassistant/device_tracker/locus_presence_phone-alice/config" }?.json
+        #expect(config?["state_topic"] as? String == "site/presence/phone-alice/state" && config?["name"] as? String == "phone:alice", "\(String(describing: config))")
+        #expect(collector.messages.contains { $0.topic == "site/presence/phone-alice/state" && String(decoding: $0.payload, as: UTF8.self) == "study" })
         // The change and the tag's area now, in the fleet's database.
         let cluster = try Fleet.cluster.get()
         let name = String(database.split(separator: "/").last!.split(separator: "?").first!)
