@@ -1,5 +1,6 @@
 import Foundation
 import LocusCore
+import LocusMonitor
 import Testing
 
 /// Phones behind rotating private addresses, through `locus run` on the simulated board: the
@@ -81,6 +82,31 @@ import Testing
         for key in [Self.aliceKey, Self.bobKey] {
             #expect(!export.lowercased().contains(key) && !agent.log.lowercased().contains(key), "the key stays in the phones file")
         }
+    }
+
+    /// Through the Swift API: a phone of the file is added and read back; a name the file does
+    /// not have is refused; after a SIGHUP with a new file, its new phone is taken.
+    @Test func phoneConditionsThroughTheLibraryFollowThePhonesFile() async throws {
+        let site = try Self.site("phone-api")
+        let agent = try AgentEndToEndTests.start(site)
+        defer { _ = agent.stop(signal: SIGKILL) }
+        let monitor = try await Monitor("home", stateDirectory: site.state)
+        try await monitor.add(LocusMonitor.PhoneCondition(name: "bob", proximity: .near), identifier: "bob")
+        let record = try #require(await monitor.record(for: "bob"))
+        #expect((record.condition as? LocusMonitor.PhoneCondition) == LocusMonitor.PhoneCondition(name: "bob", proximity: .near))
+        do {
+            try await monitor.add(LocusMonitor.PhoneCondition(name: "carol"), identifier: "carol")
+            Issue.record("a phone the file does not have is refused")
+        } catch let error as MonitorError {
+            #expect(error.code == "not_found" && error.message.contains("no phone 'carol'"), "\(error)")
+        }
+        let phones = site.directory + "/phones"
+        try "[alice]\nirk = \"\(Self.aliceKey)\"\n[carol]\nirk = \"\(Self.strangerKey)\"\n".write(toFile: phones, atomically: true, encoding: .utf8)
+        chmod(phones, 0o600)
+        kill(agent.process.processIdentifier, SIGHUP)
+        try AgentEndToEndTests.waitFor("the reload", seconds: 10) { agent.log.contains("reloaded:") }
+        try await monitor.add(LocusMonitor.PhoneCondition(name: "carol"), identifier: "carol")
+        #expect(await monitor.identifiers.contains("carol"))
     }
 
     @Test func aPhonesFileOthersMayReadIsRefused() throws {

@@ -385,7 +385,8 @@ final class Agent {
         case .record(let monitor, let identifier): Operations.record(request, control, monitor, identifier, engine, log)
         case .records(let monitor): Operations.records(request, control, monitor, engine, log)
         case .add(let monitor, let identifier, let condition, let settings, let assuming):
-            if case .phone(let phone) = condition, loaded.phones?.number(of: phone.name.description) == nil {
+            // The phones file as last loaded (a SIGHUP reads it again), not as at start.
+            if case .phone(let phone) = condition, bluetooth.phones?.resolves(phone.name) != true {
                 control.refuse(request, .notFound, "no phone '\(phone.name)' in the site's phones file ([phones] keys)")
                 break
             }
@@ -405,7 +406,7 @@ final class Agent {
         // MARK: beacon ranging
         case .range(let constraint): Operations.range(request, control, constraint, ranging, now)
         case .rangePhone(let name):
-            guard loaded.phones?.number(of: name.description) != nil, let number = engine.phoneNumber(name) else {
+            guard bluetooth.phones?.resolves(name) == true, let number = engine.phoneNumber(name) else {
                 control.refuse(request, .notFound, "no phone '\(name)' in the site's phones file ([phones] keys)")
                 break
             }

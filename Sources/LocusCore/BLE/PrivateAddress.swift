@@ -313,6 +313,9 @@ public final class PhoneResolution {
         powers.deallocate()
     }
 
+    /// Whether the phone is one this resolution resolves (in the file, with an engine number).
+    public func resolves(_ name: FixedName) -> Bool { names.contains(name) }
+
     /// The name of the phone whose sightings carry the engine's phone number `number`.
     @_noAllocation
     public func name(engineNumber number: Int) -> FixedName? {
