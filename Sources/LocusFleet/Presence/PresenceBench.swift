@@ -66,7 +66,7 @@ extension PresenceBench.Report {
 
     public var text: String {
         var lines = ["presence bench, seed \(seed)", "",
-                     "ESPresense set-up, one reading per station per sample, no memory (published: ESPresense-companion docs/accuracy.md, MIT)",
+                     "ESPresense set-up, one reading per station per sample, no memory (published: ESPresense-companion docs/accuracy.md)",
                      "| track | samples | median m | p95 m | mean m | max m | wrong area | published median / p95 / wrong area |",
                      "|---|---:|---:|---:|---:|---:|---:|---|"]
         for row in comparisons {

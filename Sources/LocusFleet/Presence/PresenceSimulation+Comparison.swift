@@ -25,7 +25,7 @@ extension PresenceSimulation {
     }
 
     /// The figures ESPresense-companion publishes for its NelderMead locator on these tracks
-    /// (docs/accuracy.md, MIT licence): quoted for the comparison, never computed here.
+    /// (docs/accuracy.md; Apache License 2.0): quoted for the comparison, never computed here.
     public struct PublishedFigures: Sendable, Codable {
         public var medianM: Double
         public var p95M: Double

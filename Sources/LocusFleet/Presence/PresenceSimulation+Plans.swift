@@ -3,7 +3,9 @@ extension PresenceSimulation {
     /// site's file is read).
     public enum Plans {
         /// The set-up of ESPresense-companion's simulated accuracy baseline (its docs/accuracy.md,
-        /// MIT licence, the ESPresense project): only its figures are reused, not its code. A 6 m
+        /// Apache License 2.0; the set-up as the ESPresense firmware's accuracy harness scenario
+        /// baseline_4node_6x4m.json gives it, GNU AGPL 3.0): only its facts and figures are
+        /// reused, none of their code. A 6 m
         /// x 4 m floor, the living room first so it wins at x = 4, four stations in the corners
         /// whose RSSI is synthesised from the planar distance (so no heights here), RSSI at 1 m
         /// of -59 dBm and a path-loss exponent of 3.
