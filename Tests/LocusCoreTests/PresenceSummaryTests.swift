@@ -130,3 +130,27 @@ private func drained(_ summary: inout PresenceSummary, periodEndMs: Int64 = 1_00
         #expect(emitted == 16 && loudest == -40)
     }
 }
+
+@Suite struct PresenceMessageTests {
+    /// The longest a tag can render (the widest numbers, the longest phone name) stays within
+    /// `UplinkJSON.maximumPresenceTagBytes`, which the uplink's buffer is sized by.
+    @Test func theWorstCaseTagFitsItsShare() {
+        let widest = PresenceSummary.Entry(tag: BeaconIdentity(uuid: BeaconUUID(high: .max, low: .max), major: .max, minor: .max),
+                                           count: 1_000_000, rssiDBm: -127, rssiMinimumDBm: -127, rssiMaximumDBm: -127,
+                                           measuredPowerDBm: -127, distanceM: 999_999.99, lastHeardMs: .max)
+        for phone in [nil, FixedName(String(repeating: "p", count: FixedName.capacity))] {
+            var line = JSONWriter(capacity: 1024)
+            line.beginArray()
+            UplinkJSON.presenceTag(widest, phone: phone, into: &line)
+            UplinkJSON.presenceTag(widest, phone: phone, into: &line)
+            line.endArray()
+            // Two tags and the array's brackets: each tag with its comma within its share.
+            #expect(line.count <= 2 * UplinkJSON.maximumPresenceTagBytes, "\(line.count) bytes")
+            #expect(line.count / 2 < UplinkJSON.maximumPresenceTagBytes - 32, "a margin of 32 bytes: \(line.count / 2)")
+        }
+        var line = JSONWriter(capacity: 1024)
+        UplinkJSON.presenceStart(gateway: UnsafeRawBufferPointer(start: nil, count: 0), time: UTCTime(seconds: 0), periodMs: 60_000, into: &line)
+        UplinkJSON.presenceEnd(PresenceSummary.DrainReport(periodEndMs: 0, emitted: 0, tagsOverLimit: 1_000, readingsDropped: 1_000_000), into: &line)
+        #expect(line.count + 128 < UplinkJSON.maximumPresenceFrameBytes, "the frame leaves room for a 128-byte gateway id: \(line.count)")
+    }
+}
