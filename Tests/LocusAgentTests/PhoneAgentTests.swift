@@ -109,6 +109,16 @@ import Testing
         #expect(await monitor.identifiers.contains("carol"))
     }
 
+    @Test func locusMonitorAddsAPhoneConditionAndRefusesANameThatIsNone() throws {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("locus-phone-cli-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let added = try locus(["monitor", "home", "--state", state, "add", "alice", "--phone", "alice"])
+        #expect(added.status == 0 && added.output == "added home/alice\n", "\(added.error)")
+        #expect(try locus(["monitor", "home", "--state", state, "records"]).output.contains("\"condition\":{\"phone\":\"alice\"}"))
+        let bad = try locus(["monitor", "home", "--state", state, "add", "x", "--phone", "a b"])
+        #expect(bad.status == 2 && bad.error.contains("--phone takes a phone's name from the site's phones file, not 'a b'"), "\(bad.error)")
+    }
+
     @Test func aPhonesFileOthersMayReadIsRefused() throws {
         let site = try Self.site("phone-mode", phonesMode: 0o644)
         let run = try locus(["check-config", site.sitePath])

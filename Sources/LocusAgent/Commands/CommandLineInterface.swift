@@ -146,7 +146,7 @@ public enum CommandLineInterface {
             run: ReplayCommand.run),
         Command(
             name: "monitor", summary: "add, remove and read a monitor's conditions and records",
-            usage: "locus monitor NAME [--state DIR] (add ID (--circle LAT,LON,RADIUS | --beacon UUID[,MAJOR[,MINOR]] | --polygon 'LAT,LON ...' | --corridor 'WIDTH LAT,LON ...') [--assuming satisfied|unsatisfied] | remove ID | records | record ID | identifiers)",
+            usage: "locus monitor NAME [--state DIR] (add ID (--circle LAT,LON,RADIUS | --beacon UUID[,MAJOR[,MINOR]] | --phone NAME | --polygon 'LAT,LON ...' | --corridor 'WIDTH LAT,LON ...') [--assuming satisfied|unsatisfied] | remove ID | records | record ID | identifiers)",
             details: """
             CLMonitor's calls on the monitor NAME: add (an existing ID is replaced and its record
             starts over), remove, records (one JSON object per record with its condition and
@@ -246,7 +246,8 @@ public enum CommandLineInterface {
             measured power), proximity (immediate < 0.5 m, near < 3 m, far; unknown when it was not
             heard in the last 2 s) and when it was last heard, nearest first. A beacon silent for
             30 s drops out. Prints a table per second, or with --json the agent's lines as they
-            come. --count N stops after N seconds (default: until interrupted).
+            come. --count N stops after N seconds (default: until interrupted). --phone NAME ranges
+            one phone of the site's phones file (docs/phones.md) instead.
             """,
             run: RangeCommand.run),
         // MARK: single location request and visits
