@@ -234,7 +234,7 @@ import TestSupport
         let before = try connection.execute("select gateway, after_seq, missing_from, missing_to, next_seq from gaps order by 1, 5").rows
         let state = try connection.execute(Self.storedState).scalar
         #expect(before.count == 2)
-        let applied = try FleetSchema.migrate(connection)
+        let applied = try FleetSchema.migrate(connection, through: 4)
         #expect(applied.map(\.version) == [4])
         #expect(try connection.execute("select count(*) from records").scalar == "38")
         #expect(try FleetRetention.partitions(connection).count == 6)

@@ -19,7 +19,7 @@ extension PresenceSimulation {
 
     static let advertisingIntervalMs: Int64 = 100
     static let periodMs: Int64 = 1_000
-    static let beaconKeyBase: UInt64 = 1 << 40
+    static let beaconKeyBase: UInt64 = 1 << 31
 
     /// The state of a run, advanced by `step` every advertising interval.
     struct PipelineRun {
