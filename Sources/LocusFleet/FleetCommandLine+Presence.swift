@@ -1,9 +1,9 @@
 extension FleetCommandLine {
     static let presenceUsage = """
                locus-fleet presence bench [--seed N] [--hours H] [--json]
-               locus-fleet presence run --broker URL --plan FILE [--prefix FILTER] [--publish PREFIX [--home-assistant]]
-                                        [--database URL] [--calibration FILE] [--seconds N]
-               locus-fleet presence calibrate --broker URL --plan FILE --seconds N [--tag TAG --at X,Y]... [--out FILE]
+               locus-fleet presence run --plan FILE [broker options] [--publish PREFIX [--home-assistant]] [--database URL]
+                                        [--calibration FILE] [--seconds N]
+               locus-fleet presence calibrate --plan FILE [broker options] --seconds N [--out FILE] [TAG=X,Y...]
         """
 
     static let presenceHelp = """
@@ -15,7 +15,7 @@ extension FleetCommandLine {
                     as JSON
                     run: the fleet's presence from the gateways' <prefix>/presence messages
                     (their [uplink] what has "presence"): subscribes to FILTER/presence
-                    (default locus/+), decides each tag's area on the floor plan FILE (its
+                    (--prefix FILTER, default locus/+; the broker options are config's), decides each tag's area on the floor plan FILE (its
                     gateways by their ids) once a second, prints each change; --publish PREFIX
                     also publishes each tag's area, retained, to PREFIX/<tag> (phones as
                     phone-NAME), and with --home-assistant announces each tag as a Home
@@ -25,8 +25,8 @@ extension FleetCommandLine {
                     after N seconds
                     calibrate: listens N seconds, then learns each gateway's receive offset
                     from the other gateways hearing its own beacon (the plan's [[gateway]]
-                    beacon = "UUID/MAJOR/MINOR") and each --tag's power from its known spot
-                    --at X,Y (m); prints what it learned and how many of the decisions of
+                    beacon = "UUID/MAJOR/MINOR") and each TAG's power from its known spot
+                    X,Y (m); prints what it learned and how many of the decisions of
                     what it heard it changes; --out FILE for presence run --calibration
 
         """
@@ -38,29 +38,17 @@ extension FleetCommandLine {
     }
 
     static func parsePresence(_ arguments: [String]) throws(UsageError) -> PresenceOptions {
-        guard arguments.first == "bench" else { throw UsageError(message: "the subcommand is bench or run") }
+        let parsed = try RemoteArguments.parse(arguments, valued: ["--seed", "--hours"], flags: ["--json"])
+        guard parsed.positional == ["bench"] else { throw UsageError(message: "the subcommand is bench, run or calibrate") }
         var options = PresenceOptions()
-        var index = 1
-        while index < arguments.count {
-            let argument = arguments[index]
-            if argument == "--json" {
-                options.json = true
-                index += 1
-                continue
-            }
-            guard index + 1 < arguments.count else { throw UsageError(message: "\(argument) needs a value, or is unknown") }
-            let value = arguments[index + 1]
-            switch argument {
-            case "--seed":
-                guard let seed = UInt64(value) else { throw UsageError(message: "--seed takes an unsigned integer, got '\(value)'") }
-                options.seed = seed
-            case "--hours":
-                guard let hours = Double(value), hours > 0, hours <= 1_000 else { throw UsageError(message: "--hours takes a number in (0, 1000], got '\(value)'") }
-                options.hours = hours
-            default:
-                throw UsageError(message: "unknown option '\(argument)'")
-            }
-            index += 2
+        options.json = parsed.flags.contains("--json")
+        if let value = parsed["--seed"] {
+            guard let seed = UInt64(value) else { throw UsageError(message: "--seed takes an unsigned integer, got '\(value)'") }
+            options.seed = seed
+        }
+        if let value = parsed["--hours"] {
+            guard let hours = Double(value), hours > 0, hours <= 1_000 else { throw UsageError(message: "--hours takes a number in (0, 1000], got '\(value)'") }
+            options.hours = hours
         }
         return options
     }

@@ -4,52 +4,47 @@ import LocusDevices
 
 extension FleetCommandLine {
     struct PresenceRunOptions {
-        var broker: String? = nil
+        /// The broker as `config` and `command` reach it (TLS, login, keep-alive), a clean session.
+        var broker: FleetBroker.Settings
+        var prefix: String
         var plan: String? = nil
-        var prefix = "locus/+"
         var publish: String? = nil
         var seconds: Double? = nil
         var database: String? = nil
         var calibration: String? = nil
         /// With --publish: a Home Assistant device tracker per tag (MQTT discovery).
         var homeAssistant = false
-        /// `calibrate`: tags laid at known spots, and where the calibration goes.
+        /// `calibrate`: tags laid at known spots (`TAG=X,Y`), and where the calibration goes.
         var spots: [String: PresenceFloorPlan.Point] = [:]
         var out: String? = nil
     }
 
-    static func parsePresenceRun(_ arguments: [String]) throws(UsageError) -> PresenceRunOptions {
-        var options = PresenceRunOptions()
-        var index = 0
-        while index < arguments.count {
-            let argument = arguments[index]
-            if argument == "--home-assistant" {
-                options.homeAssistant = true
-                index += 1
-                continue
+    static let presenceRunOptions: Set<String> = ["--plan", "--publish", "--calibration", "--out", "--seconds"]
+
+    /// `run`'s and `calibrate`'s options, read as `config` and `command` read theirs; the broker
+    /// options are theirs too. `spots`: whether `TAG=X,Y` arguments are taken (`calibrate`).
+    static func parsePresenceRun(_ arguments: [String], spots: Bool = false) throws(UsageError) -> PresenceRunOptions {
+        let parsed = try RemoteArguments.parse(arguments, valued: presenceRunOptions.union(brokerOptions).union(databaseOptions),
+                                               flags: ["--home-assistant"])
+        let (broker, prefix) = try publisherSettings(parsed)
+        var options = PresenceRunOptions(broker: broker, prefix: prefix)
+        options.plan = parsed["--plan"]
+        options.publish = parsed["--publish"]
+        options.database = parsed["--database"]
+        options.calibration = parsed["--calibration"]
+        options.out = parsed["--out"]
+        options.homeAssistant = parsed.flags.contains("--home-assistant")
+        if let text = parsed["--seconds"] {
+            guard let seconds = Double(text), seconds > 0 else { throw UsageError(message: "--seconds takes a number above 0, got '\(text)'") }
+            options.seconds = seconds
+        }
+        for argument in parsed.positional {
+            let parts = argument.split(separator: "=", omittingEmptySubsequences: false)
+            let numbers = parts.count == 2 ? parts[1].split(separator: ",").compactMap { Double(String($0)) } : []
+            guard spots, numbers.count == 2, !parts[0].isEmpty else {
+                throw UsageError(message: spots ? "'\(argument)' is not TAG=X,Y (a tag and its spot in metres)" : "unexpected argument '\(argument)'")
             }
-            guard index + 1 < arguments.count else { throw UsageError(message: "\(argument) needs a value, or is unknown") }
-            let value = arguments[index + 1]
-            switch argument {
-            case "--broker": options.broker = value
-            case "--plan": options.plan = value
-            case "--prefix": options.prefix = value
-            case "--publish": options.publish = value
-            case "--database": options.database = value
-            case "--calibration": options.calibration = value
-            case "--out": options.out = value
-            case "--tag":
-                guard index + 3 < arguments.count, arguments[index + 2] == "--at" else { throw UsageError(message: "--tag NAME needs --at X,Y after it") }
-                let numbers = arguments[index + 3].split(separator: ",").compactMap { Double(String($0)) }
-                guard numbers.count == 2 else { throw UsageError(message: "--at takes X,Y in metres, got '\(arguments[index + 3])'") }
-                options.spots[value] = PresenceFloorPlan.Point(numbers[0], numbers[1])
-                index += 2
-            case "--seconds":
-                guard let seconds = Double(value), seconds > 0 else { throw UsageError(message: "--seconds takes a number above 0, got '\(value)'") }
-                options.seconds = seconds
-            default: throw UsageError(message: "unknown option '\(argument)'")
-            }
-            index += 2
+            options.spots[String(parts[0])] = PresenceFloorPlan.Point(numbers[0], numbers[1])
         }
         if options.homeAssistant && options.publish == nil { throw UsageError(message: "--home-assistant needs --publish PREFIX (its state topics)") }
         return options
@@ -68,14 +63,8 @@ extension FleetCommandLine {
             status = 1
             return nil
         }
-        guard let brokerText = options.broker, case .success(let address) = BrokerAddress.parse(brokerText), !address.tls else {
-            status = usageError("presence \(command): --broker mqtt://HOST[:PORT] is required (mqtts: use the ingest's TLS options; not yet here)")
-            return nil
-        }
-        let connect = MQTTConnectOptions(clientID: Array("locus-fleet-presence-\(getpid())".utf8), cleanSession: true, keepAliveS: 30,
-                                         username: nil, password: nil)
         do {
-            let broker = try FleetBroker(FleetBroker.Settings(broker: address, tls: nil, connect: connect))
+            let broker = try FleetBroker(options.broker)
             try broker.subscribe([options.prefix + "/presence"])
             FleetOutput.out("presence: \(plan.areas.count) areas, \(plan.gateways.count) gateways; listening to \(options.prefix)/presence on \(broker.peer)\n")
             return (plan, broker)
@@ -92,10 +81,9 @@ extension FleetCommandLine {
         let options: PresenceRunOptions
         do { options = try parsePresenceRun(arguments) } catch { return usageError("presence run: \(error.message)") }
         var database: FleetDatabase? = nil
-        if let text = options.database {
-            guard case .success(let connection) = ConnectionString.parse(text) else {
-                return usageError("presence run: --database is not a connection string libpq reads")
-            }
+        if options.database != nil {
+            let connection: ConnectionString
+            do { connection = try self.database(Options(database: options.database)) } catch { return usageError("presence run: \(error.message)") }
             do { database = try FleetDatabase(connection, notice: notice) } catch {
                 FleetOutput.error("locus-fleet: presence run: \(error.message)\n")
                 return 1
@@ -125,11 +113,11 @@ extension FleetCommandLine {
     }
 
     /// `presence calibrate`: listens for --seconds, then solves the gateways' offsets (from their
-    /// own beacons) and the powers of the tags at --at spots, says what it learned and how many
+    /// own beacons) and the powers of the tags at their TAG=X,Y spots, says what it learned and how many
     /// of the recording's decisions it changes, and writes --out.
     static func presenceCalibrate(_ arguments: [String]) -> Int32 {
         let options: PresenceRunOptions
-        do { options = try parsePresenceRun(arguments) } catch { return usageError("presence calibrate: \(error.message)") }
+        do { options = try parsePresenceRun(arguments, spots: true) } catch { return usageError("presence calibrate: \(error.message)") }
         guard let seconds = options.seconds else { return usageError("presence calibrate: --seconds N (how long to listen) is required") }
         var status: Int32 = 0
         guard let (plan, broker) = presenceSetup(options, "calibrate", status: &status) else { return status }

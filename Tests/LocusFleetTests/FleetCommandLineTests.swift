@@ -24,9 +24,9 @@ import Testing
                locus-fleet command send --gateway ID [--expires DURATION] --key FILE [broker options] ACTION ARGUMENTS
                locus-fleet command status [--gateway ID] [--json]
                locus-fleet presence bench [--seed N] [--hours H] [--json]
-               locus-fleet presence run --broker URL --plan FILE [--prefix FILTER] [--publish PREFIX [--home-assistant]]
-                                        [--database URL] [--calibration FILE] [--seconds N]
-               locus-fleet presence calibrate --broker URL --plan FILE --seconds N [--tag TAG --at X,Y]... [--out FILE]
+               locus-fleet presence run --plan FILE [broker options] [--publish PREFIX [--home-assistant]] [--database URL]
+                                        [--calibration FILE] [--seconds N]
+               locus-fleet presence calibrate --plan FILE [broker options] --seconds N [--out FILE] [TAG=X,Y...]
 
         """
 

@@ -169,7 +169,7 @@ import Testing
         let run = Process()
         run.executableURL = URL(fileURLWithPath: try Fleet.binary("locus-fleet"))
         run.arguments = ["presence", "calibrate", "--broker", "mqtt://127.0.0.1:\(broker.ports[0])", "--plan", work + "/plan.toml",
-                         "--seconds", "4", "--tag", "phone:alice", "--at", "6.8,3", "--out", work + "/calibration.toml"]
+                         "--seconds", "4", "--out", work + "/calibration.toml", "phone:alice=6.8,3"]
         let output = Pipe()
         run.standardOutput = output
         try run.run()

@@ -4,7 +4,7 @@ import LocusCore
 /// What `locus-fleet presence calibrate` listened to: the gateways' presence messages with their
 /// arrival times. From them, the calibration (`PresenceCalibration`): each gateway's own iBeacon
 /// (the floor plan's `[[gateway]] beacon`) heard by the others gives the receive offsets; a tag
-/// laid at a known spot (`--tag NAME --at X,Y`) gives its power. And what the calibration
+/// laid at a known spot (`TAG=X,Y`) gives its power. And what the calibration
 /// changes: the same messages decided with it and without it.
 public struct PresenceRecording {
     public let plan: PresenceFloorPlan
