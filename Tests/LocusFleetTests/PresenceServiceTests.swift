@@ -51,7 +51,7 @@ import Testing
         run.executableURL = URL(fileURLWithPath: try Fleet.binary("locus-fleet"))
         let database = try Fleet.migratedDatabase("presence")
         run.arguments = ["presence", "run", "--broker", "mqtt://127.0.0.1:\(broker.ports[0])", "--plan", work + "/plan.toml",
-                         "--publish", "site/presence", "--home-assistant", "--database", database, "--seconds", "6"]
+                         "--publish", "site/presence", "--home-assistant", "--database", database, "--seconds", "12"]
         let output = Pipe()
         run.standardOutput = output
         try run.run()
@@ -169,7 +169,7 @@ import Testing
         let run = Process()
         run.executableURL = URL(fileURLWithPath: try Fleet.binary("locus-fleet"))
         run.arguments = ["presence", "calibrate", "--broker", "mqtt://127.0.0.1:\(broker.ports[0])", "--plan", work + "/plan.toml",
-                         "--seconds", "4", "--out", work + "/calibration.toml", "phone:alice=6.8,3"]
+                         "--seconds", "8", "--out", work + "/calibration.toml", "phone:alice=6.8,3"]
         let output = Pipe()
         run.standardOutput = output
         try run.run()
