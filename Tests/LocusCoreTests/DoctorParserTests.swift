@@ -75,5 +75,16 @@ import Testing
         #expect(NMEABaudScore.score(corrupted).verdict != .nmea)
         let samples: [(baud: Int, score: NMEABaudScore)] = [(9600, NMEABaudScore.score(noise)), (38400, score), (115200, NMEABaudScore.score([]))]
         #expect(NMEABaudScore.likelyRate(samples) == 38400)
+        #expect(!NMEABaudScore.score(noise).carriesNMEA && !NMEABaudScore.score(corrupted).carriesNMEA)
+    }
+
+    /// A busy link that cuts each epoch after its first sentence: not a pass at the configured
+    /// rate, but the rate a scan names.
+    @Test func aScanNamesARateWhoseEpochsAreCutShort() {
+        let rmc = Self.sentence("GPRMC,120000.00,A,4807.038,N,01131.000,E,0.0,0.0,230324,,,A")
+        let cut = String(Self.sentence("GPGGA,120000.00,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,").prefix(30))
+        let score = NMEABaudScore.score(bytes(String(repeating: rmc + cut, count: 3) + rmc))
+        #expect(score.sentences == 4 && score.rejected == 3)
+        #expect(score.verdict == .noise && score.carriesNMEA)
     }
 }

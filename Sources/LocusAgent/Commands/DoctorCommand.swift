@@ -173,7 +173,7 @@ struct Doctor {
         var found: Int? = nil
         for rate in NMEABaudScore.scanRates where rate != baud {
             guard case .success(let bytes) = probe.sampleSerial(device, baud: rate, durationMs: GNSSBytesCheck.scanSampleMs, enough: Self.clearlyNMEA) else { break }
-            if NMEABaudScore.score(bytes).verdict == .nmea {
+            if NMEABaudScore.score(bytes).carriesNMEA {
                 found = rate
                 break
             }
@@ -181,9 +181,9 @@ struct Doctor {
         report(GNSSBytesCheck.scanned(baud: baud, score, found: found))
     }
 
-    /// Enough of another rate's sample: four sentences that check, and NMEA's verdict.
+    /// Enough of another rate's sample: four sentences that check, outnumbering the failures.
     static func clearlyNMEA(_ bytes: [UInt8]) -> Bool {
         let score = NMEABaudScore.score(bytes)
-        return score.sentences >= 4 && score.verdict == .nmea
+        return score.sentences >= 4 && score.carriesNMEA
     }
 }

@@ -69,6 +69,12 @@ public struct NMEABaudScore: Equatable, CustomStringConvertible {
         return .noise
     }
 
+    /// Whether another rate tried in a scan carries NMEA: two sentences that check and no fewer
+    /// than the failures. Looser than the verdict, which passes the configured rate: a busy link
+    /// may cut an epoch short (one failed sentence an epoch), while the bytes of a wrong rate
+    /// practically never pass a checksum.
+    public var carriesNMEA: Bool { sentences >= 2 && sentences >= rejected }
+
     public var description: String { "\(bytes) bytes, \(sentences) sentences, \(rejected) rejected" }
 
     /// Rates tried when the configured one gives no NMEA, most common first.
