@@ -2,7 +2,7 @@ extension FleetCommandLine {
     static let presenceUsage = """
                locus-fleet presence bench [--seed N] [--hours H] [--json]
                locus-fleet presence run --plan FILE [broker options] [--publish PREFIX [--home-assistant]] [--database URL]
-                                        [--calibration FILE] [--seconds N]
+                                        [--calibration FILE] [--key FILE] [--seconds N]
                locus-fleet presence calibrate --plan FILE [broker options] --seconds N [--out FILE] [TAG=X,Y...]
         """
 
@@ -21,8 +21,11 @@ extension FleetCommandLine {
                     phone-NAME), and with --home-assistant announces each tag as a Home
                     Assistant device tracker whose location is its area; --database URL keeps each
                     change in presence_changes and each tag's area in presence_current;
-                    --calibration FILE applies what calibrate learned; --seconds N stops
-                    after N seconds
+                    --calibration FILE applies what calibrate learned; --key FILE signs the
+                    commands of the plan's [[rule]] tables (an area's tag entering or
+                    leaving, or the area occupied or vacated, sends a command as command
+                    send does; stored for command status with --database); --seconds N
+                    stops after N seconds
                     calibrate: listens N seconds, then learns each gateway's receive offset
                     from the other gateways hearing its own beacon (the plan's [[gateway]]
                     beacon = "UUID/MAJOR/MINOR") and each TAG's power from its known spot

@@ -12,6 +12,8 @@ extension FleetCommandLine {
         var seconds: Double? = nil
         var database: String? = nil
         var calibration: String? = nil
+        /// The fleet's signing key, for the plan's rules' commands.
+        var key: String? = nil
         /// With --publish: a Home Assistant device tracker per tag (MQTT discovery).
         var homeAssistant = false
         /// `calibrate`: tags laid at known spots (`TAG=X,Y`), and where the calibration goes.
@@ -19,7 +21,7 @@ extension FleetCommandLine {
         var out: String? = nil
     }
 
-    static let presenceRunOptions: Set<String> = ["--plan", "--publish", "--calibration", "--out", "--seconds"]
+    static let presenceRunOptions: Set<String> = ["--plan", "--publish", "--calibration", "--out", "--seconds", "--key"]
 
     /// `run`'s and `calibrate`'s options, read as `config` and `command` read theirs; the broker
     /// options are theirs too. `spots`: whether `TAG=X,Y` arguments are taken (`calibrate`).
@@ -32,6 +34,7 @@ extension FleetCommandLine {
         options.publish = parsed["--publish"]
         options.database = parsed["--database"]
         options.calibration = parsed["--calibration"]
+        options.key = parsed["--key"]
         options.out = parsed["--out"]
         options.homeAssistant = parsed.flags.contains("--home-assistant")
         if let text = parsed["--seconds"] {
@@ -103,8 +106,29 @@ extension FleetCommandLine {
                 return 1
             }
         }
+        var commands: PresenceCommands? = nil
+        if !plan.rules.isEmpty {
+            guard let key = options.key else {
+                return usageError("presence run: the plan has \(plan.rules.count) [[rule]]: --key FILE (the fleet's signing key) is needed to send their commands")
+            }
+            do {
+                let signer = try FleetSigner(keyFile: key)
+                if let exposure = signer.exposure { notice("warning: \(exposure)") }
+                // A connection of its own, beside the subscription's: a client id of its own too.
+                var settings = options.broker
+                settings.connect.clientID += Array("-commands".utf8)
+                commands = PresenceCommands(book: PresenceRuleBook(plan.rules), signer: signer,
+                                            publisher: try FleetPublisher(settings, prefix: options.prefix), database: database)
+            } catch {
+                FleetOutput.error("locus-fleet: presence run: \(error.message)\n")
+                return 1
+            }
+        } else if options.key != nil {
+            return usageError("presence run: --key signs the commands of the plan's [[rule]] tables, and the plan has none")
+        }
+        defer { commands?.publisher.close() }
         do {
-            try presenceLoop(broker, service, options, database)
+            try presenceLoop(broker, service, options, database, commands)
             return 0
         } catch {
             FleetOutput.error("locus-fleet: presence run: \(error.message)\n")
@@ -119,6 +143,7 @@ extension FleetCommandLine {
         let options: PresenceRunOptions
         do { options = try parsePresenceRun(arguments, spots: true) } catch { return usageError("presence calibrate: \(error.message)") }
         guard let seconds = options.seconds else { return usageError("presence calibrate: --seconds N (how long to listen) is required") }
+        if options.key != nil { return usageError("presence calibrate: --key is for presence run (its rules' commands)") }
         var status: Int32 = 0
         guard let (plan, broker) = presenceSetup(options, "calibrate", status: &status) else { return status }
         var recording = PresenceRecording(plan: plan)
@@ -163,7 +188,8 @@ extension FleetCommandLine {
     }
 
     private static func presenceLoop(_ broker: FleetBroker, _ service: consuming PresenceService, _ options: PresenceRunOptions,
-                                     _ database: FleetDatabase?) throws(FleetError) {
+                                     _ database: FleetDatabase?, _ commands: PresenceCommands?) throws(FleetError) {
+        var commands = commands
         var service = service
         var announced: Set<String> = []
         let start = FleetClock.monotonicMs()
@@ -185,9 +211,13 @@ extension FleetCommandLine {
                 try publish(change, prefix: prefix, wallMs: wallMs, homeAssistant: options.homeAssistant, broker)
             }
             if let database, !changes.isEmpty { try store(changes, wallMs: wallMs, database) }
+            commands?.send(changes)
         }
         let counts = service.counts
         FleetOutput.out("presence: \(counts.messages) messages (\(counts.unreadable) unreadable, \(counts.unknownGateways) from gateways not in the plan), \(counts.tagsHeard) tags\n")
+        if let commands {
+            FleetOutput.out("rules: \(commands.book.rules.count), \(commands.sent) commands sent, \(commands.failed) not sent\n")
+        }
     }
 
     /// The round's changes into `presence_changes`, and each tag's newest into `presence_current`,
@@ -243,5 +273,41 @@ extension FleetCommandLine {
         ]
         let payload = (try? JSONSerialization.data(withJSONObject: config, options: [.sortedKeys])).map { Array($0) } ?? []
         try broker.publish(topic: "homeassistant/device_tracker/\(id)/config", payload: payload, retain: true)
+    }
+}
+
+/// The plan's rules and what sends their commands (`presence run --key`): each command a fired
+/// rule gives is signed, stored with a database, published and printed; one that cannot be sent
+/// is printed as such and counted, and the run goes on (with a database, `command status` shows
+/// it unpublished).
+struct PresenceCommands {
+    var book: PresenceRuleBook
+    let signer: FleetSigner
+    let publisher: FleetPublisher
+    let database: FleetDatabase?
+    private(set) var sent = 0
+    private(set) var failed = 0
+
+    init(book: PresenceRuleBook, signer: FleetSigner, publisher: FleetPublisher, database: FleetDatabase?) {
+        self.book = book
+        self.signer = signer
+        self.publisher = publisher
+        self.database = database
+    }
+
+    mutating func send(_ changes: [PresenceService.Change]) {
+        for (rule, change) in book.fire(changes) {
+            let edge = rule.when == .enters || rule.when == .leaves ? "\(rule.when.rawValue) \(rule.area)" : "made \(rule.area) \(rule.when.rawValue)"
+            let what = "\(rule.label): \(change.tag) \(edge)"
+            do {
+                let id = try FleetCommandLine.sendCommand(gateway: rule.gateway, action: rule.action, rule.keys, expiresMs: rule.expiresMs,
+                                                          signer: signer, publisher: publisher, database: database)
+                sent += 1
+                FleetOutput.out("  \(what): command \(id) (\(rule.command)) for \(rule.gateway): published\n")
+            } catch {
+                failed += 1
+                FleetOutput.error("locus-fleet: presence run: \(what): command (\(rule.command)) for \(rule.gateway) not sent: \(error.message)\n")
+            }
+        }
     }
 }

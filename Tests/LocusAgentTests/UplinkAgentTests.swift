@@ -528,22 +528,34 @@ import TestSupport
             id = "gw-c"
             x = 10
             y = 9
+            [[rule]]
+            when = "enters"
+            area = "dock"
+            gateway = "gw-a"
+            command = "pulse buzzer 200ms"
             """
         // The crate at (4, 5), -59 dBm at 1 m, n = 2.5: 3 m, 15 m and 7.2 m from the gateways.
         let strengths: [(String, Int8)] = [("gw-a", -71), ("gw-b", -88), ("gw-c", -80)]
         var sites: [AgentEndToEndTests.Site] = [], agents: [AgentEndToEndTests.Agent] = []
         defer { for agent in agents { _ = agent.stop(signal: SIGKILL) } }
+        let fleetBinary = try BuiltBinary.path("locus-fleet", repositoryRoot: repositoryRoot)
+        let keys = FileManager.default.temporaryDirectory.appendingPathComponent("locus-chain-keys-\(getpid())").path
+        try FileManager.default.createDirectory(atPath: keys, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: keys) }
+        try RemoteSteeringTests.run(fleetBinary, ["config", "keygen", "--out", keys + "/fleet.key"])
         for (gateway, _) in strengths {
-            let extra = "[uplink]\nbroker = \"mqtt://127.0.0.1:\(broker.ports[0])\"\ngateway = \"\(gateway)\"\nwhat = [\"presence\"]\npresence_interval = \"1s\"\n"
+            // gw-a takes the fleet's signed pulses: the plan's rule sends one when the crate enters the dock.
+            let remote = gateway == "gw-a" ? "[remote]\nkey = \"\(keys)/fleet.pub\"\ncommands = [\"pulse\"]\n" : ""
+            let extra = "[uplink]\nbroker = \"mqtt://127.0.0.1:\(broker.ports[0])\"\ngateway = \"\(gateway)\"\nwhat = [\"presence\"]\npresence_interval = \"1s\"\n" + remote
             let site = try AgentEndToEndTests.site("chain-\(gateway)", extra: extra)
             sites.append(site)
             agents.append(try Self.startAgent(site))
         }
         try plan.write(toFile: sites[0].directory + "/plan.toml", atomically: true, encoding: .utf8)
         let fleet = Process()
-        fleet.executableURL = URL(fileURLWithPath: try BuiltBinary.path("locus-fleet", repositoryRoot: repositoryRoot))
+        fleet.executableURL = URL(fileURLWithPath: fleetBinary)
         fleet.arguments = ["presence", "run", "--broker", "mqtt://127.0.0.1:\(broker.ports[0])", "--plan", sites[0].directory + "/plan.toml",
-                           "--seconds", "12"]
+                           "--key", keys + "/fleet.key", "--seconds", "12"]
         let output = Pipe()
         fleet.standardOutput = output
         try fleet.run()
@@ -559,6 +571,17 @@ import TestSupport
         #expect(text.contains("E2C56DB5-DFFB-48D2-B060-D0F5A71096E0/100/0: - -> dock ("), "\(text)")
         #expect(!text.contains("-> yard"), "\(text)")
         #expect(text.contains("0 unreadable, 0 from gateways not in the plan), 1 tags"), "\(text)")
+        // The rule's command, signed by the fleet, run by gw-a once: its buzzer pulsed (the pulses
+        // of the site's own beacon monitor name it; this one does not).
+        #expect(text.contains("  rule 1: E2C56DB5-DFFB-48D2-B060-D0F5A71096E0/100/0 enters dock: command c-") && text.contains("rules: 1, 1 commands sent, 0 not sent"), "\(text)")
+        var pulses = 0
+        for _ in 0..<50 where pulses == 0 {
+            pulses = try locus(["log", "export", "--state", sites[0].state]).output.split(separator: "\n")
+                .filter { $0.contains("\"buzzer\"") && $0.contains("pulse-start") && !$0.contains("\"monitor\"") }.count
+            usleep(100_000)
+        }
+        let exported = try locus(["log", "export", "--state", sites[0].state]).output
+        #expect(pulses == 1, "\(exported)")
     }
 
     /// A broker that takes what the gateway sends and acknowledges none of it, then drops the

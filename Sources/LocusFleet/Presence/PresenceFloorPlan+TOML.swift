@@ -16,6 +16,14 @@ import LocusCore
 ///     x = 0.2
 ///     y = 3.8
 ///     z = 2.4                           # optional: without it distances are planar
+///     [[rule]]                          # optional: an area as a fleet command's condition
+///     when = "enters"                   # enters, leaves, occupied or vacated
+///     area = "living"
+///     tag = "phone:alice"               # optional: every tag without it
+///     gateway = "hall"                  # any gateway id, in the plan or not
+///     command = "pulse light 2s"        # as `locus-fleet command send` takes it
+///     expires = "1min"                  # optional, 1min without it
+///     name = "hall light"               # optional
 ///
 /// Every error names the line and column of the value (or table) at fault and the field.
 extension PresenceFloorPlan {
@@ -46,7 +54,7 @@ private struct FloorPlanReader {
 
     func plan() throws(ParseError) -> PresenceFloorPlan {
         let root = document.root
-        try onlyKeys(root, ["path_loss_exponent", "tag_height_m", "area", "wall", "gateway"], what: "the floor plan")
+        try onlyKeys(root, ["path_loss_exponent", "tag_height_m", "area", "wall", "gateway", "rule"], what: "the floor plan")
         let exponent = try optionalNumber(root, "path_loss_exponent", what: "the floor plan") ?? 2.5
         if !(exponent > 0 && exponent <= 10) {
             throw error(root.entry("path_loss_exponent")!.valueOffset, "path_loss_exponent must be in (0, 10], got \(exponent)")
@@ -59,7 +67,58 @@ private struct FloorPlanReader {
         if gateways.isEmpty { throw error(root.offset, "the floor plan needs at least one [[gateway]]") }
         try unique(areas.map(\.name), root, "area", field: "name")
         try unique(gateways.map(\.id), root, "gateway", field: "id")
-        return PresenceFloorPlan(areas: areas, walls: walls, gateways: gateways, pathLossExponent: exponent, tagHeightM: tagHeight)
+        var plan = PresenceFloorPlan(areas: areas, walls: walls, gateways: gateways, pathLossExponent: exponent, tagHeightM: tagHeight)
+        plan.rules = try tables(root, "rule").map { item throws(ParseError) in try rule(item.table, item.index, areas: areas.map(\.name)) }
+        return plan
+    }
+
+    func rule(_ table: TOMLTable, _ index: Int, areas: [String]) throws(ParseError) -> PresenceRule {
+        let what = "rule \(index + 1)"
+        try onlyKeys(table, ["when", "area", "tag", "gateway", "command", "expires", "name"], what: what)
+        let whenText = try string(table, "when", what: what)
+        guard let when = PresenceRule.When(rawValue: whenText) else {
+            let known = PresenceRule.When.allCases.map(\.rawValue)
+            let hint = Spelling.closest(to: whenText, among: known).map { " (did you mean '\($0)'?)" } ?? ""
+            throw error(table.entry("when")!.valueOffset, "\(what): when must be \(known.joined(separator: ", ")), got \"\(whenText)\"\(hint)")
+        }
+        let area = try string(table, "area", what: what)
+        guard areas.contains(area) else {
+            let hint = Spelling.closest(to: area, among: areas).map { " (did you mean '\($0)'?)" } ?? ""
+            throw error(table.entry("area")!.valueOffset, "\(what): area \"\(area)\" is not an [[area]] of the plan\(hint)")
+        }
+        var tag = table.entry("tag") == nil ? nil : try string(table, "tag", what: what)
+        if let beacon = tag, Self.isBeaconName(beacon) { tag = beacon.uppercased() }
+        if let tag, !(tag.hasPrefix("phone:") && tag.count > 6) && !Self.isBeaconName(tag) {
+            throw error(table.entry("tag")!.valueOffset, "\(what): tag must be \"phone:NAME\" or \"UUID/MAJOR/MINOR\" as presence run prints it, got \"\(tag)\"")
+        }
+        let gateway = try string(table, "gateway", what: what)
+        if let problem = FleetCommandLine.gatewayProblem(gateway) { throw error(table.entry("gateway")!.valueOffset, "\(what): \(problem)") }
+        let command = try string(table, "command", what: what)
+        let action: String, keys: [(String, RemoteMessage.Value)]
+        do throws(FleetCommandLine.UsageError) {
+            let words = command.split(separator: " ").map(String.init)
+            (action, keys) = try FleetCommandLine.commandAction(.parse(words, valued: ["--accuracy", "--timeout", "--duration"]))
+        } catch {
+            throw self.error(table.entry("command")!.valueOffset, "\(what): command \"\(command)\": \(error.message)")
+        }
+        var expiresMs: Int64 = 60_000
+        if let entry = table.entry("expires") {
+            let text = try string(table, "expires", what: what)
+            guard case .success(let ms) = Quantity.durationMs(text), ms >= 1_000 else {
+                throw error(entry.valueOffset, "\(what): expires must be a duration of a second or more (30s, 5min), got \"\(text)\"")
+            }
+            expiresMs = ms
+        }
+        let name = table.entry("name") == nil ? nil : try string(table, "name", what: what)
+        return PresenceRule(number: index + 1, name: name, when: when, area: area, tag: tag, gateway: gateway,
+                            action: action, keys: keys, command: command, expiresMs: expiresMs)
+    }
+
+    /// `UUID/MAJOR/MINOR` with a UUID and two numbers of 0 to 65535: a beacon tag's name.
+    static func isBeaconName(_ text: String) -> Bool {
+        let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+        return parts.count == 3 && BeaconUUID(String(parts[0])) != nil
+            && parts.dropFirst().allSatisfy { UInt16($0) != nil }
     }
 
     func area(_ table: TOMLTable, _ index: Int) throws(ParseError) -> PresenceFloorPlan.Area {

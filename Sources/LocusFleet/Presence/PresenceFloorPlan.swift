@@ -49,6 +49,8 @@ public struct PresenceFloorPlan: Sendable {
     public var pathLossExponent: Double
     /// The height tags are carried at, metres (used only with gateway heights).
     public var tagHeightM: Double
+    /// Areas as conditions of fleet commands (`[[rule]]`), for `presence run`.
+    public var rules: [PresenceRule] = []
 
     public init(areas: [Area], walls: [Wall] = [], gateways: [Gateway], pathLossExponent: Double = 2.5, tagHeightM: Double = 1.0) {
         self.areas = areas

@@ -119,25 +119,33 @@ extension FleetCommandLine {
         }
         do {
             let signer = try signer(parsed)
-            let hex = String(Randomness.next(), radix: 16)
-            let id = "c-" + String(repeating: "0", count: 16 - hex.count) + hex
-            let expiresS = (Clock.realtimeNs() / 1_000_000 + expiresMs + 999) / 1_000
-            let message = try signer.signed(RemoteMessage.commandBody(gateway: gateway, id: id, expiresS: expiresS, action: action, keys))
             let publisher = try FleetPublisher(broker.0, prefix: broker.1)
             defer { publisher.close() }
             let database = try FleetDatabase(connectionString, notice: notice)
-            try database.retrying("storing the command") { (connection) throws(PostgresError) in
-                try FleetCommandStore.create(id: id, gateway: gateway, action: action, body: message, expiresS: expiresS, on: connection)
-            }
-            try publisher.publish(publisher.topic(gateway, "command"), message, retain: false)
-            try database.retrying("recording the publication") { (connection) throws(PostgresError) in
-                try FleetCommandStore.published(id, on: connection)
-            }
+            let id = try sendCommand(gateway: gateway, action: action, keys, expiresMs: expiresMs, signer: signer, publisher: publisher, database: database)
             FleetOutput.out("command \(id) (\(action)) for \(gateway): published, acknowledged by the broker; expires in \(Quantity.formatMs(expiresMs))\n")
             return 0
         } catch {
             return failure("command send: \(error.message)")
         }
+    }
+
+    /// Signs one command, stores it (with a database: `command status` then shows it and the
+    /// gateway's answer), publishes it at QoS 1 and records that the broker took it; its id.
+    static func sendCommand(gateway: String, action: String, _ keys: [(String, RemoteMessage.Value)], expiresMs: Int64,
+                            signer: FleetSigner, publisher: FleetPublisher, database: FleetDatabase?) throws(FleetError) -> String {
+        let hex = String(Randomness.next(), radix: 16)
+        let id = "c-" + String(repeating: "0", count: 16 - hex.count) + hex
+        let expiresS = (Clock.realtimeNs() / 1_000_000 + expiresMs + 999) / 1_000
+        let message = try signer.signed(RemoteMessage.commandBody(gateway: gateway, id: id, expiresS: expiresS, action: action, keys))
+        try database?.retrying("storing the command") { (connection) throws(PostgresError) in
+            try FleetCommandStore.create(id: id, gateway: gateway, action: action, body: message, expiresS: expiresS, on: connection)
+        }
+        try publisher.publish(publisher.topic(gateway, "command"), message, retain: false)
+        try database?.retrying("recording the publication") { (connection) throws(PostgresError) in
+            try FleetCommandStore.published(id, on: connection)
+        }
+        return id
     }
 
     static func commandStatus(_ arguments: [String]) -> Int32 {
