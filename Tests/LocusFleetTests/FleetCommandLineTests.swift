@@ -25,7 +25,7 @@ import Testing
                locus-fleet command status [--gateway ID] [--json]
                locus-fleet presence bench [--seed N] [--hours H] [--json]
                locus-fleet presence run --plan FILE [broker options] [--publish PREFIX [--home-assistant]] [--database URL]
-                                        [--calibration FILE] [--seconds N]
+                                        [--calibration FILE] [--key FILE] [--seconds N]
                locus-fleet presence calibrate --plan FILE [broker options] --seconds N [--out FILE] [TAG=X,Y...]
 
         """
