@@ -18,6 +18,9 @@ struct ScenarioTrack {
         case loop(radiusM: Double, speedMps: Double, turns: Double)
         /// No fix (RMC status V, GGA quality 0).
         case outage(seconds: Int)
+        /// Standing still with a real receiver's noise: `RecordedNoise`'s fixes in order, as
+        /// offsets from their mean around the current point, repeated to fill `seconds`.
+        case recorded(RecordedNoise, seconds: Int)
     }
 
     struct Epoch {
@@ -78,6 +81,16 @@ struct ScenarioTrack {
                 }
                 north = centreNorth + radius * sin(.pi - (Double.pi - Double(seconds) * speed / radius))
                 east = centreEast + radius * cos(.pi - Double(seconds) * speed / radius)
+            case .recorded(let noise, let seconds):
+                stops.append((second, second + seconds))
+                var index = 0
+                for _ in stride(from: 0, to: seconds, by: stepS) {
+                    let sample = noise.samples[index % noise.samples.count]
+                    epochs.append(Epoch(second: second, northM: north + sample.northM, eastM: east + sample.eastM,
+                                        speedMps: sample.speedMps, trackDeg: 0, hdop: sample.hdop, valid: true))
+                    index += 1
+                    second += stepS
+                }
             case .outage(let seconds):
                 for _ in stride(from: 0, to: seconds, by: stepS) {
                     epochs.append(Epoch(second: second, northM: north, eastM: east, speedMps: 0, trackDeg: 0, hdop: 99, valid: false))
@@ -125,6 +138,53 @@ struct ScenarioTrack {
             text += checksummed("$GPGSA,A,3,01,02,03,04,05,06,07,08,09,,,,\(String(format: "%.1f", epoch.hdop * 1.6)),\(String(format: "%.1f", epoch.hdop)),1.2")
         }
         return text
+    }
+}
+
+/// A real receiver standing still (Tests/Fixtures/nmea, see its README): each fix of the
+/// recording (one a second) as metres from the recording's mean position, with its HDOP and speed.
+struct RecordedNoise {
+    struct Sample {
+        var northM: Double
+        var eastM: Double
+        var hdop: Double
+        var speedMps: Double
+    }
+
+    var samples: [Sample]
+
+    /// The GGA fixes (quality 1 or more) of an NMEA file, one per second, with the RMC's speed
+    /// of the same second.
+    init(fixture name: String) throws {
+        let text = try String(contentsOfFile: "\(repositoryRoot)/Tests/Fixtures/nmea/\(name)", encoding: .utf8)
+        func degrees(_ value: Substring, _ hemisphere: Substring, degreeDigits: Int) -> Double? {
+            guard value.count > degreeDigits, let whole = Double(value.prefix(degreeDigits)), let minutes = Double(value.dropFirst(degreeDigits)) else { return nil }
+            let sign: Double = hemisphere == "S" || hemisphere == "W" ? -1 : 1
+            return sign * (whole + minutes / 60)
+        }
+        var speeds: [Substring: Double] = [:]
+        var fixes: [(second: Substring, latitude: Double, longitude: Double, hdop: Double)] = []
+        for line in text.split(whereSeparator: \.isNewline) {
+            let body = line.split(separator: "*").first ?? line
+            let fields = body.split(separator: ",", omittingEmptySubsequences: false)
+            guard fields.count >= 10, fields[1].count >= 6 else { continue }
+            let second = fields[1].prefix(6)
+            if fields[0].hasSuffix("RMC"), fields[2] == "A", let knots = Double(fields[7]) {
+                speeds[second] = knots * 0.514444
+            } else if fields[0].hasSuffix("GGA"), let quality = Int(fields[6]), quality >= 1,
+                      let latitude = degrees(fields[2], fields[3], degreeDigits: 2),
+                      let longitude = degrees(fields[4], fields[5], degreeDigits: 3), let hdop = Double(fields[8]),
+                      fixes.last?.second != second {
+                fixes.append((second, latitude, longitude, hdop))
+            }
+        }
+        let meanLatitude = fixes.map { $0.latitude }.reduce(0, +) / Double(fixes.count)
+        let meanLongitude = fixes.map { $0.longitude }.reduce(0, +) / Double(fixes.count)
+        samples = fixes.map { fix in
+            Sample(northM: (fix.latitude - meanLatitude) * 111_132,
+                   eastM: (fix.longitude - meanLongitude) * 111_320 * cos(meanLatitude * .pi / 180),
+                   hdop: fix.hdop, speedMps: speeds[fix.second] ?? 0)
+        }
     }
 }
 
@@ -232,6 +292,32 @@ private func distanceM(_ a: [String: Any], _ b: [String: Any]) -> Double {
         updates: "preset = \"default\"\naccuracy = \"hundredMeters\"",
         fences: [("gate", 1_800, 0, 100), ("yard", 3_600, 0, 150)])
 
+    /// The parked shift with a motion input on the site (`motion_input`): the power report
+    /// models it from the recording's speed (`ReplayUpdates.motionAboveMps`).
+    static var parkedShiftWithMotion: UpdateScenario {
+        var scenario = parkedShift
+        scenario.name = "parked-shift-motion"
+        scenario.updates += "\nmotion_input = \"motion\""
+        return scenario
+    }
+
+    /// A real receiver's parked noise (the Telit HE910 recording, 3 min repeated: see
+    /// Tests/Fixtures/nmea/README.md) for 4 hours inside a 150 m depot whose edge is 90 m away,
+    /// a synthetic drive out of it and back, and an hour parked again.
+    static func realParked(motion: Bool = false) throws -> UpdateScenario {
+        let noise = try RecordedNoise(fixture: "telit-he910.log")
+        return UpdateScenario(
+            name: motion ? "real-parked-motion" : "real-parked",
+            track: ScenarioTrack(startSecond: 7 * 3600, seed: 0x7E11, legs: [
+                .recorded(noise, seconds: 4 * 3600),
+                .drive(headingDeg: 90, speedMps: 12, seconds: 240),
+                .drive(headingDeg: 270, speedMps: 12, seconds: 240),
+                .recorded(noise, seconds: 3600),
+            ]),
+            updates: "preset = \"default\"\naccuracy = \"hundredMeters\"" + (motion ? "\nmotion_input = \"motion\"" : ""),
+            fences: [("depot", 60, 0, 150)])
+    }
+
     static let walkingLoops = UpdateScenario(
         name: "walking-loops",
         track: ScenarioTrack(startSecond: 12 * 3600, seed: 0x3A1C, legs: [
@@ -336,29 +422,68 @@ private func distanceM(_ a: [String: Any], _ b: [String: Any]) -> Double {
         #expect(result.error.contains("separate runs"))
     }
 
-    /// Parked for 8 of 8.25 hours: the hundredMeters receiver is on at most 20 % of the time of
-    /// continuous sampling, never wakes to false movement, sees the departure within 30 s, and
-    /// every tier up to hundredMeters sees every fence transition at most 30 s late.
+    /// The POWER lines of a power report, by tier.
+    static func reports(_ lines: [[String: Any]]) -> [String: [String: Any]] {
+        var reports: [String: [String: Any]] = [:]
+        for line in lines where line["class"] as? String == "POWER" { reports[line["tier"] as! String] = line }
+        return reports
+    }
+
+    /// The issue's budgets for a parked day at hundredMeters ("closer to the floor"): the
+    /// receiver on at most 8 % of the recording without a motion input, and, with one, at most
+    /// 2 % of the time the device stands still (the drives themselves are tracked at the tier's
+    /// plan, so the whole recording cannot go below their share); every fence transition seen at
+    /// most 30 s late; no false movement while parked; the departure seen. Every tier up to
+    /// hundredMeters keeps its transitions within 30 s.
+    static func checkParkedBudgets(_ scenario: UpdateScenario, motion: Bool, transitions: Int) throws -> [String: Any] {
+        let lines = try scenario.run("--power-report")
+        let reports = Self.reports(lines)
+        for tier in ["best", "nearestTenMeters", "hundredMeters"] {
+            let report = try #require(reports[tier])
+            #expect(report["transitions"] as? Int == transitions && report["missed"] as? Int == 0, "\(scenario.name) \(tier): \(report)")
+            #expect((report["lateMaxS"] as? Double ?? 99) <= 30, "\(scenario.name) \(tier): transitions late by \(report["lateMaxS"] ?? "")")
+            #expect(report["falseResumes"] as? Int == 0 && report["missedResumes"] as? Int == 0, "\(scenario.name) \(tier): \(report)")
+            #expect(report["motionInput"] as? Bool == motion)
+        }
+        let hundred = try #require(reports["hundredMeters"])
+        let onPercent = try #require(hundred["gnssOnPercent"] as? Double)
+        let stillOnPercent = try #require(hundred["stationaryOnPercent"] as? Double)
+        if motion {
+            #expect(stillOnPercent <= 2, "\(scenario.name): receiver on \(stillOnPercent) % of the parked time")
+            #expect((hundred["motionWakes"] as? Int ?? 0) >= 1)
+        } else {
+            #expect(onPercent <= 8, "\(scenario.name): receiver on \(onPercent) % of the time")
+        }
+        // The probes end on one good fix: a probe costs about a hot start and a fix.
+        let onS = try #require(hundred["onS"] as? [String: Double])
+        let probes = hundred["probes"] as? Int ?? 0
+        #expect(probes > 0 && (onS["probe"] ?? 0) <= 3 * Double(probes), "\(scenario.name): \(onS) for \(probes) probes")
+        #expect((hundred["hotStartS"] as? Double ?? 0) > 0, "the pause measured the hot start")
+        print("\(scenario.name), hundredMeters: receiver on \(onPercent) % (\(stillOnPercent) % of the parked time), \(hundred["mAhPerDay"] ?? "") mAh/day against \(reports["best"]?["mAhPerDay"] ?? "") for best, transitions at most \(hundred["lateMaxS"] ?? "") s late, departure seen \(hundred["resumeLateMaxS"] ?? "") s late, false movements \(hundred["falseResumes"] ?? ""), on-time by cause \(onS), probes \(probes)")
+        return hundred
+    }
+
+    /// Parked for 8 of 8.25 hours: the budgets above, without and with a motion input, and the
+    /// departure seen within 30 s.
     @Test func parkedShiftThePauseSavesPowerAndMissesNothing() throws {
-        let lines = try Self.parkedShift.run("--power-report")
         let (epochs, stops) = Self.parkedShift.track.epochs()
         let totalS = Double(epochs.count)
         let stoppedS = Double(stops.map { $0.end - $0.start }.reduce(0, +))
         #expect(totalS >= 8 * 3600 && stoppedS / totalS >= 0.7)
-        var reports: [String: [String: Any]] = [:]
-        for line in lines where line["class"] as? String == "POWER" { reports[line["tier"] as! String] = line }
-        for tier in ["best", "nearestTenMeters", "hundredMeters"] {
-            let report = try #require(reports[tier])
-            #expect(report["transitions"] as? Int == 4 && report["missed"] as? Int == 0, "\(tier): \(report)")
-            #expect((report["lateMaxS"] as? Double ?? 99) <= 30, "\(tier): transitions late by \(report["lateMaxS"] ?? "")")
-            #expect(report["resumes"] as? Int == 1 && report["falseResumes"] as? Int == 0 && report["missedResumes"] as? Int == 0, "\(tier): \(report)")
-            #expect((report["resumeLateMaxS"] as? Double ?? 99) <= 30, "\(tier): movement seen \(report["resumeLateMaxS"] ?? "") s late")
+        for motion in [false, true] {
+            let hundred = try Self.checkParkedBudgets(motion ? Self.parkedShiftWithMotion : Self.parkedShift, motion: motion, transitions: 4)
+            #expect(hundred["resumes"] as? Int == 1 && (hundred["resumeLateMaxS"] as? Double ?? 99) <= 30, "\(hundred)")
+            #expect((hundred["pausedPercent"] as? Double ?? 0) >= 70)
         }
-        let hundred = try #require(reports["hundredMeters"])
-        let onPercent = try #require(hundred["gnssOnPercent"] as? Double)
-        #expect(onPercent <= 20, "receiver on \(onPercent) % of the time")
-        #expect((hundred["pausedPercent"] as? Double ?? 0) >= 70)
-        print("parked shift, hundredMeters: receiver on \(onPercent) % (continuous: 100 %), paused \(hundred["pausedPercent"] ?? "") %, \(hundred["mAhPerDay"] ?? "") mAh/day against \(reports["best"]?["mAhPerDay"] ?? ""), transitions at most \(hundred["lateMaxS"] ?? "") s late, departure seen \(hundred["resumeLateMaxS"] ?? "") s late")
+    }
+
+    /// The same budgets on a real receiver's parked noise (Tests/Fixtures/nmea/telit-he910.log):
+    /// the depot entered at the start, left and entered again.
+    @Test func realParkedReceiverSleepsWithinTheBudgets() throws {
+        for motion in [false, true] {
+            let hundred = try Self.checkParkedBudgets(try Self.realParked(motion: motion), motion: motion, transitions: 3)
+            #expect(hundred["resumes"] as? Int == 1, "\(hundred)")
+        }
     }
 
     // MARK: single location request

@@ -87,7 +87,6 @@ final class LiveUpdates: LoopComponent {
     init(loaded: LoadedConfig, slots: Int, stateDirectory: String) throws(GPIOError) {
         site = loaded.site.updates
         siteUpdater = LiveUpdater(settings: LiveUpdateSettings(site))
-        pause = PauseController(siteUpdater.settings.configuration, siteUpdater.settings.tier)
         radioTier = site.accuracy
         receiverModel = site.preset
         isSimulated = loaded.board.gnss?.isSimulated ?? false
@@ -97,6 +96,8 @@ final class LiveUpdates: LoopComponent {
         requests = LocationRequests(slots: slots + 1)
         fleetSlot = slots
         motion = try MotionInput(loaded: loaded, stateDirectory: stateDirectory)
+        // With a motion input the stationary receiver sleeps much longer: motion wakes it.
+        pause = PauseController(siteUpdater.settings.configuration, siteUpdater.settings.tier, motionInput: motion.isConfigured)
     }
 
     // MARK: the loop's surface
@@ -125,6 +126,8 @@ final class LiveUpdates: LoopComponent {
         line.string("pause", PauseText.phase(pause.phase))
         line.integer("probes", pause.probes)
         line.integer("motion_wakes", pause.motionWakes)
+        line.integer("hot_start_ms", pause.hotStartMs)
+        line.integer("next_sleep_s", pause.nextSleepMs / 1_000)
         line.integer("filtered", siteUpdater.filteredCount)
         line.integer("streams", streams.count)
         line.beginObject("locate")
@@ -154,7 +157,10 @@ final class LiveUpdates: LoopComponent {
         let accepted = fix.hasPosition && siteUpdater.filteredCount == filtered
         let isStationary = siteUpdater.isStationary
         let why: StaticString = isStationary == wasStationary ? "probe" : isStationary ? "stationary" : "moving again"
+        // Standing still: how far the nearest fence edge is sets the next sleep.
+        let clearanceM = isStationary && accepted ? clearance(fix, engine) : nil
         carryOut(pause.observed(wasStationary: wasStationary, isStationary: isStationary, accepted: accepted,
+                                insideStop: siteUpdater.lastFixInsideStop, clearanceM: clearanceM,
                                 nowNs: time.totalNanoseconds), receiver, why: why)
         streams.observe(fix, now: time)
         if fix.hasPosition {
@@ -172,7 +178,10 @@ final class LiveUpdates: LoopComponent {
         siteUpdater.tick(now: now.utc)
         if let wakeAt = sampleWakeAt, now.utc >= wakeAt {
             sampleWakeAt = nil
-            if !pause.isPaused { radios.queue(.wake) }
+            if !pause.isPaused {
+                radios.queue(.wake)
+                pause.receiverWoken(nowNs: now.utc.totalNanoseconds)
+            }
         }
         if requests.pending.waitingCount > 0 {
             requests.pending.tick(monotonicNs: now.monotonic.nanoseconds, nowNs: now.utc.totalNanoseconds)
@@ -439,11 +448,24 @@ final class LiveUpdates: LoopComponent {
         let reachM = configuration.maximumSpeedMps * Double(tier.maximumIntervalMs) / 1_000 + (accuracyM ?? 0)
         let edgeM = engine.nearestFenceEdgeM(latitude: latitude, longitude: longitude, limitM: reachM)
         let due = SamplingPlanner(configuration, tier).nextFixTime(now: time, distanceToEdgeM: edgeM, accuracyM: accuracyM)
-        let sleepMs = (due.totalNanoseconds - time.totalNanoseconds) / 1_000_000 - LiveUpdates.hotStartLeadMs
+        // Woken a hot start early: the receiver's measured one (plus a fix interval), once known.
+        let leadMs = pause.hotStartSamples > 0 ? pause.hotStartMs + configuration.fixIntervalMs : LiveUpdates.hotStartLeadMs
+        let sleepMs = (due.totalNanoseconds - time.totalNanoseconds) / 1_000_000 - leadMs
         guard sleepMs >= LiveUpdates.minimumSampleSleepMs, receiver.canSleep(durationMs: sleepMs) else { return }
         radios.queue(.sleep(durationMs: sleepMs))
         sampleWakeAt = UTCTime(nanoseconds: time.totalNanoseconds + sleepMs * 1_000_000)
         AgentLog.debug("locus: updates: receiver off for \(sleepMs) ms (nearest fence edge \(edgeM.map { "\(Int($0)) m" } ?? "none"))")
+    }
+
+    /// A stationary fix's distance to the nearest fence edge less its accuracy (nil: no fence
+    /// within what the longest sleep could reach), for the pause's schedule.
+    private func clearance(_ fix: Fix, _ engine: MonitorEngine) -> Double? {
+        guard let latitude = fix.latitude, let longitude = fix.longitude else { return nil }
+        let configuration = siteUpdater.settings.configuration
+        let accuracyM = fix.horizontalAccuracyM ?? 0
+        let limitM = configuration.maximumSpeedMps * Double(ProbeSchedule.motionCeilingMs) / 1_000 + accuracyM
+        guard let edgeM = engine.nearestFenceEdgeM(latitude: latitude, longitude: longitude, limitM: limitM) else { return nil }
+        return edgeM - accuracyM
     }
 
     /// Carries out what the pause decided.

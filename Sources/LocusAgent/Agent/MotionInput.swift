@@ -20,6 +20,9 @@ struct MotionInput {
         }
     }
 
+    /// The site names a motion input and the board has it: the pause may sleep much longer.
+    var isConfigured: Bool { input != nil }
+
     mutating func register(in poll: inout PollSet) { index = poll.add(input?.descriptor) }
 
     /// Whether the line rose since it was last read (its edges read when it is ready).

@@ -30,6 +30,31 @@ enum ReplayUpdates {
         var fixes: Int
         var transitions: Int
         var resumes: [Int64]
+        /// The site names a motion input: the report models it (`motionAboveMps`).
+        var motionInput: Bool
+    }
+
+    /// The power report's motion input: a sensor that sees the whole recording, firing when the
+    /// recorded speed over ground rises through this (a vehicle pulling away; a parked
+    /// receiver's Doppler noise stays well below it).
+    static let motionAboveMps = 2.0
+
+    /// Why the receiver was on: the POWER line's `onS` members.
+    enum OnCause: Int {
+        /// Moving (or not yet known to stand still), at the tier's plan.
+        case tracking
+        /// Fixes due sooner than the tier's longest interval because a fence edge is near, or a
+        /// stationary receiver too near an edge to sleep.
+        case nearEdge
+        /// The pause's probes, from the wake to the probe's last fix.
+        case probe
+        /// Held awake by the motion input.
+        case motion
+        /// Awake for location requests.
+        case locate
+
+        static let count = 5
+        static let names: [StaticString] = ["tracking", "nearEdge", "probe", "motion", "locate"]
     }
 
     /// For every tier: which fixes boundary-aware sampling would take, what the receiver would
@@ -67,20 +92,24 @@ enum ReplayUpdates {
         let reference = detections(fixes, loaded: loaded)
         let settings = LiveUpdateSettings(loaded.site.updates)
         let currents = ReceiverCurrents.family(loaded.board.gnss?.receiver ?? .genericNMEA)
-        // Movement after each stop, as continuous sampling without a pause reports it.
+        // Movement after each stop, and the stops themselves, as continuous sampling without a
+        // pause reports them.
+        let (resumed, still) = stillStretches(fixes, settings)
         let context = PowerContext(receiver: currents.name, preset: "\(settings.configuration.preset)",
                                    configuredTier: loaded.site.updates.accuracy,
                                    durationS: Double(last.time!.totalNanoseconds - first.time!.totalNanoseconds) / 1e9,
-                                   fixes: fixes.count, transitions: reference.count, resumes: resumes(fixes, settings))
+                                   fixes: fixes.count, transitions: reference.count, resumes: resumed,
+                                   motionInput: loaded.site.updates.motionInput != nil)
         var line = JSONWriter(capacity: 4096)
         for tier in [AccuracyTier.best, .nearestTenMeters, .hundredMeters, .kilometer, .threeKilometers] {
             let policy = TierPolicy(tier: tier)
-            var run = simulate(fixes, policy, settings, edges, currents)
+            var run = simulate(fixes, policy, settings, edges, currents, still: still, motionInput: context.motionInput)
             // With requests: the same run plus them; what they cost is the difference.
             var requestsOnTimeS: Double? = nil
             if let locate {
                 let without = run.account.onTimeS
-                run = simulate(fixes, policy, settings, edges, currents, locate: locate, requestTier: locate.tier ?? loaded.site.updates.accuracy)
+                run = simulate(fixes, policy, settings, edges, currents, still: still, motionInput: context.motionInput,
+                               locate: locate, requestTier: locate.tier ?? loaded.site.updates.accuracy)
                 requestsOnTimeS = run.account.onTimeS - without
             }
             let sampledNs = matchTransitions(reference, detections(run.sampled, loaded: loaded))
@@ -142,6 +171,19 @@ enum ReplayUpdates {
         let resumeLateness = zip(context.resumes, run.resumes).map { Double($1 - $0) / 1e9 }
         line.integer("missedResumes", max(0, context.resumes.count - run.resumes.count))
         line.number("resumeLateMaxS", resumeLateness.max() ?? 0, decimals: 1)
+        // Sampling that knows what it waits for: the on-time per cause, the on-time while the
+        // device stood still (as continuous sampling sees it), the probes and motion wakes, and
+        // the hot start the pause measured (wake to first fix).
+        line.beginObject("onS")
+        for cause in 0..<OnCause.count { line.number(OnCause.names[cause], run.onByCause[cause], decimals: 1) }
+        line.endObject()
+        let stillS = run.stillS
+        line.number("stationaryS", stillS, decimals: 0)
+        line.number("stationaryOnPercent", stillS > 0 ? 100 * run.stillOnS / stillS : 0, decimals: 1)
+        line.boolean("motionInput", context.motionInput)
+        line.integer("probes", run.probes)
+        line.integer("motionWakes", run.motionWakes)
+        line.number("hotStartS", Double(run.hotStartMs) / 1_000, decimals: 1)
         if let requestsOnTimeS { writeLocate(run.locate, onTimeS: requestsOnTimeS, into: &line) }
         line.endObject()
     }
@@ -183,44 +225,104 @@ enum ReplayUpdates {
         var pausedS = 0.0
         var resumes: [Int64] = []
         var locate = LocateTally()
+        /// On-time per `OnCause`.
+        var onByCause = [Double](repeating: 0, count: OnCause.count)
+        /// The reference's stationary time, and the receiver's on-time within it.
+        var stillS = 0.0
+        var stillOnS = 0.0
+        var probes = 0
+        var motionWakes = 0
+        var hotStartMs: Int64 = 0
     }
 
-    /// The receiver's time on a recording: awake (the gaps between fixes taken) or asleep (the
-    /// pause, a sample's sleep), into the run's power account.
+    /// The receiver's time on a recording: awake (the gaps between fixes taken, a hot start after
+    /// a wake) or asleep (the pause, a sample's sleep), into the run's power account, each charge
+    /// to the cause that kept it awake.
     struct ReceiverTimeline {
         var run: TierRun
         /// When the receiver went to sleep; nil while awake.
         var asleepSinceNs: Int64? = nil
-        /// The last fix taken while awake.
+        /// The last fix taken while awake (or the wake).
         var lastNs: Int64? = nil
+        /// Woken and not fixed yet: its first fix comes a hot start after the wake.
+        var acquiring = false
+        var firstFixNs = Int64.min
+        /// What keeps it awake now.
+        var cause = OnCause.tracking
+        /// The reference's stationary stretches, in order.
+        let still: [(startNs: Int64, endNs: Int64)]
+
+        init(run: TierRun, still: [(startNs: Int64, endNs: Int64)]) {
+            self.run = run
+            self.still = still
+            // The first start is a hot start while tracking.
+            self.run.onByCause[OnCause.tracking.rawValue] = run.account.onTimeS
+            self.run.stillS = still.reduce(0) { $0 + Self.seconds($1.startNs, $1.endNs) }
+        }
 
         var isAsleep: Bool { asleepSinceNs != nil }
 
         static func seconds(_ fromNs: Int64, _ toNs: Int64) -> Double { Double(toNs - fromNs) / 1e9 }
 
-        /// Woken at `timeNs`: the sleep is paid for, and the receiver counts as awake from then.
-        mutating func wake(_ timeNs: Int64) {
+        /// The share of `fromNs...toNs` inside the stationary stretches.
+        func stillShare(_ fromNs: Int64, _ toNs: Int64) -> Double {
+            guard toNs > fromNs else { return 0 }
+            var insideNs: Int64 = 0
+            for stretch in still where stretch.endNs > fromNs && stretch.startNs < toNs {
+                insideNs += min(toNs, stretch.endNs) - max(fromNs, stretch.startNs)
+            }
+            return Double(insideNs) / Double(toNs - fromNs)
+        }
+
+        /// The receiver's time from `fromNs` to `toNs`: asleep in backup, acquiring after a
+        /// wake, or between two fixes at the tier's duty cycle; its on-time to the cause.
+        mutating func charge(_ fromNs: Int64, _ toNs: Int64, asleep: Bool = false) {
+            let gapS = Self.seconds(fromNs, toNs)
+            let before = run.account.onTimeS
+            if asleep {
+                run.account.backup(gapS)
+                run.pausedS += gapS
+            } else if acquiring {
+                run.account.acquire(gapS)
+            } else {
+                run.account.gap(gapS)
+            }
+            let onS = run.account.onTimeS - before
+            run.onByCause[cause.rawValue] += onS
+            if onS > 0 { run.stillOnS += onS * stillShare(fromNs, toNs) }
+        }
+
+        /// Woken at `timeNs` for `cause`: the sleep is paid for, and the first fix comes a hot
+        /// start later.
+        mutating func wake(_ timeNs: Int64, hotStartNs: Int64, for cause: OnCause) {
             guard let since = asleepSinceNs else { return }
-            run.account.sleep(Self.seconds(since, timeNs))
-            run.pausedS += Self.seconds(since, timeNs)
+            charge(since, timeNs, asleep: true)
             asleepSinceNs = nil
             lastNs = timeNs
+            acquiring = true
+            firstFixNs = timeNs + hotStartNs
+            self.cause = cause
         }
 
         /// The pause sends it to sleep between fixes: the time since the last fix was awake.
         mutating func fallAsleep(_ timeNs: Int64) {
             guard asleepSinceNs == nil else { return }
-            if let lastNs { run.account.gap(Self.seconds(lastNs, timeNs)) }
+            if let lastNs { charge(lastNs, timeNs) }
+            acquiring = false
             asleepSinceNs = timeNs
             lastNs = nil
         }
 
         /// Asleep right after the fix taken at `timeNs` (that fix's gap is paid already).
-        mutating func sleepAfterFix(_ timeNs: Int64) { asleepSinceNs = timeNs }
+        mutating func sleepAfterFix(_ timeNs: Int64) {
+            asleepSinceNs = timeNs
+            lastNs = nil
+        }
 
-        /// A fix taken at `timeNs`: the time since the last one was awake.
+        /// A fix taken at `timeNs`: the time since the last one (or the wake) was awake.
         mutating func take(_ fix: Fix, _ timeNs: Int64) {
-            if let lastNs { run.account.gap(Self.seconds(lastNs, timeNs)) }
+            if let lastNs { charge(lastNs, timeNs) }
+            acquiring = false
             lastNs = timeNs
             run.sampled.append(fix)
         }
@@ -228,12 +330,24 @@ enum ReplayUpdates {
         /// The recording ends at `endNs`.
         mutating func finish(_ endNs: Int64) -> TierRun {
             if let since = asleepSinceNs {
-                run.account.sleep(Self.seconds(since, endNs))
-                run.pausedS += Self.seconds(since, endNs)
+                charge(since, endNs, asleep: true)
+                // Not woken: the last backup is no wake-up.
             } else if let lastNs {
-                run.account.gap(Self.seconds(lastNs, endNs))
+                charge(lastNs, endNs)
             }
             return run
+        }
+    }
+
+    /// What keeps the receiver awake after a fix or a wake: the pause's phase, or, tracking,
+    /// whether the next fix is due sooner than the tier's longest interval (a fence edge near).
+    static func cause(_ phase: PauseController.Phase, edgeNear: Bool) -> OnCause {
+        switch phase {
+        case .probing, .asleep: return .probe
+        case .held: return .motion
+        case .requested: return .locate
+        case .nearEdge: return .nearEdge
+        case .active: return edgeNear ? .nearEdge : .tracking
         }
     }
 
@@ -241,23 +355,34 @@ enum ReplayUpdates {
     /// the last fix taken when recent and accurate enough, else the receiver is woken (the pause
     /// held, every fix taken) until a fix meets the tier or the timeout passes, as the agent does.
     static func simulate(_ fixes: [Fix], _ tier: TierPolicy, _ siteSettings: LiveUpdateSettings, _ edges: CircleIndex,
-                         _ currents: ReceiverCurrents, locate: LocateSchedule? = nil, requestTier: AccuracyTier = .best) -> TierRun {
-        var timeline = ReceiverTimeline(run: TierRun(account: PowerAccount(currents: currents, dutyCycle: tier.dutyCycle)))
+                         _ currents: ReceiverCurrents, still: [(startNs: Int64, endNs: Int64)] = [], motionInput: Bool = false,
+                         locate: LocateSchedule? = nil, requestTier: AccuracyTier = .best) -> TierRun {
+        var timeline = ReceiverTimeline(run: TierRun(account: PowerAccount(currents: currents, dutyCycle: tier.dutyCycle)), still: still)
         var settings = siteSettings
         settings.tier = tier
         let updater = LiveUpdater(settings: settings)
-        var pause = PauseController(settings.configuration, tier)
+        var pause = PauseController(settings.configuration, tier, motionInput: motionInput)
         let planner = SamplingPlanner(settings.configuration, tier)
+        let hotStartNs = Int64(currents.hotStartS * 1e9)
+        let longestIntervalNs = tier.maximumIntervalMs * 1_000_000
         var dueNs = Int64.min
         let requests = LocateRequests(capacity: 1)
         var nextRequestNs = (fixes.first?.time?.totalNanoseconds ?? 0) + Int64((locate?.everyS ?? 0) * 1e9)
         var requestStartNs: Int64 = 0
         var lastTaken: Fix? = nil
+        var wasMoving = true
         for fix in fixes {
             let timeNs = fix.time!.totalNanoseconds
+            if motionInput {
+                // The sensor sees every moment, whatever the receiver does.
+                let moving = (fix.speedMps ?? 0) >= motionAboveMps
+                if moving && !wasMoving, pause.motion(nowNs: timeNs) == .wake { timeline.wake(timeNs, hotStartNs: hotStartNs, for: .motion) }
+                if case .held = pause.phase { timeline.cause = .motion }
+                wasMoving = moving
+            }
             if let locate, timeNs >= nextRequestNs {
                 nextRequestNs += Int64(locate.everyS * 1e9)
-                if request(locate, requestTier, lastTaken, requests, &pause, &timeline, timeNs) {
+                if request(locate, requestTier, lastTaken, requests, &pause, &timeline, timeNs, hotStartNs: hotStartNs) {
                     requestStartNs = timeNs
                     dueNs = Int64.min
                 }
@@ -267,11 +392,12 @@ enum ReplayUpdates {
                 tally(requests, &timeline.run, requestStartNs, timeNs, &pause)
             }
             switch pause.tick(isStationary: updater.isStationary, nowNs: timeNs) {
-            case .wake: timeline.wake(timeNs)
+            case .wake: timeline.wake(timeNs, hotStartNs: hotStartNs, for: cause(pause.phase, edgeNear: false))
             case .sleep: timeline.fallAsleep(timeNs)
             case .none: break
             }
-            guard !timeline.isAsleep, pause.keepsReceiverAwake || timeNs >= dueNs else { continue }
+            // Awake, past the hot start, and a fix is wanted (the pause's, or the plan's next).
+            guard !timeline.isAsleep, timeNs >= timeline.firstFixNs, pause.keepsReceiverAwake || timeNs >= dueNs else { continue }
             timeline.take(fix, timeNs)
             if fix.hasPosition { lastTaken = fix }
             if requests.waitingCount > 0 {
@@ -283,8 +409,15 @@ enum ReplayUpdates {
             updater.observe(fix, now: fix.time!)
             while updater.nextOutput() != nil {}
             if wasStationary && !updater.isStationary { timeline.run.resumes.append(timeNs) }
-            let action = pause.observed(wasStationary: wasStationary, isStationary: updater.isStationary,
-                                        accepted: fix.hasPosition && updater.filteredCount == filtered, nowNs: timeNs)
+            let accepted = fix.hasPosition && updater.filteredCount == filtered
+            // Standing still: the nearest edge's clearance sets the next sleep (as the agent).
+            var clearanceM: Double? = nil
+            if accepted && updater.isStationary, let latitude = fix.latitude, let longitude = fix.longitude,
+               let edgeM = edges.nearestEdgeM(latitude: latitude, longitude: longitude) {
+                clearanceM = edgeM - (fix.horizontalAccuracyM ?? 0)
+            }
+            let action = pause.observed(wasStationary: wasStationary, isStationary: updater.isStationary, accepted: accepted,
+                                        insideStop: updater.lastFixInsideStop, clearanceM: clearanceM, nowNs: timeNs)
             if case .sleep = action {
                 timeline.sleepAfterFix(timeNs)
                 continue
@@ -296,14 +429,18 @@ enum ReplayUpdates {
                 distance = 0   // no position: fix again as soon as the receiver can
             }
             dueNs = planner.nextFixTime(now: fix.time!, distanceToEdgeM: distance, accuracyM: fix.horizontalAccuracyM).totalNanoseconds
+            timeline.cause = cause(pause.phase, edgeNear: distance != nil && dueNs - timeNs < longestIntervalNs)
         }
+        timeline.run.probes = pause.probes
+        timeline.run.motionWakes = pause.motionWakes
+        timeline.run.hotStartMs = pause.hotStartSamples > 0 ? pause.hotStartMs : 0
         return timeline.finish(fixes.last!.time!.totalNanoseconds)
     }
 
     /// A location request at `timeNs`: answered at once from the last fix taken, or started (the
     /// pause wakes the receiver for it) unless one waits already. True when one was started.
     static func request(_ locate: LocateSchedule, _ tier: AccuracyTier, _ lastTaken: Fix?, _ requests: LocateRequests,
-                        _ pause: inout PauseController, _ timeline: inout ReceiverTimeline, _ timeNs: Int64) -> Bool {
+                        _ pause: inout PauseController, _ timeline: inout ReceiverTimeline, _ timeNs: Int64, hotStartNs: Int64) -> Bool {
         timeline.run.locate.requests += 1
         if LocateRequests.answersAtOnce(lastTaken, tier: tier, maxAgeMs: locate.maxAgeMs, nowNs: timeNs) {
             timeline.run.locate.atOnce += 1
@@ -312,8 +449,9 @@ enum ReplayUpdates {
         guard requests.waitingCount == 0 else { return false }
         requests.start(slot: 0, id: nil, tier: tier, timeoutMs: LocateRequests.defaultTimeoutMs, monotonicNs: timeNs)
         if pause.requested(untilNs: timeNs + LocateRequests.defaultTimeoutMs * 1_000_000, nowNs: timeNs) == .wake {
-            timeline.wake(timeNs)
+            timeline.wake(timeNs, hotStartNs: hotStartNs, for: .locate)
         }
+        timeline.cause = .locate
         return true
     }
 
@@ -329,17 +467,28 @@ enum ReplayUpdates {
         pause.requestsAnswered(nowNs: timeNs)
     }
 
-    /// When continuous sampling (every fix, no pause) reports movement after a stop.
-    static func resumes(_ fixes: [Fix], _ settings: LiveUpdateSettings) -> [Int64] {
+    /// When continuous sampling (every fix, no pause) reports movement after a stop, and the
+    /// stretches it reports standing still (from the stationary update to the movement, or to
+    /// the end of the recording).
+    static func stillStretches(_ fixes: [Fix], _ settings: LiveUpdateSettings) -> (resumes: [Int64], still: [(startNs: Int64, endNs: Int64)]) {
         let updater = LiveUpdater(settings: settings)
         var found: [Int64] = []
+        var still: [(startNs: Int64, endNs: Int64)] = []
+        var sinceNs: Int64? = nil
         for fix in fixes {
             let wasStationary = updater.isStationary
             updater.observe(fix, now: fix.time!)
             while updater.nextOutput() != nil {}
-            if wasStationary && !updater.isStationary { found.append(fix.time!.totalNanoseconds) }
+            let timeNs = fix.time!.totalNanoseconds
+            if !wasStationary && updater.isStationary { sinceNs = timeNs }
+            if wasStationary && !updater.isStationary {
+                found.append(timeNs)
+                if let sinceNs { still.append((sinceNs, timeNs)) }
+                sinceNs = nil
+            }
         }
-        return found
+        if let sinceNs, let endNs = fixes.last?.time?.totalNanoseconds { still.append((sinceNs, endNs)) }
+        return (found, still)
     }
 
     /// Every geographic condition of the site, indexed for the nearest-edge query: circles (the

@@ -207,6 +207,7 @@ public enum PauseText {
         case .probing: return "probing"
         case .held: return "held awake (motion input)"
         case .requested: return "awake for a location request"
+        case .nearEdge: return "awake near a fence edge"
         }
     }
 }

@@ -138,6 +138,10 @@ public final class LiveUpdater {
     }
 
     public var isStationary: Bool { stationary.isStationary }
+    /// The last accepted fix was a good one inside the stop: stationary, within the stop's radius
+    /// plus its accuracy of the centre, and its accuracy no worse than the stop's radius (a
+    /// poorer fix cannot tell). The pause ends a probe on one such fix.
+    public private(set) var lastFixInsideStop = false
     /// Standing still with the automatic pause on: no updates are due.
     private var isPaused: Bool {
         // Locals, not `self`, in the autoclosure (see `put`).
@@ -206,6 +210,7 @@ public final class LiveUpdater {
         var diagnostics = UpdateDiagnostics(rawValue: 0)
         if accuracyM > settings.tier.desiredAccuracyM { diagnostics.insert(.accuracyLimited) }
         let transition = stationary.observe(point, accuracyM: accuracyM, timeNs: nowNs)
+        lastFixInsideStop = stationary.lastFixInsideStay && accuracyM <= stationary.radiusM
         if case .resumedMoving(let stay) = transition, let arrival = visits.arrival(stay, nowNs: stay.lastNearNs) { put(.visit(arrival)) }
         if let visit = visits.visit(for: transition) { put(.visit(visit)) }
         if let arrival = visits.arrival(stationary.currentStay, nowNs: nowNs) { put(.visit(arrival)) }

@@ -88,6 +88,22 @@ public struct PowerAccount: Sendable {
         wakeUps += 1
     }
 
+    /// The receiver in backup for `gapS`, then woken: the wake's hot start is charged by
+    /// `acquire` from the wake to the first fix (the stationary pause in the power report).
+    @_noAllocation
+    public mutating func backup(_ gapS: Double) {
+        guard gapS > 0 else { return }
+        backupS += gapS
+        wakeUps += 1
+    }
+
+    /// Awake without a fix yet (a hot start) for `gapS`.
+    @_noAllocation
+    public mutating func acquire(_ gapS: Double) {
+        guard gapS > 0 else { return }
+        acquisitionS += gapS
+    }
+
     public var durationS: Double { acquisitionS + trackingS + powerSaveS + backupS }
     /// Time not in backup.
     public var onTimeS: Double { acquisitionS + trackingS + powerSaveS }

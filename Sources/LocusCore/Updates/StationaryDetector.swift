@@ -55,6 +55,10 @@ public struct StationaryDetector: Sendable {
     /// The current stay, while stationary.
     public var currentStay: Stay? { isStationary ? stay : nil }
 
+    /// Stationary, and the last fix lay inside the stay (within the radius plus its accuracy of
+    /// the centre): a probe's fix that shows the stop.
+    public var lastFixInsideStay: Bool { isStationary && outsideCount == 0 }
+
     @_noAllocation
     public mutating func observe(latitude: Double, longitude: Double, accuracyM: Double, timeNs: Int64) -> Transition {
         observe(GeoPoint(latitude: latitude, longitude: longitude), accuracyM: accuracyM, timeNs: timeNs)
