@@ -173,7 +173,11 @@ public struct HCIScannerError: Error, Equatable, CustomStringConvertible {
     public var message: String {
         switch cause {
         case .system(let error): return HCIScannerAdvice.message(for: error, adapterIndex: adapterIndex)
-        case .controller(let status): return HCIScannerAdvice.message(for: status)
+        case .controller(let status):
+            if status == .invalidParameters, case .command(let opcode) = step, opcode.isAdvertising {
+                return "controller status " + status.description + ": the controller refused the advertising settings"
+            }
+            return HCIScannerAdvice.message(for: status)
         case .adapterDown: return HCIScannerAdvice.down
         case .malformedReply: return HCIScannerAdvice.malformedReply
         case .commandRejected: return HCIScannerAdvice.commandRejected
@@ -183,6 +187,46 @@ public struct HCIScannerError: Error, Equatable, CustomStringConvertible {
     public var description: String { "hci\(adapterIndex): \(step): \(message)" }
 }
 
+extension HCIOpcode {
+    /// One of the commands that send the gateway's own beacon.
+    public var isAdvertising: Bool {
+        switch self {
+        case .leSetAdvertisingParameters, .leSetAdvertisingData, .leSetAdvertisingEnable,
+             .leSetExtendedAdvertisingParameters, .leSetExtendedAdvertisingData, .leSetExtendedAdvertisingEnable:
+            return true
+        default:
+            return false
+        }
+    }
+}
+
+/// Whether the gateway's own beacon is on the air, as far as the host knows: for `locus status`
+/// and the log. Shared by the raw and the kernel scanners.
+public enum AdvertisingState: Equatable, CustomStringConvertible {
+    /// Nothing to advertise, or the adapter is closed (the scanner starts it again with the scan).
+    case off
+    /// Sent and accepted, with `via` (the commands, or the kernel's instance).
+    case on(via: String)
+    /// The controller or the kernel refused; `reason` is the log line's text. Scanning goes on.
+    case refused(reason: String)
+
+    public var name: String {
+        switch self {
+        case .off: return "off"
+        case .on: return "on"
+        case .refused: return "refused"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .off: return "off"
+        case .on(let via): return "on (" + via + ")"
+        case .refused(let reason): return "refused: " + reason
+        }
+    }
+}
+
 /// A BLE scanner on a BlueZ HCI adapter, through a raw HCI socket: it brings the adapter up if it
 /// is down, keeps only LE Meta (and command completion) events, picks the legacy or extended scan
 /// commands by what the controller supports, and reads advertising events non-blocking into one
@@ -190,12 +234,19 @@ public struct HCIScannerError: Error, Equatable, CustomStringConvertible {
 /// reports, and retries with backoff (250 ms doubling to 10 s); `stop()` disables scanning and
 /// restores the socket's filter.
 ///
+/// With an `advertisement` (site `[bluetooth] advertise`) every successful start also makes the
+/// controller advertise the gateway's own non-connectable iBeacon, with the legacy or extended
+/// advertising commands to match the scan's; so advertising returns with the scan after every
+/// restart, adapter loss, controller reset or power cycle. A controller that refuses is logged and
+/// counted (`advertisingRefusals`) and scanning goes on; `stop()` disables advertising too.
+///
 /// The adapter is named by index (the board file's `hci = 0`), not resolved from "hci0" with
 /// `hci_devid`: libbluetooth's `hci_devid` fails with ENETDOWN for an adapter that is down, which
 /// is exactly the adapter this scanner should bring up.
 ///
-/// Start and stop block for at most `commandTimeoutMs` per command (4 commands to start; 1 to
-/// stop, tried at most `teardownAttempts` times); reading never blocks.
+/// Start and stop block for at most `commandTimeoutMs` per command (4 commands to start, 4 more
+/// with an advertisement; 1 to stop, tried at most `teardownAttempts` times, and 1 more with an
+/// advertisement); reading never blocks.
 public struct HCIScanner<Driver: HCIDriver>: ~Copyable {
     /// What happened, for the agent to log. At most one per call.
     public enum Event: Equatable, CustomStringConvertible {
@@ -243,6 +294,11 @@ public struct HCIScanner<Driver: HCIDriver>: ~Copyable {
     public private(set) var extendedScanBroken = false
     public private(set) var eventsRead: Int64 = 0
     public private(set) var losses = 0
+    /// The gateway's own beacon, or nil.
+    public let advertisement: BeaconAdvertisement?
+    public private(set) var advertising = AdvertisingState.off
+    /// Starts whose advertising commands the controller refused.
+    public private(set) var advertisingRefusals = 0
     private var filterSaved = false
     private var nextAttemptNs: Int64 = 0
     private var backoffNs: Int64 = HCIScanner.initialBackoffNs
@@ -251,9 +307,11 @@ public struct HCIScanner<Driver: HCIDriver>: ~Copyable {
     private let reply: UnsafeMutableRawBufferPointer
 
     /// `bufferSize` holds one HCI packet: H4 indicator + event header (2) + up to 255 parameters.
-    public init(adapterIndex: Int, settings: ScanSettings, driver: Driver, bufferSize: Int = 260) {
+    public init(adapterIndex: Int, settings: ScanSettings, driver: Driver, bufferSize: Int = 260,
+                advertisement: BeaconAdvertisement? = nil) {
         precondition(bufferSize >= 258, "an HCI event can be 258 bytes with its H4 indicator")
         self.adapterIndex = adapterIndex
+        self.advertisement = advertisement
         self.settings = settings
         self.driver = driver
         buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: bufferSize, alignment: 16)
@@ -350,6 +408,7 @@ public struct HCIScanner<Driver: HCIDriver>: ~Copyable {
         socket = -1
         controllerKind = nil
         filterSaved = false
+        advertising = .off
         return problem
     }
 
@@ -376,14 +435,29 @@ public struct HCIScanner<Driver: HCIDriver>: ~Copyable {
         case .success(let detected): kind = detected
         case .failure(let error): return .failure(error)
         }
-        for step in HCIScanSequence.setup(settings, controller: kind) {
-            if let error = send(step) {
-                if kind == .extended && HCIScanner.meansUnsupported(error.cause) { extendedScanBroken = true }
-                return .failure(error)
-            }
+        if let error = run(HCIScanSequence.setup(settings, controller: kind)) {
+            if kind == .extended && HCIScanner.meansUnsupported(error.cause) { extendedScanBroken = true }
+            return .failure(error)
         }
         controllerKind = kind
+        // After the scan runs, the beacon with commands of the scan's kind. A refusal is kept for
+        // the log and the status; the scan is not affected.
+        if let advertisement {
+            _ = run(HCIAdvertisingSequence.teardown(controller: kind))
+            if let error = run(HCIAdvertisingSequence.setup(advertisement, controller: kind)) {
+                advertising = .refused(reason: error.description)
+                advertisingRefusals += 1
+            } else {
+                advertising = .on(via: kind == .legacy ? "legacy advertising commands" : "extended advertising commands")
+            }
+        }
         return .success(kind)
+    }
+
+    /// The steps in order; the first failure that is not tolerated.
+    private func run(_ steps: HCIScanSteps) -> HCIScannerError? {
+        for step in steps { if let error = send(step) { return error } }
+        return nil
     }
 
     /// Read Local Supported Commands decides legacy or extended. A controller that cannot answer
@@ -434,6 +508,9 @@ public struct HCIScanner<Driver: HCIDriver>: ~Copyable {
                     }
                 }
             }
+            // The beacon stops with the agent: a controller left advertising would announce a
+            // gateway that no longer listens.
+            if case .on = advertising, let error = run(HCIAdvertisingSequence.teardown(controller: kind)), problem == nil { problem = error }
         }
         // The filter belongs to this socket; restoring it matters only if the socket outlives
         // the scanner (inherited, or reused by a caller), and costs one setsockopt.
@@ -479,6 +556,7 @@ public struct HCIScanner<Driver: HCIDriver>: ~Copyable {
         socket = -1
         controllerKind = nil
         filterSaved = false
+        if case .on = advertising { advertising = .off }
     }
 
     private func failure(_ step: HCIScannerError.Step, errno result: some BinaryInteger) -> HCIScannerError {
@@ -488,7 +566,8 @@ public struct HCIScanner<Driver: HCIDriver>: ~Copyable {
 
 extension HCIScanner where Driver == LibBluetoothHCI {
     /// The scanner on a real adapter: `HCIScanner(adapterIndex: board.hci, settings: ...)`.
-    public init(adapterIndex: Int, settings: ScanSettings, bufferSize: Int = 260) {
-        self.init(adapterIndex: adapterIndex, settings: settings, driver: LibBluetoothHCI(), bufferSize: bufferSize)
+    public init(adapterIndex: Int, settings: ScanSettings, bufferSize: Int = 260, advertisement: BeaconAdvertisement? = nil) {
+        self.init(adapterIndex: adapterIndex, settings: settings, driver: LibBluetoothHCI(), bufferSize: bufferSize,
+                  advertisement: advertisement)
     }
 }

@@ -58,7 +58,15 @@ public struct KernelScannerError: Error, Equatable, CustomStringConvertible {
 /// removes every monitor when it (re)starts: Adv Monitor Removed (handle 0 = all) or Index Added
 /// makes the scanner add its monitor again, counted in `monitorReadds`.
 ///
-/// Start blocks for at most `commandTimeoutMs` per command (7 at most; Set Powered up to
+/// With an `advertisement` (site `[bluetooth] advertise`) the kernel also advertises the gateway's
+/// own iBeacon: one mgmt advertising instance, the highest the adapter offers (Read Advertising
+/// Features' Max_Instances), since bluetoothd numbers the instances of its own clients from 1 up
+/// and would replace ours if it chose the same number. It is added at every start, again when the
+/// adapter comes back or is powered, and again when another program removes it (newer bluetoothd
+/// removes every instance when it starts); removed on `stop()` (a killed agent leaves it, and the
+/// next start's Add replaces it). A refusal is logged and counted; scanning goes on.
+///
+/// Start blocks for at most `commandTimeoutMs` per command (9 at most; Set Powered up to
 /// `powerTimeoutMs`); reading never blocks.
 public struct KernelScanner<Driver: MgmtDriver>: ~Copyable {
     public enum Event: CustomStringConvertible {
@@ -105,6 +113,15 @@ public struct KernelScanner<Driver: MgmtDriver>: ~Copyable {
     private var readdAtNs: Int64?
     public private(set) var monitorReadds = 0
     public private(set) var losses = 0
+    /// The gateway's own beacon, or nil.
+    public let advertisement: BeaconAdvertisement?
+    public private(set) var advertising = AdvertisingState.off
+    /// Our advertising instance, once the adapter's features were read.
+    public private(set) var advertisingInstance: UInt8?
+    /// Adds the kernel refused (at a start or later).
+    public private(set) var advertisingRefusals = 0
+    /// Adds after another program removed the instance, or after the adapter came back.
+    public private(set) var advertisingReadds = 0
     public private(set) var rejectedEvents = 0
     /// The last start found a kernel too old for monitors (`scan = "auto"` then falls back to raw).
     public private(set) var unsupported = false
@@ -114,7 +131,8 @@ public struct KernelScanner<Driver: MgmtDriver>: ~Copyable {
 
     /// `buffer` holds the largest event read: a Device Found with 255 octets of data or
     /// Read Controller Information's 280 octets of parameters, with headers.
-    public init(adapterIndex: Int, powerOn: Bool, statePath: String, driver: Driver) {
+    public init(adapterIndex: Int, powerOn: Bool, statePath: String, driver: Driver, advertisement: BeaconAdvertisement? = nil) {
+        self.advertisement = advertisement
         self.adapterIndex = adapterIndex
         self.powerOn = powerOn
         self.statePath = statePath
@@ -190,8 +208,9 @@ public struct KernelScanner<Driver: MgmtDriver>: ~Copyable {
     public mutating func stop() -> KernelScannerError? {
         guard isOpen else { return nil }
         let problem = removeMonitor()
+        let advertisingProblem = removeAdvertising()
         close()
-        return problem
+        return problem ?? advertisingProblem
     }
 
     // MARK: steps
@@ -224,7 +243,52 @@ public struct KernelScanner<Driver: MgmtDriver>: ~Copyable {
             remember(UInt16(handle))
         }
         powered = true
+        startAdvertising()
         return .success(poweredOff)
+    }
+
+    // MARK: the gateway's own beacon
+
+    /// Chooses the instance (once) and adds the beacon, waiting for the answer. A refusal is
+    /// kept for the log and the status; the scan is not affected.
+    private mutating func startAdvertising() {
+        guard let advertisement else { return }
+        if advertisingInstance == nil {
+            let step = MgmtOpcode.readAdvertisingFeatures.description
+            switch request(.readAdvertisingFeatures(index: index)) {
+            case .failure(let problem): return refuseAdvertising(problem.description)
+            case .success(let parameters):
+                guard let maximum = MgmtReplies.maximumAdvertisingInstances(parameters), maximum > 0 else {
+                    return refuseAdvertising(name + ": " + step + ": the adapter offers no advertising instance")
+                }
+                advertisingInstance = maximum
+            }
+        }
+        guard let instance = advertisingInstance else { return }
+        switch request(.addAdvertising(index: index, instance: instance, advertisement)) {
+        case .failure(let problem): refuseAdvertising(problem.description)
+        case .success: advertising = .on(via: "mgmt advertising instance " + String(instance))
+        }
+    }
+
+    private mutating func refuseAdvertising(_ reason: String) {
+        advertising = .refused(reason: reason)
+        advertisingRefusals += 1
+    }
+
+    /// Adds the beacon again without waiting (the answer arrives in `read`), while powered.
+    private mutating func advertiseAgain() {
+        guard let advertisement, let instance = advertisingInstance, powered else { return }
+        advertisingReadds += 1
+        _ = driver.write(socket, .addAdvertising(index: index, instance: instance, advertisement))
+    }
+
+    /// Only while powered (as the monitor).
+    private mutating func removeAdvertising() -> KernelScannerError? {
+        guard case .on = advertising, let instance = advertisingInstance, powered else { return nil }
+        advertising = .off
+        if case .failure(let problem) = request(.removeAdvertising(index: index, instance: instance)) { return problem }
+        return nil
     }
 
     /// Version ≥ 1.18 with Add Advertisement Patterns Monitor, and our adapter in the index list
@@ -277,6 +341,7 @@ public struct KernelScanner<Driver: MgmtDriver>: ~Copyable {
         case .indexRemoved(index):
             monitorHandle = nil
             powered = false
+            advertising = .off
             return .notice(name + " went away; scanning resumes when it returns")
         case .indexAdded(index):
             if powerOn { _ = driver.write(socket, .setPowered(index: index, true)) }
@@ -295,6 +360,23 @@ public struct KernelScanner<Driver: MgmtDriver>: ~Copyable {
             return addFailed(status, now: now)
         case .commandStatus(index, MgmtOpcode.addAdvPatternsMonitor.rawValue, let status):
             return addFailed(status, now: now)
+        case .advertisingRemoved(index, let instance) where instance == advertisingInstance:
+            guard advertisement != nil else { return nil }
+            advertising = .off
+            advertiseAgain()
+            return .notice(name + ": another program removed advertising instance " + String(instance) + "; adding the beacon again"
+                           + (powered ? "" : " when the adapter is powered"))
+        case .commandComplete(index, MgmtOpcode.addAdvertising.rawValue, let status, _),
+             .commandStatus(index, MgmtOpcode.addAdvertising.rawValue, let status):
+            // The answer to `advertiseAgain`.
+            guard let instance = advertisingInstance else { return nil }
+            if status == MgmtStatus.success {
+                advertising = .on(via: "mgmt advertising instance " + String(instance))
+                return nil
+            }
+            let reason = name + ": " + MgmtOpcode.addAdvertising.description + ": mgmt status " + MgmtStatus.name(status)
+            refuseAdvertising(reason)
+            return .notice("advertising refused: " + reason + "; scanning goes on")
         default:
             return nil
         }
@@ -329,7 +411,13 @@ public struct KernelScanner<Driver: MgmtDriver>: ~Copyable {
         let now = settings & MgmtSettings.powered != 0
         guard now != powered else { return nil }
         powered = now
-        if now { return addIfPowered(name + " is powered") }
+        if now {
+            // The kernel keeps its instances while powered off; adding again updates ours, and
+            // brings it back if the power cycle went with an index change.
+            advertiseAgain()
+            return addIfPowered(name + " is powered")
+        }
+        if case .on = advertising { advertising = .off }
         return .notice(name + " was powered off; scanning resumes when it is powered again")
     }
 
@@ -354,6 +442,7 @@ public struct KernelScanner<Driver: MgmtDriver>: ~Copyable {
     private mutating func close() {
         if socket >= 0 { driver.close(socket) }
         socket = -1
+        if case .on = advertising { advertising = .off }
         monitorHandle = nil
         addPending = false
         addWanted = false

@@ -197,6 +197,23 @@ enum ComponentHarness {
         }
     }
 
+    /// `locus status` shows the gateway's own beacon: off without `[bluetooth] advertise`; with
+    /// it, the beacon and its settings, and off while no adapter could be opened.
+    @Test func theAdvertisingStateIsInTheStatus() throws {
+        let plain = BluetoothSource(board: try H.board("[bluetooth]\nhci = 0\n"), stateDirectory: "/", tier: .hundredMeters)
+        let none = try H.status(plain)["bluetooth"] as? [String: Any]
+        #expect((none?["advertising"] as? [String: Any])?["state"] as? String == "off")
+        let beacon = try #require(BeaconAdvertisement("E2C56DB5-DFFB-48D2-B060-D0F5A71096E0/3/4", measuredPower: -61, intervalUnits: 800))
+        let bluetooth = BluetoothSource(board: try H.board("[bluetooth]\nhci = 0\nscan = \"raw\"\n"), stateDirectory: "/",
+                                        tier: .hundredMeters, advertisement: beacon)
+        bluetooth.openIfDue(H.at(0))
+        let status = try H.status(bluetooth)["bluetooth"] as? [String: Any]
+        let advertising = status?["advertising"] as? [String: Any]
+        #expect(advertising?["state"] as? String == "off", "no adapter here")
+        #expect(advertising?["beacon"] as? String == "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0/3/4")
+        #expect(advertising?["refusals"] as? Int == 0)
+    }
+
     @Test func anHCIFeedBecomesSightingsAndWhatDoesNotFitIsCounted() throws {
         let (master, slave) = try H.openPTY()
         defer { close(master) }

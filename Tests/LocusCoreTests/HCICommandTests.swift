@@ -57,6 +57,12 @@ private func settings(_ type: HCIScanType, _ interval: UInt16, _ window: UInt16,
             (.leSetScanEnable, 0x08, 0x000C),
             (.leSetExtendedScanParameters, 0x08, 0x0041),
             (.leSetExtendedScanEnable, 0x08, 0x0042),
+            (.leSetAdvertisingParameters, 0x08, 0x0006),
+            (.leSetAdvertisingData, 0x08, 0x0008),
+            (.leSetAdvertisingEnable, 0x08, 0x000A),
+            (.leSetExtendedAdvertisingParameters, 0x08, 0x0036),
+            (.leSetExtendedAdvertisingData, 0x08, 0x0037),
+            (.leSetExtendedAdvertisingEnable, 0x08, 0x0039),
         ]
         #expect(expected.count == HCIOpcode.allCases.count)
         for (opcode, ogf, ocf) in expected {
@@ -287,7 +293,7 @@ private func settings(_ type: HCIScanType, _ interval: UInt16, _ window: UInt16,
     @Test func statusNames() {
         #expect(HCIStatus.commandDisallowed.description == "0x0C (Command Disallowed)")
         #expect(HCIStatus.unknownCommand.description == "0x01 (Unknown HCI Command)")
-        #expect(HCIStatus(code: 0x42).description == "0x42")
+        #expect(HCIStatus(code: 0x45).description == "0x45")
         #expect(HCIStatus.success.isSuccess && !HCIStatus.invalidParameters.isSuccess)
     }
 
@@ -324,7 +330,7 @@ private func settings(_ type: HCIScanType, _ interval: UInt16, _ window: UInt16,
 
     /// btsnoop version 1, datalink 1002 (HCI UART, H4 indicator included); record flags 2 =
     /// command sent by the host.
-    private func btmonDecode(_ packets: [[UInt8]]) throws -> String {
+    func btmonDecode(_ packets: [[UInt8]]) throws -> String {
         func bigEndian32(_ value: Int) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: value >> (24 - 8 * $0)) } }
         var file = Array("btsnoop".utf8) + [0] + bigEndian32(1) + bigEndian32(1002)
         for (index, bytes) in packets.enumerated() {
@@ -332,7 +338,7 @@ private func settings(_ type: HCIScanType, _ interval: UInt16, _ window: UInt16,
             file += [0x00, 0xDC, 0xDD, 0xB3, 0x0F, 0x2F, 0x80, UInt8(index)]
             file += bytes
         }
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("locus-hci-\(getpid()).btsnoop").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("locus-hci-\(getpid())-\(UUID().uuidString).btsnoop").path
         try Data(file).write(to: URL(fileURLWithPath: path))
         defer { try? FileManager.default.removeItem(atPath: path) }
         let process = Process()

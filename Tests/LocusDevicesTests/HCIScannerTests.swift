@@ -203,6 +203,11 @@ private func retryDelays<D: HCIDriver>(_ scanner: inout HCIScanner<D>, attempts:
             commands.append(.leSetScanParameters(ScanSettings(dutyCycle: tier, scanType: .active)))
             commands.append(.leSetExtendedScanParameters(ScanSettings(dutyCycle: tier)))
         }
+        // The gateway's own beacon: the longest commands (32 and 34 parameter octets).
+        let beacon = try #require(BeaconAdvertisement("E2C56DB5-DFFB-48D2-B060-D0F5A71096E0/1/2"))
+        for controller in [HCIControllerKind.legacy, .extended] {
+            for step in HCIAdvertisingSequence.setup(beacon, controller: controller) { commands.append(step.command) }
+        }
         for command in commands {
             let sent = command.withUnsafeParameters {
                 locus_hci_send_command(pair[0], command.ogf, command.ocf, $0.baseAddress, UInt8($0.count))

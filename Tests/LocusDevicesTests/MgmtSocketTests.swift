@@ -30,6 +30,8 @@ final class FakeKernel {
     var state: [String: String] = [:]
     var closed: [Int32] = []
     var monitorRecords: [[UInt8]] = []
+    /// Read Advertising Features' Max_Instances.
+    var maxInstances: UInt8 = 5
 
     var sentOpcodes: [Int] { sent.map { Int($0[0]) | Int($0[1]) << 8 } }
 
@@ -56,6 +58,8 @@ final class FakeKernel {
             reply = le16(nextHandle)
             nextHandle += 1
         case 0x0053: reply = Array(packet[6...])
+        case 0x003D: reply = [0xFF, 0x03, 0, 0, 31, 31, maxInstances, 0]
+        case 0x003E, 0x003F: reply = [packet[6]]
         default: break
         }
         queue.append(mgmtEvent(0x0001, index: index, le16(opcode) + [0] + reply))

@@ -10,6 +10,14 @@ BUZZER=5
 MOTION=6
 BTPOWER=7
 IBEACON=02011a1aff4c000215e2c56db5dffb48d2b060d0f5a71096e000640000c5   # major 100, minor 0
+# The gateway's own beacon ([bluetooth] advertise) and the 30 octets a controller must get for it:
+# Flags 06, then Apple's iBeacon with the UUID, major 1, minor 2 (big-endian) and -59 dBm (c5).
+OWN_BEACON=2F234454-CF6D-4A0F-ADF2-F4911BA9FFA6/1/2
+OWN_DATA=0201061aff4c0002152f234454cf6d4a0fadf2f4911ba9ffa600010002c5
+ADVERTISE='[bluetooth]
+advertise = "2F234454-CF6D-4A0F-ADF2-F4911BA9FFA6/1/2"
+advertise_power = -59
+advertise_interval = "500ms"'
 mkdir -p /sites
 
 ok() { echo "ok    $*"; }
@@ -142,6 +150,7 @@ scenario_beacon() { # [-x]: extended scanning
     [ "$1" = -x ] && mode=extended
     echo "vboard: scenario 2: iBeacon advertisements ($mode reports) satisfy a wildcard condition, then time out"
     site s2$mode <<EOF
+$ADVERTISE
 $CRATE
 EOF
     # One crate advertising every 300 ms for 4 s after scanning starts, then silent.
@@ -155,6 +164,21 @@ EOF
     check "the controller got the tier's scan timing: interval 192, window 48 (x 0.625 ms)" \
         wait_for 5 /tmp/vhci "vhci: scan parameters interval 192 window 48"
     check "cargo/anyCrate satisfied" wait_for 10 /tmp/s2.err "event .*cargo/anyCrate .*satisfied"
+    check "the agent advertises its own beacon" wait_for 5 /tmp/s2.err "advertising iBeacon $OWN_BEACON: on ($mode advertising commands)"
+    if [ $mode = legacy ]; then
+        check "the controller got LE Set Advertising Parameters: 800 units (500 ms), ADV_NONCONN_IND, public, channels 37-39" \
+            grep -q "vhci: advertising parameters interval 800 800 type 3 own 0 channels 7" /tmp/vhci
+        check "the controller got our iBeacon's exact 30 octets (LE Set Advertising Data)" grep -q "vhci: advertising data 30 $OWN_DATA\$" /tmp/vhci
+        check "and LE Set Advertising Enable on" grep -q "vhci: advertising on$" /tmp/vhci
+    else
+        check "the controller got LE Set Extended Advertising Parameters: legacy ADV_NONCONN_IND (0x0010), 800 units, channels 37-39" \
+            grep -q "vhci: extended advertising parameters handle 1 properties 0x0010 interval 800 800 channels 7 own 0" /tmp/vhci
+        check "the controller got our iBeacon's exact 30 octets (LE Set Extended Advertising Data)" \
+            grep -q "vhci: advertising data 30 $OWN_DATA (extended, handle 1)" /tmp/vhci
+        check "and LE Set Extended Advertising Enable on" grep -q "vhci: advertising on (extended, handle 1)" /tmp/vhci
+        check "no legacy advertising command beside the extended scan" sh -c "! grep -q 'vhci: advertising parameters\|vhci: advertising on\$' /tmp/vhci"
+    fi
+    check "locus status: advertising on" advertising_on s2$mode
     check "the event's refinement names the crate: major 100 minor 0" \
         sh -c "locus events --state /state/s2$mode | grep '\"state\":\"satisfied\"' | grep -q '\"major\":100,\"minor\":0'"
     check "cargo/anyCrate unsatisfied after the exit timeout" wait_for 15 /tmp/s2.err "event .*cargo/anyCrate .*unsatisfied"
@@ -169,6 +193,8 @@ EOF
     check "buzzer pulsed for 500 ms in the kernel (sampled: ${width:-no pulse} ms, 400-650 allowed)" \
         test "${width:-0}" -ge 400 -a "${width:-0}" -le 650
     check "two pulses, one per event" test "$(grep -c '^buzzer 1' /tmp/lines)" = 2
+    kill $AGENT; wait $AGENT 2>/dev/null
+    check "stopped: the agent turned advertising off" grep -q "vhci: advertising off" /tmp/vhci
     finish
 }
 
@@ -350,10 +376,32 @@ readded() {
     return 1
 }
 elapsed_since() { awk "BEGIN { printf \"%.1f\", $(uptime_s) - $1 }"; }
+# vhci_after SECONDS MARK PATTERN: true once /tmp/vhci has a line matching PATTERN after the last
+# line matching MARK (a fixed string).
+vhci_after() {
+    n=$(($1 * 10))
+    while [ $n -gt 0 ]; do
+        awk -v mark="$2" 'index($0, mark) { after = ""; seen = 1; next } seen { after = after $0 "\n" } END { printf "%s", after }' /tmp/vhci \
+            | grep -q "$3" && return 0
+        usleep 100000; n=$((n - 1))
+    done
+    return 1
+}
+# vhci_since SECONDS LINE PATTERN: true once /tmp/vhci has a line matching PATTERN after line LINE.
+vhci_since() {
+    n=$(($1 * 10))
+    while [ $n -gt 0 ]; do
+        tail -n +$(($2 + 1)) /tmp/vhci | grep -q "$3" && return 0
+        usleep 100000; n=$((n - 1))
+    done
+    return 1
+}
+advertising_on() { locus status --state /state/$1 | grep -q '"advertising":{"state":"on ('; }
 
 scenario_bluetoothd() {
     echo "vboard: scenario 6: beside bluetoothd: the kernel scans for both, through a discovery and a bluetoothd restart"
     site s6 <<EOF
+$ADVERTISE
 $CRATE
 EOF
     echo "0 300000 300 6A:6B:C9:A2:3E:43 -60 $IBEACON" > /tmp/schedule
@@ -370,6 +418,12 @@ EOF
     check "the agent scans through the kernel's advertisement monitor" wait_for 10 /tmp/s6.err "scanning through the kernel's advertisement monitor"
     check "cargo/anyCrate satisfied" wait_for 10 /tmp/s6.err "event .*cargo/anyCrate .*satisfied"
     check "the monitor's address and handle are kept in the state directory" grep -q "^C0:0C:B0:00:00:01 [0-9]" /state/s6/bluetooth-monitor
+    check "the kernel advertises our beacon (an mgmt instance)" \
+        wait_for 5 /tmp/s6.err "advertising iBeacon $OWN_BEACON: on (mgmt advertising instance [0-9]"
+    check "the controller got our iBeacon's exact 30 octets from the kernel (it writes the Flags)" \
+        wait_for 5 /tmp/vhci "vhci: advertising data 30 $OWN_DATA\$"
+    check "and advertising on" wait_for 5 /tmp/vhci "vhci: advertising on$"
+    echo "vboard: note kernel advertising: $(grep 'vhci: advertising parameters' /tmp/vhci | tail -1)"
     check "locus status: mode kernel, bluetoothd among the co-users" \
         sh -c "locus status --state /state/s6 | grep -q '\"mode\":\"kernel\",\"scanning\":true,\"losses\":0,\"co_users\":\[[^]]*bluetoothd'"
     before=$(sightings s6)
@@ -387,6 +441,7 @@ EOF
     check "sightings keep rising after the discovery ended (from $after)" rising s6 "${after:-0}" 3
     check "bluetoothctl show: still Powered: yes" sh -c "bluetoothctl show | grep -q 'Powered: yes'"
     kill $BLUETOOTHD; wait $BLUETOOTHD 2>/dev/null
+    restart_line=$(wc -l < /tmp/vhci)
     t0=$(uptime_s)
     bluetoothd_start
     check "bluetoothd's restart removes every monitor (handle 0); the agent hears it" \
@@ -394,6 +449,12 @@ EOF
     check "the agent adds its monitor again once bluetoothd has powered hci0" readded 15
     echo "vboard: note monitor re-added $(elapsed_since $t0) s after bluetoothd restarted"
     check "locus status: one monitor re-add" sh -c "locus status --state /state/s6 | grep -q '\"monitor_readds\":1'"
+    # BlueZ 5.66 keeps the instance across its restart (newer bluetoothd removes every instance at
+    # start, which the agent answers with an Add); either way the beacon must be back on the air.
+    echo "vboard: note advertising instance removed by bluetoothd's restart: $(grep -c 'another program removed advertising instance' /tmp/s6.err)"
+    check "the controller advertises our beacon again after bluetoothd's restart" \
+        vhci_since 10 "$restart_line" "vhci: advertising on$"
+    check "locus status: advertising on" advertising_on s6
     restarted=$(sightings s6)
     check "sightings resume after the re-add (from $restarted)" rising s6 "${restarted:-0}" 5
     check "no scan command refused, no restart warning" sh -c "! grep -q 'Command Disallowed\|retrying' /tmp/s6.err"
@@ -409,6 +470,7 @@ EOF
 scenario_healing() {
     echo "vboard: scenario 7: a silent adapter healed step by step (raw mode)"
     site s7 <<EOF
+$ADVERTISE
 [health]
 ble_silence = "10s"
 settle = "4s"
@@ -437,6 +499,8 @@ EOF
     check "then the controller reset (step 2 of 4)" wait_for 15 /tmp/s7.err "; controller reset (step 2 of 4, round 1 of 1)"
     check "the controller got its HCI Reset" wait_for 10 /tmp/vhci "HCI Reset clears the fault"
     check "healed by the controller reset" wait_for 15 /tmp/s7.err "advertisements again after .*; healed by the controller reset (round 1)"
+    check "advertising is on again after the HCI Reset (data, then enable)" vhci_after 5 "HCI Reset clears the fault" "vhci: advertising on$"
+    check "with our iBeacon's exact octets" vhci_after 1 "HCI Reset clears the fault" "vhci: advertising data 30 $OWN_DATA\$"
     echo "vboard: note deaf until reset: healed $(elapsed_since $t0) s after the fault"
 
     # A hung controller that answers nothing: every step up to the supply line's power cut.
@@ -448,6 +512,10 @@ EOF
     check "the controller lost its supply" wait_for 5 /tmp/vhci "vhci: power off"
     check "and got it back" wait_for 10 /tmp/vhci "vhci: power on"
     check "healed by the power cycle" wait_for 30 /tmp/s7.err "advertisements again after .*; healed by the power cycle (round 1)"
+    check "advertising is on again after the power cycle" vhci_after 5 "vhci: power on" "vhci: advertising on$"
+    check "with our iBeacon's exact octets" vhci_after 1 "vhci: power on" "vhci: advertising data 30 $OWN_DATA\$"
+    check "locus status: advertising on, no refusal" \
+        sh -c "locus status --state /state/s7 | grep -q '\"advertising\":{\"state\":\"on ([^}]*\"refusals\":0}'"
     echo "vboard: note hung controller: healed $(elapsed_since $t0) s after the fault"
     check "locus status credits the reset and the power cycle" \
         sh -c "locus status --state /state/s7 | grep -q '\"healed_by\":{\"rescan\":0,\"reset\":1,\"down_up\":0,\"power\":1}'"

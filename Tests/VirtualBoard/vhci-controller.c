@@ -22,6 +22,13 @@
  * A report that falls due while scanning is off is dropped, as a real controller would; one line is
  * printed on stdout per report sent, and "vhci: scanning on|off (legacy|extended)" on changes;
  * taking the adapter down turns scanning off.
+ * Advertising commands are logged, for the agent's own beacon: "vhci: advertising parameters
+ * interval MIN MAX type T own O channels C" (LE Set Advertising Parameters) or "vhci: extended
+ * advertising parameters handle H properties 0xPPPP interval MIN MAX channels C own O" (LE Set
+ * Extended Advertising Parameters), "vhci: advertising data N HEX" with " (extended, handle H)"
+ * for the extended command (only the N significant octets), and "vhci: advertising on|off" or
+ * "vhci: advertising on|off (extended, handle H)" on every enable command; an HCI Reset or a power
+ * cut while advertising prints "vhci: advertising off (reset)" / "(power off)".
  * The controller runs until killed or the host side closes.
  *
  * Faults, for the agent's self-healing: -c CONTROL names a file whose first word sets the fault
@@ -56,7 +63,7 @@ struct advertiser {
 static struct advertiser advertisers[advertisers_max];
 static int advertiser_count;
 static int fd;
-static int scanning, scanning_extended, claims_extended;
+static int scanning, scanning_extended, claims_extended, advertising;
 static long scan_started_ms = -1;
 enum fault { fault_none, fault_mute, fault_deaf, fault_deaf_until_reset };
 static enum fault fault;
@@ -155,6 +162,9 @@ static int reply(uint16_t opcode, uint8_t *parameters) {
     case 0x200f: /* LE Read Filter Accept List Size */
         parameters[0] = 8;
         return 1;
+    case 0x2007: /* LE Read Advertising Physical Channel Tx Power: 0 dBm */
+    case 0x2036: /* LE Set Extended Advertising Parameters: Selected_TX_Power 0 dBm */
+        return 1;
     default:
         return 0;
     }
@@ -167,6 +177,40 @@ static void set_scanning(int enable, int extended) {
     if (enable && scan_started_ms < 0) scan_started_ms = now_ms();
     printf("vhci: scanning %s (%s)\n", enable ? "on" : "off", extended ? "extended" : "legacy");
     fflush(stdout);
+}
+
+static void print_hex(const uint8_t *bytes, int count) {
+    for (int i = 0; i < count; i++) printf("%02x", bytes[i]);
+}
+
+/* The advertising commands, as the header describes; lengths are checked before any field is
+ * read. */
+static void log_advertising(uint16_t opcode, const uint8_t *p, int length) {
+    if (opcode == 0x2006 && length >= 15)
+        printf("vhci: advertising parameters interval %d %d type %d own %d channels %d\n",
+               p[0] | p[1] << 8, p[2] | p[3] << 8, p[4], p[5], p[13]);
+    if (opcode == 0x2008 && length >= 1 && p[0] <= 31 && length >= 1 + p[0]) {
+        printf("vhci: advertising data %d ", p[0]);
+        print_hex(p + 1, p[0]);
+        printf("\n");
+    }
+    if (opcode == 0x200a && length >= 1) {
+        advertising = p[0] == 1;
+        printf("vhci: advertising %s\n", advertising ? "on" : "off");
+    }
+    if (opcode == 0x2036 && length >= 25)
+        printf("vhci: extended advertising parameters handle %d properties 0x%04x interval %d %d channels %d own %d\n",
+               p[0], p[1] | p[2] << 8, p[3] | p[4] << 8 | p[5] << 16, p[6] | p[7] << 8 | p[8] << 16, p[9], p[10]);
+    if (opcode == 0x2037 && length >= 4 && length >= 4 + p[3]) {
+        printf("vhci: advertising data %d ", p[3]);
+        print_hex(p + 4, p[3]);
+        printf(" (extended, handle %d)\n", p[0]);
+    }
+    if (opcode == 0x2039 && length >= 2) {
+        advertising = p[0] == 1;
+        if (p[1] >= 1 && length >= 2 + 4 * p[1]) printf("vhci: advertising %s (extended, handle %d)\n", advertising ? "on" : "off", p[2]);
+        else printf("vhci: advertising %s (extended, all sets)\n", advertising ? "on" : "off");
+    }
 }
 
 static void answer(const uint8_t *command, int size) {
@@ -183,6 +227,8 @@ static void answer(const uint8_t *command, int size) {
         printf("vhci: HCI Reset clears the fault\n");
     }
     if (opcode == 0x0c03) set_scanning(0, 0);                                    /* Reset */
+    if (opcode == 0x0c03 && advertising) { advertising = 0; printf("vhci: advertising off (reset)\n"); }
+    log_advertising(opcode, parameters, command[3]);
     if (opcode == 0x200c && command[3] >= 1) set_scanning(parameters[0] == 1, 0);  /* LE Set Scan Enable */
     if (opcode == 0x2042 && command[3] >= 1) set_scanning(parameters[0] == 1, 1);  /* LE Set Extended Scan Enable */
     /* The scan timing the host chose, in 0.625 ms units: LE Set Scan Parameters (type, interval,
@@ -292,6 +338,7 @@ static void read_faults(void) {
                 close(fd);
                 fd = -1;
                 scanning = 0;
+                if (advertising) { advertising = 0; printf("vhci: advertising off (power off)\n"); }
                 printf("vhci: power off\n");
             } else {
                 fault = fault_none;

@@ -57,6 +57,23 @@ extension AdapterScan {
     }
 
     var monitorReadds: Int { if case .kernel(let box) = self { return box.scanner.monitorReadds } else { return 0 } }
+
+    /// The gateway's own beacon: on, refused (with why) or off.
+    var advertising: AdvertisingState {
+        switch self {
+        case .raw(let box): return box.scanner.advertising
+        case .kernel(let box): return box.scanner.advertising
+        case .undecided: return .off
+        }
+    }
+
+    var advertisingRefusals: Int {
+        switch self {
+        case .raw(let box): return box.scanner.advertisingRefusals
+        case .kernel(let box): return box.scanner.advertisingRefusals
+        case .undecided: return 0
+        }
+    }
     var kernelUnsupported: Bool { if case .kernel(let box) = self { return box.scanner.unsupported } else { return false } }
 
     /// The start's log text, whether scanning started (or the monitor is being added again), and

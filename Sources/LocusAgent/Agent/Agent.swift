@@ -136,7 +136,7 @@ final class Agent {
         let gnss = GNSSSource(board: loaded.board, stateDirectory: directory, settings: updates.siteUpdater.settings,
                               health: loaded.site.health, now: start.monotonic)
         let bluetooth = BluetoothSource(board: loaded.board, stateDirectory: directory, tier: loaded.site.updates.accuracy,
-                                        health: loaded.site.health, now: start.monotonic)
+                                        health: loaded.site.health, advertisement: loaded.site.advertising?.beacon, now: start.monotonic)
         bluetooth.phones = phones
         let control = ControlConnections(directory: directory, capacity: loaded.site.capacity.subscribers, privacy: loaded.site.fixPrivacy,
                                          access: loaded.accessPolicy, labels: loaded.placeLabels)

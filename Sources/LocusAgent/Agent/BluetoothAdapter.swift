@@ -24,8 +24,14 @@ struct BluetoothAdapter {
     private var tierSettings: ScanSettings
     private(set) var rangingScan = false
     private var nextCheck = MonotonicInstant(nanoseconds: 0)
+    /// The gateway's own beacon (site `[bluetooth] advertise`), handed to whichever scanner runs:
+    /// it starts and stops with the scan.
+    let advertisement: BeaconAdvertisement?
+    /// The advertising state last logged, so a restart that changes nothing stays quiet.
+    private var loggedAdvertising = AdvertisingState.off
 
-    init(board: BoardConfig, stateDirectory: String, settings: ScanSettings) {
+    init(board: BoardConfig, stateDirectory: String, settings: ScanSettings, advertisement: BeaconAdvertisement? = nil) {
+        self.advertisement = advertisement
         tierSettings = settings
         mode = board.scanMode
         powerOn = board.powerOn
@@ -46,9 +52,10 @@ struct BluetoothAdapter {
         if scan.isUndecided { decide(index) }
         guard let (text, started, unanswered) = scan.startIfDue(now: now.monotonic.nanoseconds) else { return false }
         if started { AgentLog.info("locus: bluetooth: " + text) } else { AgentLog.warning("locus: bluetooth: " + text) }
+        if started { noteAdvertising() }
         if !started, mode == .auto, scan.kernelUnsupported {
             AgentLog.info("locus: bluetooth: scan = auto: the kernel cannot scan for others; using raw HCI commands")
-            scan = .raw(.init(HCIScanner(adapterIndex: index, settings: wantedSettings)))
+            scan = .raw(.init(HCIScanner(adapterIndex: index, settings: wantedSettings, advertisement: advertisement)))
         }
         nextCheck = now.monotonic + BluetoothAdapter.checkIntervalNs
         return unanswered
@@ -59,6 +66,33 @@ struct BluetoothAdapter {
         guard scan.isOpen, now.monotonic >= nextCheck else { return }
         nextCheck = now.monotonic + BluetoothAdapter.checkIntervalNs
         if let text = scan.checkAdapter(now: now.monotonic.nanoseconds) { AgentLog.warning("locus: bluetooth: \(text)") }
+    }
+
+    // MARK: the gateway's own beacon
+
+    /// After a start: the beacon's state, when it changed (a restart that changes nothing stays
+    /// quiet; every refusal is logged, with the count). The kernel mode's later re-adds are told by
+    /// its scanner's notices.
+    private mutating func noteAdvertising() {
+        guard let advertisement else { return }
+        let state = scan.advertising
+        if case .off = state { return }
+        if case .on = state, case .on = loggedAdvertising { return }
+        loggedAdvertising = state
+        let text = "locus: bluetooth: advertising iBeacon " + advertisement.description + ": " + state.description
+        if case .on = state { AgentLog.info(text) } else {
+            AgentLog.warning(text + " (refusals: " + String(scan.advertisingRefusals) + "); scanning goes on")
+        }
+    }
+
+    /// `"advertising"` in the bluetooth status: `off` when the site sends no beacon.
+    func advertisingStatus(into line: inout JSONWriter) {
+        line.beginObject("advertising")
+        let state = advertisement == nil ? AdvertisingState.off : scan.advertising
+        line.string("state", state.description)
+        if let advertisement { line.string("beacon", advertisement.description) }
+        line.integer("refusals", scan.advertisingRefusals)
+        line.endObject()
     }
 
     // MARK: the scan's timing
@@ -99,9 +133,10 @@ struct BluetoothAdapter {
         }
         let kernel = mode == .kernel || (mode == .auto && reason != "no other program uses Bluetooth")
         if kernel {
-            scan = .kernel(.init(KernelScanner(adapterIndex: index, powerOn: powerOn, statePath: monitorStatePath, driver: MgmtSocket())))
+            scan = .kernel(.init(KernelScanner(adapterIndex: index, powerOn: powerOn, statePath: monitorStatePath, driver: MgmtSocket(),
+                                               advertisement: advertisement)))
         } else {
-            scan = .raw(.init(HCIScanner(adapterIndex: index, settings: wantedSettings)))
+            scan = .raw(.init(HCIScanner(adapterIndex: index, settings: wantedSettings, advertisement: advertisement)))
         }
         if mode == .auto { AgentLog.info("locus: bluetooth: " + name + ": scan = auto: " + (kernel ? "kernel" : "raw") + " mode (" + reason + ")") }
     }

@@ -42,7 +42,7 @@ final class BluetoothSource: LoopComponent {
     private var phonesReference: Unmanaged<PhoneResolution>? = nil
 
     init(board: BoardConfig, stateDirectory: String, tier: AccuracyTier, health: SiteConfig.Health = SiteConfig.Health(),
-         now: MonotonicInstant = MonotonicClock.instant) {
+         advertisement: BeaconAdvertisement? = nil, now: MonotonicInstant = MonotonicClock.instant) {
         switch board.bluetooth {
         case .hci(let index)?:
             kind = .adapter(index)
@@ -55,7 +55,8 @@ final class BluetoothSource: LoopComponent {
             kind = .none
             feed = nil
         }
-        adapter = BluetoothAdapter(board: board, stateDirectory: stateDirectory, settings: TierPolicy(tier: tier).scanSettings)
+        adapter = BluetoothAdapter(board: board, stateDirectory: stateDirectory, settings: TierPolicy(tier: tier).scanSettings,
+                                   advertisement: advertisement)
         healing = AdapterHealing(lines: board.bluetoothLines, health: health, now: now)
     }
 
@@ -184,6 +185,7 @@ final class BluetoothSource: LoopComponent {
             line.endArray()
             line.integer("monitor_readds", adapter.scan.monitorReadds)
             line.integer("reports", reportsHeard)
+            adapter.advertisingStatus(into: &line)
             healing.status(into: &line, now: MonotonicClock.instant)
         case .feed(let path):
             line.string("source", path)

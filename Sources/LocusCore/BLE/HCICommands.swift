@@ -9,12 +9,22 @@
 //   Part E "Read Local Supported Commands" [7.4.2], "LE Read Local Supported Features" [7.8.3],
 //     "LE Set Scan Parameters" [7.8.10], "LE Set Scan Enable" [7.8.11],
 //     "LE Set Extended Scan Parameters" [7.8.64], "LE Set Extended Scan Enable" [7.8.65],
-//     "Supported Commands" [6.27], "Command Complete event" [7.7.14].
+//     "Supported Commands" [6.27], "Command Complete event" [7.7.14],
+//     "LE Set Advertising Parameters" [7.8.5], "LE Set Advertising Data" [7.8.7],
+//     "LE Set Advertising Enable" [7.8.9], "LE Set Extended Advertising Parameters" [7.8.53],
+//     "LE Set Extended Advertising Data" [7.8.54], "LE Set Extended Advertising Enable" [7.8.56].
+//   Part E "Legacy and extended advertising" [3.1.1]: a host that has used extended commands
+//     gets Command Disallowed for legacy ones, so advertising follows the scan's kind.
 //   Vol 6 Part B "Feature support" [4.6]: LE feature bit 12 = LE Extended Advertising.
 //   Vol 1 Part F "Controller error codes" for the status names.
 // Cross-checked against Linux's include/net/bluetooth/hci.h (hci_cp_le_set_scan_param,
 // hci_cp_le_set_ext_scan_params + hci_cp_le_scan_phy_params, hci_cp_le_set_ext_scan_enable)
-// and hci_core.h (use_ext_scan: commands[37] & 0x20 and & 0x40).
+// and hci_core.h (use_ext_scan: commands[37] & 0x20 and & 0x40); the advertising commands against
+// hci_cp_le_set_adv_param, hci_cp_le_set_adv_data (length + 31 octets), hci_cp_le_set_adv_enable,
+// hci_cp_le_set_ext_adv_params (25 octets, 3-octet intervals), hci_cp_le_set_ext_adv_data
+// (LE_SET_ADV_DATA_OP_COMPLETE 0x03, LE_SET_ADV_DATA_NO_FRAG 0x01), hci_cp_le_set_ext_adv_enable +
+// hci_cp_ext_adv_set, and the event properties LE_LEGACY_NONCONN_IND = 0x0010 (legacy PDU bit 4,
+// neither connectable nor scannable), LE_ADV_NONCONN_IND = 0x03.
 
 /// The opcodes of the commands Locus sends. Raw value = OGF << 10 | OCF.
 public enum HCIOpcode: UInt16, Sendable, CaseIterable, CustomStringConvertible {
@@ -22,6 +32,12 @@ public enum HCIOpcode: UInt16, Sendable, CaseIterable, CustomStringConvertible {
     case readLocalSupportedCommands = 0x1002
     /// OGF 0x08 (LE Controller), OCF 0x0003.
     case leReadLocalSupportedFeatures = 0x2003
+    /// OGF 0x08, OCF 0x0006.
+    case leSetAdvertisingParameters = 0x2006
+    /// OGF 0x08, OCF 0x0008.
+    case leSetAdvertisingData = 0x2008
+    /// OGF 0x08, OCF 0x000A.
+    case leSetAdvertisingEnable = 0x200A
     /// OGF 0x08, OCF 0x000B.
     case leSetScanParameters = 0x200B
     /// OGF 0x08, OCF 0x000C.
@@ -30,6 +46,12 @@ public enum HCIOpcode: UInt16, Sendable, CaseIterable, CustomStringConvertible {
     case leSetExtendedScanParameters = 0x2041
     /// OGF 0x08, OCF 0x0042 (Bluetooth 5.0).
     case leSetExtendedScanEnable = 0x2042
+    /// OGF 0x08, OCF 0x0036 (Bluetooth 5.0).
+    case leSetExtendedAdvertisingParameters = 0x2036
+    /// OGF 0x08, OCF 0x0037 (Bluetooth 5.0).
+    case leSetExtendedAdvertisingData = 0x2037
+    /// OGF 0x08, OCF 0x0039 (Bluetooth 5.0).
+    case leSetExtendedAdvertisingEnable = 0x2039
 
     public static let informationalGroup: UInt16 = 0x04
     public static let leControllerGroup: UInt16 = 0x08
@@ -48,6 +70,12 @@ public enum HCIOpcode: UInt16, Sendable, CaseIterable, CustomStringConvertible {
         case .leSetScanEnable: return "LE Set Scan Enable"
         case .leSetExtendedScanParameters: return "LE Set Extended Scan Parameters"
         case .leSetExtendedScanEnable: return "LE Set Extended Scan Enable"
+        case .leSetAdvertisingParameters: return "LE Set Advertising Parameters"
+        case .leSetAdvertisingData: return "LE Set Advertising Data"
+        case .leSetAdvertisingEnable: return "LE Set Advertising Enable"
+        case .leSetExtendedAdvertisingParameters: return "LE Set Extended Advertising Parameters"
+        case .leSetExtendedAdvertisingData: return "LE Set Extended Advertising Data"
+        case .leSetExtendedAdvertisingEnable: return "LE Set Extended Advertising Enable"
         }
     }
 }
@@ -81,14 +109,15 @@ public enum HCIScanFilterPolicy: UInt8, Sendable {
 /// `01 opcode_lo opcode_hi length parameters...`. Built only by the encoders below, so the
 /// length octet always matches the parameters.
 public struct HCICommand: Equatable, Sendable, CustomStringConvertible {
-    /// LE Set Extended Scan Parameters with one PHY (8 octets) is the longest command here.
-    public static let maximumParameterCount = 8
+    /// LE Set Extended Advertising Data with a whole legacy PDU's data (4 + 31 octets) is the
+    /// longest command here.
+    public static let maximumParameterCount = 35
     /// Packet indicator (1) + opcode (2) + parameter total length (1).
     public static let headerCount = 4
     public static let packetIndicator: UInt8 = 0x01
 
     public let opcode: HCIOpcode
-    private var storage = InlineArray<12, UInt8>(repeating: 0)
+    private var storage = InlineArray<39, UInt8>(repeating: 0)
     /// Bytes in `storage`: header plus parameters.
     private var packetCount = HCICommand.headerCount
 
@@ -131,7 +160,7 @@ public struct HCICommand: Equatable, Sendable, CustomStringConvertible {
 
     /// A command's H4 bytes as a collection (tests compare it with `Array(...)`).
     public struct Packet: RandomAccessCollection, Sendable {
-        fileprivate let storage: InlineArray<12, UInt8>
+        fileprivate let storage: InlineArray<39, UInt8>
         public let count: Int
         public var startIndex: Int { 0 }
         public var endIndex: Int { count }
@@ -150,6 +179,8 @@ public struct HCICommand: Equatable, Sendable, CustomStringConvertible {
         storage[2] = UInt8(truncatingIfNeeded: opcode.rawValue >> 8)
     }
 
+    /// Out of line: the encoders append octet by octet, and a call is smaller than the checks.
+    @inline(never)
     private mutating func append(_ byte: UInt8) {
         precondition(parameterCount < HCICommand.maximumParameterCount, "HCI parameters longer than maximumParameterCount")
         storage[packetCount] = byte
@@ -160,6 +191,18 @@ public struct HCICommand: Equatable, Sendable, CustomStringConvertible {
     private mutating func appendLittleEndian(_ value: UInt16) {
         append(UInt8(truncatingIfNeeded: value))
         append(UInt8(truncatingIfNeeded: value >> 8))
+    }
+
+    /// `count` zero octets (unused peer addresses, reserved fields).
+    private mutating func appendZeros(_ count: Int) {
+        for _ in 0..<count { append(0x00) }
+    }
+
+    /// A 3-octet little-endian field (the extended advertising intervals).
+    private mutating func appendLittleEndian24(_ value: UInt32) {
+        append(UInt8(truncatingIfNeeded: value))
+        append(UInt8(truncatingIfNeeded: value >> 8))
+        append(UInt8(truncatingIfNeeded: value >> 16))
     }
 
     // MARK: encoders
@@ -224,6 +267,102 @@ public struct HCICommand: Equatable, Sendable, CustomStringConvertible {
         command.append(filterDuplicates ? 0x01 : 0x00)
         command.appendLittleEndian(durationUnits)
         command.appendLittleEndian(periodUnits)
+        return command
+    }
+
+    // MARK: advertising (the gateway's own beacon)
+
+    /// Advertising_Type ADV_NONCONN_IND: neither connectable nor scannable.
+    public static let advertisingNonConnectable: UInt8 = 0x03
+    /// Advertising_Channel_Map: channels 37, 38 and 39.
+    public static let advertisingAllChannels: UInt8 = 0x07
+    /// Advertising_Event_Properties: bit 4 "use legacy advertising PDUs" and nothing else, which
+    /// is ADV_NONCONN_IND.
+    public static let legacyNonConnectableProperties: UInt16 = 0x0010
+    /// Advertising_TX_Power 0x7F: the host has no preference.
+    public static let noTXPowerPreference: UInt8 = 0x7F
+    /// Operation 0x03: complete data; Fragment_Preference 0x01: the controller should not fragment.
+    public static let completeData: UInt8 = 0x03
+    public static let noFragmentation: UInt8 = 0x01
+    /// Primary_Advertising_PHY and Secondary_Advertising_PHY value for LE 1M.
+    public static let advertisingPHY1M: UInt8 = 0x01
+
+    /// LE Set Advertising Parameters (15 octets): Advertising_Interval_Min (2),
+    /// Advertising_Interval_Max (2), Advertising_Type, Own_Address_Type, Peer_Address_Type,
+    /// Peer_Address (6), Advertising_Channel_Map, Advertising_Filter_Policy. Non-connectable from
+    /// the public address, on all three channels, both intervals the advertisement's.
+    public static func leSetAdvertisingParameters(_ advertisement: BeaconAdvertisement) -> HCICommand {
+        var command = HCICommand(.leSetAdvertisingParameters)
+        command.appendLittleEndian(advertisement.intervalUnits)
+        command.appendLittleEndian(advertisement.intervalUnits)
+        command.append(advertisingNonConnectable)
+        command.append(HCIOwnAddressType.public.rawValue)
+        command.appendZeros(7)                     // peer address type and address: unused
+        command.append(advertisingAllChannels)
+        command.append(0x00)                       // filter policy: no accept list
+        return command
+    }
+
+    /// LE Set Advertising Data (32 octets): Advertising_Data_Length, then Advertising_Data, always
+    /// 31 octets, the unused ones zero.
+    public static func leSetAdvertisingData(_ data: AdvertisingBytes) -> HCICommand {
+        var command = HCICommand(.leSetAdvertisingData)
+        command.append(UInt8(data.count))
+        for index in 0..<AdvertisingBytes.capacity { command.append(index < data.count ? data[index] : 0x00) }
+        return command
+    }
+
+    /// LE Set Advertising Enable (1 octet).
+    public static func leSetAdvertisingEnable(_ enable: Bool) -> HCICommand {
+        var command = HCICommand(.leSetAdvertisingEnable)
+        command.append(enable ? 0x01 : 0x00)
+        return command
+    }
+
+    /// LE Set Extended Advertising Parameters (25 octets) for a legacy ADV_NONCONN_IND set:
+    /// Advertising_Handle, Advertising_Event_Properties (2), Primary_Advertising_Interval_Min (3),
+    /// _Max (3), Primary_Advertising_Channel_Map, Own_Address_Type, Peer_Address_Type,
+    /// Peer_Address (6), Advertising_Filter_Policy, Advertising_TX_Power, Primary_Advertising_PHY
+    /// (LE 1M, required for legacy PDUs), Secondary_Advertising_Max_Skip, Secondary_Advertising_PHY
+    /// (LE 1M; unused by legacy PDUs), Advertising_SID, Scan_Request_Notification_Enable.
+    public static func leSetExtendedAdvertisingParameters(_ advertisement: BeaconAdvertisement, handle: UInt8) -> HCICommand {
+        var command = HCICommand(.leSetExtendedAdvertisingParameters)
+        command.append(handle)
+        command.appendLittleEndian(legacyNonConnectableProperties)
+        command.appendLittleEndian24(UInt32(advertisement.intervalUnits))
+        command.appendLittleEndian24(UInt32(advertisement.intervalUnits))
+        command.append(advertisingAllChannels)
+        command.append(HCIOwnAddressType.public.rawValue)
+        command.appendZeros(8)                     // peer address type and address: unused; filter policy 0
+        command.append(noTXPowerPreference)
+        command.append(advertisingPHY1M)           // primary PHY
+        command.append(0x00)                       // secondary max skip
+        command.append(advertisingPHY1M)           // secondary PHY
+        command.appendZeros(2)                     // advertising SID 0, no scan request notifications
+        return command
+    }
+
+    /// LE Set Extended Advertising Data (4 + length octets): Advertising_Handle, Operation
+    /// (complete), Fragment_Preference (none), Advertising_Data_Length, Advertising_Data.
+    public static func leSetExtendedAdvertisingData(_ data: AdvertisingBytes, handle: UInt8) -> HCICommand {
+        var command = HCICommand(.leSetExtendedAdvertisingData)
+        command.append(handle)
+        command.append(completeData)
+        command.append(noFragmentation)
+        command.append(UInt8(data.count))
+        for index in 0..<data.count { command.append(data[index]) }
+        return command
+    }
+
+    /// LE Set Extended Advertising Enable for one set (6 octets): Enable, Num_Sets = 1, then
+    /// Advertising_Handle, Duration (2, 0 = until disabled), Max_Extended_Advertising_Events (0 = no
+    /// limit). Disabling names the set too, so no other set is touched.
+    public static func leSetExtendedAdvertisingEnable(_ enable: Bool, handle: UInt8) -> HCICommand {
+        var command = HCICommand(.leSetExtendedAdvertisingEnable)
+        command.append(enable ? 0x01 : 0x00)
+        command.append(0x01)
+        command.append(handle)
+        command.appendZeros(3)                     // duration 0, no event limit
         return command
     }
 }
@@ -410,6 +549,7 @@ public struct HCIStatus: Equatable, Sendable, CustomStringConvertible {
     public static let invalidParameters = HCIStatus(code: 0x12)
     public static let unspecifiedError = HCIStatus(code: 0x1F)
     public static let controllerBusy = HCIStatus(code: 0x3A)
+    public static let unknownAdvertisingIdentifier = HCIStatus(code: 0x42)
 
     public var isSuccess: Bool { code == 0 }
 
@@ -425,6 +565,7 @@ public struct HCIStatus: Equatable, Sendable, CustomStringConvertible {
         case 0x12: return "Invalid HCI Command Parameters"
         case 0x1F: return "Unspecified Error"
         case 0x3A: return "Controller Busy"
+        case 0x42: return "Unknown Advertising Identifier"
         default: return nil
         }
     }
@@ -570,6 +711,45 @@ public enum HCIScanSequence {
         switch controller {
         case .legacy: return HCIScanSteps(HCIScanStep(.leSetScanEnable(false, filterDuplicates: false)))
         case .extended: return HCIScanSteps(HCIScanStep(.leSetExtendedScanEnable(false, filterDuplicates: false)))
+        }
+    }
+}
+
+/// The exact commands that start and stop the gateway's own beacon. They follow the scan's kind:
+/// legacy advertising beside a legacy scan; beside an extended scan the extended advertising
+/// commands with legacy PDUs (the same ADV_NONCONN_IND on the air), since a controller may refuse
+/// legacy commands once extended ones were used.
+public enum HCIAdvertisingSequence {
+    /// The advertising set's handle in extended mode (any of 0x00...0xEF names a set; the raw
+    /// mode runs only where nobody else uses the adapter).
+    public static let handle: UInt8 = 0x01
+
+    /// Set parameters, set data, enable. The scanner sends `teardown` first, its failure
+    /// tolerated: advertising that a killed predecessor left on would make the parameters command
+    /// fail with Command Disallowed, and disabling advertising that is off (or a set that does not
+    /// exist yet) is answered Command Disallowed or Unknown Advertising Identifier by some
+    /// controllers.
+    public static func setup(_ advertisement: BeaconAdvertisement, controller: HCIControllerKind) -> HCIScanSteps {
+        let data = advertisement.advertisingData
+        switch controller {
+        case .legacy:
+            return HCIScanSteps(
+                HCIScanStep(.leSetAdvertisingParameters(advertisement)),
+                HCIScanStep(.leSetAdvertisingData(data)),
+                HCIScanStep(.leSetAdvertisingEnable(true)))
+        case .extended:
+            return HCIScanSteps(
+                HCIScanStep(.leSetExtendedAdvertisingParameters(advertisement, handle: handle)),
+                HCIScanStep(.leSetExtendedAdvertisingData(data, handle: handle)),
+                HCIScanStep(.leSetExtendedAdvertisingEnable(true, handle: handle)))
+        }
+    }
+
+    /// Disable advertising (also the first step of a start, see `setup`).
+    public static func teardown(controller: HCIControllerKind) -> HCIScanSteps {
+        switch controller {
+        case .legacy: return HCIScanSteps(HCIScanStep(.leSetAdvertisingEnable(false)))
+        case .extended: return HCIScanSteps(HCIScanStep(.leSetExtendedAdvertisingEnable(false, handle: handle)))
         }
     }
 }

@@ -6,6 +6,12 @@
 //   struct mgmt_hdr { le16 opcode; le16 index; le16 len; }, then `len` parameter octets.
 //   Commands go to one adapter by index, or to none (0xFFFF, MGMT_INDEX_NONE). Every answer is a
 //   Command Complete (opcode, status, return parameters) or Command Status (opcode, status) event.
+//   Read Advertising Features (0x003D) returns Supported_Flags le32, Max_Adv_Data_Len,
+//   Max_Scan_Rsp_Len, Max_Instances, Num_Instances, Instance[]; Add Advertising (0x003E) takes
+//   Instance, Flags le32, Duration le16, Timeout le16, Adv_Data_Len, Scan_Rsp_Len, the data
+//   (struct mgmt_cp_add_advertising; flag bit 0 connectable, bit 1 discoverable: the kernel then
+//   writes the Flags structure in front of the data); Remove Advertising (0x003F) takes Instance;
+//   the Advertising Removed event (0x0024) carries Instance.
 // Monitor records (include/net/bluetooth/hci_mon.h, hci_sock.c create_monitor_ctrl_open):
 //   struct hci_mon_hdr { le16 opcode; le16 index; le16 len; }; CTRL_OPEN (14) carries
 //   cookie le32, format le16 (0 raw, 1 user, 2 control), version[3], flags le32 (bit 0 trusted),
@@ -18,6 +24,9 @@ public enum MgmtOpcode: UInt16, Sendable, CustomStringConvertible {
     case readIndexList = 0x0003
     case readControllerInfo = 0x0004
     case setPowered = 0x0005
+    case readAdvertisingFeatures = 0x003D
+    case addAdvertising = 0x003E
+    case removeAdvertising = 0x003F
     case readAdvMonitorFeatures = 0x0051
     case addAdvPatternsMonitor = 0x0052
     case removeAdvMonitor = 0x0053
@@ -30,6 +39,9 @@ public enum MgmtOpcode: UInt16, Sendable, CustomStringConvertible {
         case .readIndexList: return "Read Controller Index List"
         case .readControllerInfo: return "Read Controller Information"
         case .setPowered: return "Set Powered"
+        case .readAdvertisingFeatures: return "Read Advertising Features"
+        case .addAdvertising: return "Add Advertising"
+        case .removeAdvertising: return "Remove Advertising"
         case .readAdvMonitorFeatures: return "Read Advertisement Monitor Features"
         case .addAdvPatternsMonitor: return "Add Advertisement Patterns Monitor"
         case .removeAdvMonitor: return "Remove Advertisement Monitor"
@@ -75,6 +87,7 @@ public struct MgmtCommand: Sendable {
         storage[offset + 1] = UInt8(truncatingIfNeeded: value >> 8)
     }
 
+    @inline(never)
     private mutating func append(_ byte: UInt8) {
         precondition(count - MgmtCommand.headerCount < MgmtCommand.maximumParameterCount, "mgmt parameters too long")
         storage[count] = byte
@@ -91,6 +104,38 @@ public struct MgmtCommand: Sendable {
     public static func setPowered(index: UInt16, _ on: Bool) -> MgmtCommand {
         var command = MgmtCommand(.setPowered, index: index)
         command.append(on ? 1 : 0)
+        return command
+    }
+
+    public static func readAdvertisingFeatures(index: UInt16) -> MgmtCommand { MgmtCommand(.readAdvertisingFeatures, index: index) }
+
+    /// Add Advertising flag bit 1: advertise as discoverable, the Flags structure written by the
+    /// kernel in front of the data (bit 0, connectable, stays clear: non-connectable unless the
+    /// adapter's own connectable setting is on).
+    public static let advertiseDiscoverable: UInt32 = 1 << 1
+
+    /// Add Advertising: the gateway's iBeacon as instance `instance`, kept until removed (Duration
+    /// 0: the kernel's default when it rotates instances; Timeout 0: no expiry), no scan response.
+    public static func addAdvertising(index: UInt16, instance: UInt8, _ advertisement: BeaconAdvertisement) -> MgmtCommand {
+        precondition(instance != 0, "instance 0 is reserved")
+        var command = MgmtCommand(.addAdvertising, index: index)
+        command.append(instance)
+        let flags = advertiseDiscoverable
+        for shift in stride(from: 0, to: 32, by: 8) { command.append(UInt8(truncatingIfNeeded: flags >> UInt32(shift))) }
+        for _ in 0..<4 { command.append(0) }   // duration, timeout
+        let data = advertisement.iBeaconStructure
+        command.append(UInt8(data.count))
+        command.append(0)                      // no scan response
+        for index in 0..<data.count { command.append(data[index]) }
+        return command
+    }
+
+    /// Remove Advertising; instance 0 would remove every instance (bluetoothd's too), so Locus
+    /// only ever names its own.
+    public static func removeAdvertising(index: UInt16, instance: UInt8) -> MgmtCommand {
+        precondition(instance != 0, "instance 0 removes every instance")
+        var command = MgmtCommand(.removeAdvertising, index: index)
+        command.append(instance)
         return command
     }
 
@@ -170,6 +215,8 @@ public enum MgmtEvent {
     /// kernel reports every advertisement in software).
     case report(index: UInt16, monitor: UInt16?, AdvertisingReport)
     case advMonitorRemoved(index: UInt16, handle: UInt16)
+    /// Another program removed an advertising instance (bluetoothd removes all when it starts).
+    case advertisingRemoved(index: UInt16, instance: UInt8)
     /// An event Locus does not act on (bluetoothd's pairing, names, connections...).
     case other(index: UInt16, code: UInt16)
 }
@@ -206,6 +253,7 @@ public enum MgmtEvents {
     public static let deviceFound: UInt16 = 0x0012
     public static let discovering: UInt16 = 0x0013
     public static let advMonitorRemoved: UInt16 = 0x002C
+    public static let advertisingRemoved: UInt16 = 0x0024
     public static let advMonitorDeviceFound: UInt16 = 0x002F
     /// Device Found's fixed part: mgmt_addr_info (6 + 1), rssi, flags (4), eir_len (2).
     static let foundFixedCount = 14
@@ -223,6 +271,7 @@ public enum MgmtEvents {
         case commandComplete, commandStatus: fixed = 3
         case newSettings: fixed = 4
         case discovering, advMonitorRemoved: fixed = 2
+        case advertisingRemoved: fixed = 1
         case deviceFound: fixed = foundFixedCount
         case advMonitorDeviceFound: fixed = 2 + foundFixedCount
         default: fixed = 0
@@ -238,6 +287,7 @@ public enum MgmtEvents {
         case newSettings: return .success(.newSettings(index: index, settings: le32(body, 0)))
         case discovering: return .success(.discovering(index: index, on: body[1] != 0))
         case advMonitorRemoved: return .success(.advMonitorRemoved(index: index, handle: le16(body, 0)))
+        case advertisingRemoved: return .success(.advertisingRemoved(index: index, instance: body[0]))
         case deviceFound, advMonitorDeviceFound:
             let skip = code == deviceFound ? 0 : 2
             guard let report = found(body, at: skip) else { return .failure(.dataOverrun) }
@@ -302,6 +352,13 @@ public enum MgmtReplies {
     public static func controllerInfo(_ parameters: UnsafeRawBufferPointer) -> (address: BLEAddress, settings: UInt32)? {
         guard parameters.count >= 280 else { return nil }
         return (BLEAddress(littleEndian: parameters, at: 0), MgmtEvents.le32(parameters, 13))
+    }
+
+    /// Read Advertising Features: Max_Instances (octet 6, after Supported_Flags le32,
+    /// Max_Adv_Data_Len and Max_Scan_Rsp_Len), checked against Num_Instances and its list.
+    public static func maximumAdvertisingInstances(_ parameters: UnsafeRawBufferPointer) -> UInt8? {
+        guard parameters.count >= 8, 8 + Int(parameters[7]) <= parameters.count else { return nil }
+        return parameters[6]
     }
 
     /// A reply whose first field is a handle or settings word (Add/Remove Monitor, Set Powered).

@@ -118,6 +118,9 @@ public struct BoardConfig {
     /// enable pin): the last step of its self-healing.
     public var bluetoothLines = RadioLines()
 
+    /// A BlueZ adapter (`[bluetooth] hci`), not a feed or nothing: what can send.
+    public var hasAdapter: Bool { if case .hci? = bluetooth { return true } else { return false } }
+
     /// The outputs the radios' self-healing owns: the site's actions may not drive them.
     public var radioLines: [String] {
         [gnss?.lines.power, gnss?.lines.reset, bluetoothLines.power].compactMap { $0 }

@@ -329,6 +329,19 @@ public struct SiteConfig {
 
     public var phones: Phones? = nil
 
+    /// `[bluetooth] advertise`: the iBeacon the gateway sends itself (for the fleet's presence
+    /// calibration), and where it was written (for the cross-check with the board).
+    public struct Advertising: Equatable {
+        public var beacon: BeaconAdvertisement
+        public var location: SourceLocation
+        public init(beacon: BeaconAdvertisement, location: SourceLocation) {
+            self.beacon = beacon
+            self.location = location
+        }
+    }
+
+    public var advertising: Advertising? = nil
+
     /// Every phone condition must name a phone of the phones file (nil: the site has none).
     public func phoneProblems(_ keys: PhoneKeys?, keysPath: String, file: String) -> [ConfigDiagnostic] {
         var diagnostics: [ConfigDiagnostic] = []
@@ -401,6 +414,10 @@ public struct SiteConfig {
         var diagnostics: [ConfigDiagnostic] = []
         let outputs = board.gpio?.outputs.map { $0.name } ?? []
         let radioLines = board.radioLines
+        if let advertising, !board.hasAdapter {
+            diagnostics.append(ConfigDiagnostic(file: file, location: advertising.location,
+                                                message: "'bluetooth.advertise' needs an adapter ([bluetooth] hci): board '" + board.name + "' has none"))
+        }
         for action in actions where radioLines.contains(action.gpio) {
             diagnostics.append(ConfigDiagnostic(file: file, location: action.location,
                                                 message: "gpio '\(action.gpio)' powers or resets a radio (the board's [gnss] or [bluetooth] lines): the agent's self-healing drives it, actions cannot"))

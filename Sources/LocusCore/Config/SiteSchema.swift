@@ -2,7 +2,7 @@
 enum SiteSchema {
     /// The site file's keys at the top, in the order they are read.
     static let topLevelKeys = ["board", "state_dir", "capacity", "log", "updates", "privacy", "access", "uplink", "remote", "geocoding",
-                               "health", "phones", "monitor", "action"]
+                               "health", "bluetooth", "phones", "monitor", "action"]
 
     /// `fleet`: a configuration from the fleet (docs/remote.md), whose keys replace the site
     /// file's whole; each must be one `settable` lists.
@@ -60,6 +60,10 @@ enum SiteSchema {
             readHealth(&section, into: &site.health)
             section.finish()
         }
+        if var section = root.table("bluetooth") {
+            site.advertising = readBluetooth(&section)
+            section.finish()
+        }
         readPhones(&root, into: &site)
         if var section = fromFleet("monitor") ? overlay!.table("monitor") : root.table("monitor") {
             site.monitors = readMonitors(&section)
@@ -109,6 +113,26 @@ enum SiteSchema {
         }
         if let settle = section.duration("settle", in: 1_000...600_000) { health.settleMs = settle }
         if let rounds = section.integer("rounds", in: 1...10) { health.rounds = Int(rounds) }
+    }
+
+    /// `[bluetooth]`: the gateway's own iBeacon (`advertise = "UUID/MAJOR/MINOR"`, its measured
+    /// power and interval). The power and interval alone, without `advertise`, are refused: they
+    /// would silently do nothing.
+    private static func readBluetooth(_ section: inout TableReader) -> SiteConfig.Advertising? {
+        let power = section.integer("advertise_power", in: -127...20) ?? Int64(BeaconAdvertisement.defaultMeasuredPower)
+        let intervalMs = section.duration("advertise_interval", in: 100...10_240) ?? 1_000
+        guard let text = section.string("advertise") else {
+            if section.has("advertise_power") || section.has("advertise_interval") {
+                section.report.fail(at: section.offset, "[bluetooth] advertise_power and advertise_interval need 'advertise' (\"UUID/MAJOR/MINOR\")")
+            }
+            return nil
+        }
+        // The interval is in range here (100 ms to 10.24 s), so only the text can be refused.
+        guard let beacon = BeaconAdvertisement(text, measuredPower: Int8(power), intervalUnits: ScanSettings.units(ms: Int(intervalMs))) else {
+            section.report.fail(at: section.offset(of: "advertise"), "'bluetooth.advertise' must be \"UUID/MAJOR/MINOR\" (major and minor 0 to 65535), got \"" + text + "\"")
+            return nil
+        }
+        return SiteConfig.Advertising(beacon: beacon, location: section.report.document.location(of: section.offset(of: "advertise")))
     }
 
     /// The fleet's `[fleet]` is its own; every other key must be settable here, or it is refused
