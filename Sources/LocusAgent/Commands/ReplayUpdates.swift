@@ -373,13 +373,7 @@ enum ReplayUpdates {
         var wasMoving = true
         for fix in fixes {
             let timeNs = fix.time!.totalNanoseconds
-            if motionInput {
-                // The sensor sees every moment, whatever the receiver does.
-                let moving = (fix.speedMps ?? 0) >= motionAboveMps
-                if moving && !wasMoving, pause.motion(nowNs: timeNs) == .wake { timeline.wake(timeNs, hotStartNs: hotStartNs, for: .motion) }
-                if case .held = pause.phase { timeline.cause = .motion }
-                wasMoving = moving
-            }
+            if motionInput { sense(fix, timeNs, wasMoving: &wasMoving, &pause, &timeline, hotStartNs: hotStartNs) }
             if let locate, timeNs >= nextRequestNs {
                 nextRequestNs += Int64(locate.everyS * 1e9)
                 if request(locate, requestTier, lastTaken, requests, &pause, &timeline, timeNs, hotStartNs: hotStartNs) {
@@ -411,23 +405,15 @@ enum ReplayUpdates {
             if wasStationary && !updater.isStationary { timeline.run.resumes.append(timeNs) }
             let accepted = fix.hasPosition && updater.filteredCount == filtered
             // Standing still: the nearest edge's clearance sets the next sleep (as the agent).
-            var clearanceM: Double? = nil
-            if accepted && updater.isStationary, let latitude = fix.latitude, let longitude = fix.longitude,
-               let edgeM = edges.nearestEdgeM(latitude: latitude, longitude: longitude) {
-                clearanceM = edgeM - (fix.horizontalAccuracyM ?? 0)
-            }
+            let clearanceM = accepted && updater.isStationary ? edgeDistanceM(fix, edges).map { $0 - (fix.horizontalAccuracyM ?? 0) } : nil
             let action = pause.observed(wasStationary: wasStationary, isStationary: updater.isStationary, accepted: accepted,
                                         insideStop: updater.lastFixInsideStop, clearanceM: clearanceM, nowNs: timeNs)
             if case .sleep = action {
                 timeline.sleepAfterFix(timeNs)
                 continue
             }
-            var distance: Double? = nil
-            if fix.hasPosition, let latitude = fix.latitude, let longitude = fix.longitude {
-                distance = edges.nearestEdgeM(latitude: latitude, longitude: longitude)
-            } else if edges.count > 0 {
-                distance = 0   // no position: fix again as soon as the receiver can
-            }
+            // No position: fix again as soon as the receiver can.
+            let distance = fix.hasPosition ? edgeDistanceM(fix, edges) : (edges.count > 0 ? 0 : nil)
             dueNs = planner.nextFixTime(now: fix.time!, distanceToEdgeM: distance, accuracyM: fix.horizontalAccuracyM).totalNanoseconds
             timeline.cause = cause(pause.phase, edgeNear: distance != nil && dueNs - timeNs < longestIntervalNs)
         }
@@ -435,6 +421,22 @@ enum ReplayUpdates {
         timeline.run.motionWakes = pause.motionWakes
         timeline.run.hotStartMs = pause.hotStartSamples > 0 ? pause.hotStartMs : 0
         return timeline.finish(fixes.last!.time!.totalNanoseconds)
+    }
+
+    /// The motion sensor sees every moment, whatever the receiver does: a rise through
+    /// `motionAboveMps` wakes a sleeping receiver.
+    private static func sense(_ fix: Fix, _ timeNs: Int64, wasMoving: inout Bool, _ pause: inout PauseController,
+                              _ timeline: inout ReceiverTimeline, hotStartNs: Int64) {
+        let moving = (fix.speedMps ?? 0) >= motionAboveMps
+        if moving && !wasMoving, pause.motion(nowNs: timeNs) == .wake { timeline.wake(timeNs, hotStartNs: hotStartNs, for: .motion) }
+        if case .held = pause.phase { timeline.cause = .motion }
+        wasMoving = moving
+    }
+
+    /// The distance from the fix to the nearest fence edge; nil without a position or a fence.
+    private static func edgeDistanceM(_ fix: Fix, _ edges: CircleIndex) -> Double? {
+        guard let latitude = fix.latitude, let longitude = fix.longitude else { return nil }
+        return edges.nearestEdgeM(latitude: latitude, longitude: longitude)
     }
 
     /// A location request at `timeNs`: answered at once from the last fix taken, or started (the

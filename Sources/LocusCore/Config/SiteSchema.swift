@@ -56,15 +56,7 @@ enum SiteSchema {
             site.geocoding = readGeocoding(&section)
             section.finish()
         }
-        if var section = root.table("health") {
-            readHealth(&section, into: &site.health)
-            section.finish()
-        }
-        if var section = root.table("bluetooth") {
-            site.advertising = readBluetooth(&section)
-            section.finish()
-        }
-        readPhones(&root, into: &site)
+        readRadios(&root, into: &site)
         if var section = fromFleet("monitor") ? overlay!.table("monitor") : root.table("monitor") {
             site.monitors = readMonitors(&section)
             section.finish()
@@ -77,6 +69,20 @@ enum SiteSchema {
         overlay?.finish()
         checkCapacities(site, at: root.offset(of: "monitor"), report)
         return site
+    }
+
+    /// The radios' tables: `[health]` (self-healing), `[bluetooth]` (the gateway's own beacon)
+    /// and `[phones]`.
+    static func readRadios(_ root: inout TableReader, into site: inout SiteConfig) {
+        if var section = root.table("health") {
+            readHealth(&section, into: &site.health)
+            section.finish()
+        }
+        if var section = root.table("bluetooth") {
+            site.advertising = readBluetooth(&section)
+            section.finish()
+        }
+        readPhones(&root, into: &site)
     }
 
     /// `[phones] keys = "FILE"`: the phones file (`PhoneKeys`), read when the site is loaded.
