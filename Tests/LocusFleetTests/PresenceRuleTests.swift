@@ -108,24 +108,8 @@ import Testing
         #expect(keyless.status == 2 && keyless.error.contains("the plan has 4 [[rule]]: --key FILE (the fleet's signing key) is needed"), "\(keyless.error)")
 
         let collector = try TestCollector(port: broker.ports[0], filters: ["locus/gw-light/remote/command"])
-        let run = Process()
-        run.executableURL = URL(fileURLWithPath: try Fleet.binary("locus-fleet"))
-        run.arguments = arguments + ["--key", key, "--seconds", "10"]
-        let output = Pipe()
-        run.standardOutput = output
-        try run.run()
-        usleep(1_000_000)
-        for _ in 0..<3 {
-            for gateway in PresenceServiceTests.plan.gateways.indices {
-                let payload = String(decoding: PresenceServiceTests.message(gateway: gateway, [("phone:alice", PresenceFloorPlan.Point(8, 6))]), as: UTF8.self)
-                let sent = try Fleet.run("/usr/bin/mosquitto_pub", ["-p", "\(broker.ports[0])", "-t", "locus/\(PresenceServiceTests.plan.gateways[gateway].id)/presence", "-m", payload])
-                #expect(sent.status == 0, "\(sent.error)")
-            }
-            usleep(700_000)
-        }
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        run.waitUntilExit()
-        #expect(run.terminationStatus == 0, "\(text)")
+        let (exit, text) = try PresenceServiceTests.presenceRun(Array(arguments.dropFirst(2)) + ["--key", key, "--seconds", "10"], port: broker.ports[0])
+        #expect(exit == 0, "\(text)")
         // alice entered the study: rule 1 alone (nobody in the kitchen), once.
         let lines = text.split(separator: "\n").filter { $0.contains("rule") }
         #expect(lines.count == 2 && lines[0].hasPrefix("  rule 1 (study lamp): phone:alice enters study: command c-") && lines[0].hasSuffix(" (pulse lamp 2s) for gw-light: published"), "\(text)")

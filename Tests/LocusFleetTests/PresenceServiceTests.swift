@@ -42,32 +42,39 @@ import Testing
         #expect(service.counts.unknownGateways == 1 && service.counts.unreadable == 1 && service.counts.tagsHeard == 2)
     }
 
-    @Test func presenceRunDecidesFromTheBrokersMessagesAndPublishesTheArea() throws {
-        let broker = try TestBroker(listeners: [[]])
-        let work = try Fleet.temporaryDirectory("presence-run")
-        try PresenceSimulation.Plans.house.write(toFile: work + "/plan.toml", atomically: true, encoding: .utf8)
-        let collector = try TestCollector(port: broker.ports[0], filters: ["site/presence/#", "homeassistant/#"])
+    /// `locus-fleet presence run ARGUMENTS` while alice stands in the study: three rounds of the
+    /// five gateways' messages, as their uplinks publish them; its exit status and output.
+    static func presenceRun(_ arguments: [String], port: UInt16) throws -> (Int32, String) {
         let run = Process()
         run.executableURL = URL(fileURLWithPath: try Fleet.binary("locus-fleet"))
-        let database = try Fleet.migratedDatabase("presence")
-        run.arguments = ["presence", "run", "--broker", "mqtt://127.0.0.1:\(broker.ports[0])", "--plan", work + "/plan.toml",
-                         "--publish", "site/presence", "--home-assistant", "--database", database, "--seconds", "12"]
+        run.arguments = ["presence", "run"] + arguments
         let output = Pipe()
         run.standardOutput = output
         try run.run()
         usleep(1_000_000)
-        // Three rounds of the five gateways' messages, as their uplinks publish them.
         for _ in 0..<3 {
-            for gateway in Self.plan.gateways.indices {
-                let payload = String(decoding: Self.message(gateway: gateway, [("phone:alice", PresenceFloorPlan.Point(8, 6))]), as: UTF8.self)
-                let sent = try Fleet.run("/usr/bin/mosquitto_pub", ["-p", "\(broker.ports[0])", "-t", "locus/\(Self.plan.gateways[gateway].id)/presence", "-m", payload])
+            for gateway in plan.gateways.indices {
+                let payload = String(decoding: message(gateway: gateway, [("phone:alice", PresenceFloorPlan.Point(8, 6))]), as: UTF8.self)
+                let sent = try Fleet.run("/usr/bin/mosquitto_pub", ["-p", "\(port)", "-t", "locus/\(plan.gateways[gateway].id)/presence", "-m", payload])
                 #expect(sent.status == 0, "\(sent.error)")
             }
             usleep(700_000)
         }
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         run.waitUntilExit()
-        #expect(run.terminationStatus == 0)
+        return (run.terminationStatus, text)
+    }
+
+    @Test func presenceRunDecidesFromTheBrokersMessagesAndPublishesTheArea() throws {
+        let broker = try TestBroker(listeners: [[]])
+        let work = try Fleet.temporaryDirectory("presence-run")
+        try PresenceSimulation.Plans.house.write(toFile: work + "/plan.toml", atomically: true, encoding: .utf8)
+        let collector = try TestCollector(port: broker.ports[0], filters: ["site/presence/#", "homeassistant/#"])
+        let database = try Fleet.migratedDatabase("presence")
+        let (status, text) = try Self.presenceRun(["--broker", "mqtt://127.0.0.1:\(broker.ports[0])", "--plan", work + "/plan.toml",
+                                                   "--publish", "site/presence", "--home-assistant", "--database", database, "--seconds", "12"],
+                                                  port: broker.ports[0])
+        #expect(status == 0)
         #expect(text.contains("  phone:alice: - -> study ("), "\(text)")
         #expect(text.contains("presence: 15 messages (0 unreadable, 0 from gateways not in the plan), 1 tags"), "\(text)")
         #expect(collector.wait(seconds: 5) { $0.contains { $0.topic == "site/presence/phone-alice" } })
