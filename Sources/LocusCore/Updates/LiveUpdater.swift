@@ -210,7 +210,9 @@ public final class LiveUpdater {
         var diagnostics = UpdateDiagnostics(rawValue: 0)
         if accuracyM > settings.tier.desiredAccuracyM { diagnostics.insert(.accuracyLimited) }
         let transition = stationary.observe(point, accuracyM: accuracyM, timeNs: nowNs)
-        lastFixInsideStop = stationary.lastFixInsideStay && accuracyM <= stationary.radiusM
+        // Locals, not `self`, in the autoclosure (see `put`).
+        let insideStay = stationary.lastFixInsideStay, stopRadiusM = stationary.radiusM
+        lastFixInsideStop = insideStay && accuracyM <= stopRadiusM
         if case .resumedMoving(let stay) = transition, let arrival = visits.arrival(stay, nowNs: stay.lastNearNs) { put(.visit(arrival)) }
         if let visit = visits.visit(for: transition) { put(.visit(visit)) }
         if let arrival = visits.arrival(stationary.currentStay, nowNs: nowNs) { put(.visit(arrival)) }
