@@ -7,7 +7,7 @@ import Testing
 @Suite struct EngineMemoryTests {
     @Test func aRecordsStrides() {
         // The hot slot; a beacon's state beside it (written for beacon slots only).
-        #expect(MemoryLayout<MonitorEngine.Slot>.stride == 128)
+        #expect(MemoryLayout<MonitorEngine.Slot>.stride == 112)
         #expect(MemoryLayout<MonitorEngine.BeaconState>.stride <= 376)
         #expect(MemoryLayout<Explanation>.stride == 56)
         #expect(MemoryLayout<ConditionSettings>.stride == 48)
@@ -63,5 +63,45 @@ import Testing
         #expect(table.count == 1)
         table.release(first)
         #expect(table.count == 0)
+    }
+
+    /// Identifiers longer than a slot's 15 bytes are kept whole beside it: names sharing their first
+    /// 15 bytes stay apart, and events, records and removal use the whole name.
+    @Test func longIdentifiersStayWhole() {
+        let engine = MonitorEngine(capacity: MonitorEngine.Capacity(conditions: 8, events: 8))
+        let now = UTCTime(seconds: 1_700_000_000)
+        let monitor = FixedName("m")!
+        let names = ["warehouse-north-bay-01", "warehouse-north-bay-02", "warehouse-north", "warehouse-north-",
+                     "abcdefghijklmnopqrstuvwxyz012345"].map { FixedName($0)! }
+        for (index, name) in names.enumerated() {
+            let place = Condition.circle(CircularGeographicCondition(latitude: 45, longitude: 7 + Double(index), radiusM: 100))
+            #expect(engine.add(monitor: monitor, identifier: name, condition: place, now: now) == .added)
+        }
+        #expect(engine.identifiers(monitor: monitor) == names.sorted())
+        for (index, name) in names.enumerated() {
+            #expect(engine.record(monitor: monitor, identifier: name)?.condition
+                == .circle(CircularGeographicCondition(latitude: 45, longitude: 7 + Double(index), radiusM: 100)))
+        }
+        var fix = Fix(timeOfDayNs: 0)
+        fix.time = now
+        fix.mode = .threeDimensional
+        fix.latitude = 45
+        fix.longitude = 7
+        fix.latitudeSigmaM = 3
+        fix.longitudeSigmaM = 0
+        engine.observe(fix)
+        var satisfied: [FixedName] = []
+        while let event = engine.oldestPendingEvent() {
+            if event.state == .satisfied { satisfied.append(event.identifier) }
+            engine.acknowledgeOldest()
+        }
+        #expect(satisfied == [names[0]])
+        #expect(engine.remove(monitor: monitor, identifier: names[1]))
+        #expect(engine.record(monitor: monitor, identifier: names[1]) == nil)
+        #expect(engine.record(monitor: monitor, identifier: names[0])?.lastEvent.identifier == names[0])
+        #expect(engine.record(monitor: monitor, identifier: names[0])?.lastEvent.state == .satisfied)
+        #expect(engine.add(monitor: monitor, identifier: names[1], condition: .circle(CircularGeographicCondition(latitude: 1, longitude: 1, radiusM: 5)),
+                           now: now) == .added)
+        #expect(engine.identifiers(monitor: monitor) == names.sorted())
     }
 }

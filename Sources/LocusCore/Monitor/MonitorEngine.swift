@@ -67,7 +67,7 @@ public final class MonitorEngine {
         case circle, beacon, shape
     }
 
-    /// One record, hot fields only: 128 bytes (10,000 records take 1.25 MB). Fields ordered by
+    /// One record, hot fields only: 112 bytes (10,000 records take 1.25 MB). Fields ordered by
     /// alignment (8, 4, 2, 1 bytes), the last event's explanation last among the 8-byte ones so
     /// the smaller fields fill its tail. Settings are interned (`SettingsTable`), a beacon's
     /// state is in `beaconStates`, and a candidate's explanation in `candidateExplanations` (only
@@ -88,7 +88,9 @@ public final class MonitorEngine {
         var monitor: Int16 = 0
         /// Events of this slot waiting in the ring.
         var pendingEvents: Int16 = 0
-        var identifier: FixedName
+        /// The identifier: whole when it has at most 15 bytes, else `longNames` holds it whole
+        /// (`MonitorEngine.identifier(of:)`).
+        var shortName: ShortName
         var kind: Kind = .circle
         private var flags: UInt8 = Slot.fromSiteFileFlag
         /// The state the pending events lead to (valid while `pendingEvents > 0`).
@@ -104,7 +106,7 @@ public final class MonitorEngine {
         private static let fromSiteFileFlag: UInt8 = 4
 
         init(identifier: FixedName) {
-            self.identifier = identifier
+            shortName = ShortName(identifier)
             lastExplanation = Explanation(source: .assumption)
         }
 
@@ -183,6 +185,8 @@ public final class MonitorEngine {
     /// not reported at once (a dwell, or a full ring): a dwell completed by the timer is
     /// explained by it. Untouched (no memory) for slots without a dwell.
     private let candidateExplanations: UnsafeMutableBufferPointer<Explanation>
+    /// Identifiers longer than a slot's 15 bytes, whole, by slot: written for those only.
+    private let longNames: UnsafeMutableBufferPointer<FixedName>
     /// (monitor, identifier) -> slot: open addressing over slot numbers + 1 (0 empty: calloc's
     /// zeros, so unused capacity costs no memory), at most half full, the names themselves read
     /// from the slots. 8 bytes a condition instead of a dictionary's copy of every name.
@@ -261,6 +265,7 @@ public final class MonitorEngine {
         settingsTable = SettingsTable(capacity: capacity.conditions)
         beaconStates = .allocate(capacity: capacity.conditions)
         candidateExplanations = .allocate(capacity: capacity.conditions)
+        longNames = .allocate(capacity: capacity.conditions)
         var tableSize = 16
         while tableSize < capacity.conditions * 2 { tableSize <<= 1 }
         nameTable = ZeroedMemory.allocate(Int32.self, capacity: tableSize)
@@ -286,6 +291,7 @@ public final class MonitorEngine {
         releasedSlots.deallocate()
         beaconStates.deallocate()
         candidateExplanations.deallocate()
+        longNames.deallocate()
         scratch.deallocate()
         ZeroedMemory.deallocate(nameTable)
         attention.deallocate()
@@ -338,7 +344,8 @@ public final class MonitorEngine {
         slot.inUse = true
         slot.generation &+= 1
         slot.monitor = Int16(monitorIndex)
-        slot.identifier = identifier
+        slot.shortName = ShortName(identifier)
+        if !slot.shortName.isWhole { (longNames.baseAddress! + Int(index)).initialize(to: identifier) }
         switch condition {
         case .circle: slot.kind = .circle
         case .beacon: slot.kind = .beacon
@@ -440,7 +447,7 @@ public final class MonitorEngine {
         case .beacon: beacons.remove(slot: index, condition: beaconStates[Int(index)].condition)
         }
         removeAttention(index)
-        removeName(monitor: slot.monitor, identifier: slot.identifier)
+        removeName(monitor: slot.monitor, identifier: identifier(of: index))
         settingsTable.release(slot.settingsIndex)
         slots[Int(index)].inUse = false
         slots[Int(index)].generation &+= 1
@@ -478,10 +485,17 @@ public final class MonitorEngine {
                       accuracyLimited: slot.accuracyLimited, fromSiteFile: slot.fromSiteFile, assumed: slot.assumed)
     }
 
+    /// A record's identifier: in its slot, or in `longNames` when longer than 15 bytes.
+    @inline(__always)
+    private func identifier(of index: Int32) -> FixedName {
+        let short = slots[Int(index)].shortName
+        return short.isWhole ? short.name : longNames[Int(index)]
+    }
+
     /// A record's last handled event, with the names the slot holds.
     private func lastEvent(of index: Int32) -> MonitorEvent {
         let slot = slots[Int(index)]
-        return MonitorEvent(monitor: monitors[Int(slot.monitor)], identifier: slot.identifier, state: slot.lastState, date: slot.lastEventDate,
+        return MonitorEvent(monitor: monitors[Int(slot.monitor)], identifier: identifier(of: index), state: slot.lastState, date: slot.lastEventDate,
                             refinement: slot.kind == .beacon ? beaconStates[Int(index)].refinement : nil, diagnostics: slot.lastDiagnostics,
                             explanation: slot.lastExplanation)
     }
@@ -498,7 +512,7 @@ public final class MonitorEngine {
         guard let monitorIndex = monitorIndex(monitor, create: false) else { return [] }
         var result: [FixedName] = []
         for index in 0..<slotsInitialized where slots[index].inUse && Int(slots[index].monitor) == monitorIndex {
-            result.append(slots[index].identifier)
+            result.append(identifier(of: Int32(index)))
         }
         precondition(result.count <= conditionCount, "a monitor's records are among the engine's")
         return result.sorted()
@@ -513,7 +527,7 @@ public final class MonitorEngine {
         defer { precondition(conditionCount == count, "a walk over the records does not add or remove one") }
         for index in 0..<slotsInitialized where slots[index].inUse {
             let slot = slots[index]
-            body(monitors[Int(slot.monitor)], slot.identifier, makeRecord(Int32(index)))
+            body(monitors[Int(slot.monitor)], identifier(of: Int32(index)), makeRecord(Int32(index)))
         }
     }
 
@@ -588,7 +602,8 @@ public final class MonitorEngine {
         // Bounded: the table is at most half full.
         while nameTable[position] != 0 {
             let slot = slots[Int(nameTable[position]) - 1]
-            if slot.monitor == monitor && slot.identifier == identifier { return position }
+            if slot.monitor == monitor && slot.shortName.matches(identifier)
+                && (slot.shortName.isWhole || longNames[Int(nameTable[position]) - 1] == identifier) { return position }
             position = (position + 1) & nameMask
         }
         return position
@@ -596,7 +611,7 @@ public final class MonitorEngine {
 
     private func insertName(_ index: Int32) {
         let slot = slots[Int(index)]
-        let position = namePosition(monitor: slot.monitor, identifier: slot.identifier)
+        let position = namePosition(monitor: slot.monitor, identifier: identifier(of: index))
         precondition(nameTable[position] == 0, "a name is in the table once")
         nameTable[position] = index + 1
     }
@@ -609,7 +624,7 @@ public final class MonitorEngine {
         var position = (hole + 1) & nameMask
         while nameTable[position] != 0 {
             let slot = slots[Int(nameTable[position]) - 1]
-            let home = MonitorEngine.nameHash(monitor: slot.monitor, identifier: slot.identifier) & nameMask
+            let home = MonitorEngine.nameHash(monitor: slot.monitor, identifier: self.identifier(of: nameTable[position] - 1)) & nameMask
             let moves = hole <= position ? (home <= hole || home > position) : (home <= hole && home > position)
             if moves {
                 nameTable[hole] = nameTable[position]
@@ -966,7 +981,7 @@ public final class MonitorEngine {
         if reason.source != .timeout { reason.dwellMs = heldMs }
         var diagnostics: EventDiagnostics = slot.pointee.lastDiagnostics.intersection(.conditionUnsupported)
         if slot.pointee.accuracyLimited { diagnostics.insert(.accuracyLimited) }
-        emit(index, MonitorEvent(monitor: monitors[Int(slot.pointee.monitor)], identifier: slot.pointee.identifier, state: observed, date: time,
+        emit(index, MonitorEvent(monitor: monitors[Int(slot.pointee.monitor)], identifier: identifier(of: index), state: observed, date: time,
                                  refinement: observed == .satisfied ? refinement : nil, diagnostics: diagnostics, explanation: reason))
     }
 
@@ -1007,9 +1022,9 @@ public final class MonitorEngine {
             explanation.longitude = longitude
             explanation.edgeDistanceM = -crossing.depthM
             let monitor = monitors[Int(slot.monitor)]
-            emit(index, MonitorEvent(monitor: monitor, identifier: slot.identifier, state: .satisfied, date: entered,
+            emit(index, MonitorEvent(monitor: monitor, identifier: identifier(of: index), state: .satisfied, date: entered,
                                      refinement: nil, diagnostics: EventDiagnostics(), explanation: explanation))
-            emit(index, MonitorEvent(monitor: monitor, identifier: slot.identifier, state: .unsatisfied, date: left,
+            emit(index, MonitorEvent(monitor: monitor, identifier: identifier(of: index), state: .unsatisfied, date: left,
                                      refinement: nil, diagnostics: EventDiagnostics(), explanation: explanation))
         }
     }
