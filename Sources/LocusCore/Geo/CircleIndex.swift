@@ -91,6 +91,8 @@ public final class CircleIndex {
     @exclusivity(unchecked) public private(set) var entriesInUse = 0
     public let entryCapacity: Int
 
+    /// The memory of the tables below.
+    private let block: UnsafeMutableRawPointer
     private let circles: UnsafeMutablePointer<Circle>
     private let idTable: UnsafeMutablePointer<Int32> // slot + 1, 0 = empty
     private let idMask: Int
@@ -137,23 +139,25 @@ public final class CircleIndex {
         // overflow list are initialized as they are used (slots and the list are dense prefixes,
         // entries come from the never-used rest of the pool), and the hash tables' empty value is
         // 0, so a capacity that is never filled costs no resident memory.
-        circles = .allocate(capacity: max(1, capacity))
-        idTable = ZeroedMemory.allocate(Int32.self, capacity: idSize).baseAddress!
-        buckets = ZeroedMemory.allocate(Int32.self, capacity: bucketSize).baseAddress!
-        entries = .allocate(capacity: max(1, pool))
+        // One block (`TableBlock`): the tables that stay empty cost nothing.
+        var layout = TableBlock()
+        let at = (circles: layout.reserve(Circle.self, count: capacity), ids: layout.reserve(Int32.self, count: idSize),
+                  buckets: layout.reserve(Int32.self, count: bucketSize), entries: layout.reserve(Entry.self, count: pool),
+                  overflow: layout.reserve(Int32.self, count: capacity))
+        block = layout.allocate()
+        circles = TableBlock.table(block, at.circles, count: capacity).baseAddress!
+        idTable = TableBlock.table(block, at.ids, count: idSize).baseAddress!
+        buckets = TableBlock.table(block, at.buckets, count: bucketSize).baseAddress!
+        entries = TableBlock.table(block, at.entries, count: pool).baseAddress!
         freeEntry = -1
-        overflow = .allocate(capacity: max(1, capacity))
+        overflow = TableBlock.table(block, at.overflow, count: capacity).baseAddress!
         allocatedBytes = max(1, capacity) * (MemoryLayout<Circle>.stride + MemoryLayout<Int32>.stride)
             + idSize * MemoryLayout<Int32>.stride + bucketSize * MemoryLayout<Int32>.stride
             + max(1, pool) * MemoryLayout<Entry>.stride
     }
 
     deinit {
-        circles.deallocate()
-        ZeroedMemory.deallocate(UnsafeMutableBufferPointer(start: idTable, count: 1))
-        ZeroedMemory.deallocate(UnsafeMutableBufferPointer(start: buckets, count: 1))
-        entries.deallocate()
-        overflow.deallocate()
+        TableBlock.deallocate(block)
     }
 
     static func powerOfTwo(atLeast value: Int) -> Int {

@@ -13,6 +13,8 @@ public struct BeaconIndex: ~Copyable {
         static let wildcard: UInt32 = 0x1_0000
     }
 
+    /// The memory of the three tables (`TableBlock`).
+    private let block: UnsafeMutableRawPointer
     private let keys: UnsafeMutableBufferPointer<Key>
     /// Chain head per table entry, stored + 1: 0 = empty entry (calloc's zeros, so the table costs
     /// no memory until beacon conditions fill it). Read through `head(_:)`.
@@ -29,16 +31,18 @@ public struct BeaconIndex: ~Copyable {
         // Keys are written when an entry is filled and read only where `heads` says one is, `next`
         // only for slots in a chain: left uninitialized (and `heads` zero from calloc), a table
         // sized for 10,000 conditions costs no memory until it is used.
-        keys = .allocate(capacity: size)
-        heads = ZeroedMemory.allocate(Int32.self, capacity: size)
-        next = .allocate(capacity: max(slots, 1))
+        var layout = TableBlock()
+        let at = (keys: layout.reserve(Key.self, count: size), heads: layout.reserve(Int32.self, count: size),
+                  next: layout.reserve(Int32.self, count: max(slots, 1)))
+        block = layout.allocate()
+        keys = TableBlock.table(block, at.keys, count: size)
+        heads = TableBlock.table(block, at.heads, count: size)
+        next = TableBlock.table(block, at.next, count: max(slots, 1))
         mask = size - 1
     }
 
     deinit {
-        keys.deallocate()
-        ZeroedMemory.deallocate(heads)
-        next.deallocate()
+        TableBlock.deallocate(block)
     }
 
     static func key(_ condition: BeaconIdentityCondition) -> Key {

@@ -161,6 +161,8 @@ public final class MonitorEngine {
     }
 
     private let capacity: Capacity
+    /// The memory of the tables below sized by the capacity (`TableBlock`).
+    private let block: UnsafeMutableRawPointer
     private let slots: UnsafeMutableBufferPointer<Slot>
     /// Slots 0..<slotsInitialized have been used at least once (free slots are handed out
     /// lowest first, so the used ones are always a prefix).
@@ -258,21 +260,30 @@ public final class MonitorEngine {
         // Nothing sized by a capacity is written here: slots are initialized when first used
         // (`slotsInitialized`), the attention set, the ring and the side tables as they fill, and
         // the name table's empty value is calloc's zero, so the memory of a capacity that is never
-        // filled is never touched.
-        slots = .allocate(capacity: capacity.conditions)
-        releasedSlots = .allocate(capacity: capacity.conditions)
-        freeCount = capacity.conditions
-        settingsTable = SettingsTable(capacity: capacity.conditions)
-        beaconStates = .allocate(capacity: capacity.conditions)
-        candidateExplanations = .allocate(capacity: capacity.conditions)
-        longNames = .allocate(capacity: capacity.conditions)
+        // filled is never touched. All of them are one block (`TableBlock`).
+        let conditions = capacity.conditions
         var tableSize = 16
-        while tableSize < capacity.conditions * 2 { tableSize <<= 1 }
-        nameTable = ZeroedMemory.allocate(Int32.self, capacity: tableSize)
+        while tableSize < conditions * 2 { tableSize <<= 1 }
+        var layout = TableBlock()
+        let at = (slots: layout.reserve(Slot.self, count: conditions), released: layout.reserve(Int32.self, count: conditions),
+                  beacons: layout.reserve(BeaconState.self, count: conditions),
+                  explanations: layout.reserve(Explanation.self, count: conditions), names: layout.reserve(FixedName.self, count: conditions),
+                  nameTable: layout.reserve(Int32.self, count: tableSize), attention: layout.reserve(Int32.self, count: conditions),
+                  ring: layout.reserve(PendingEvent.self, count: capacity.events), scratch: layout.reserve(Int32.self, count: conditions))
+        block = layout.allocate()
+        slots = TableBlock.table(block, at.slots, count: conditions)
+        releasedSlots = TableBlock.table(block, at.released, count: conditions)
+        freeCount = conditions
+        settingsTable = SettingsTable(capacity: conditions)
+        beaconStates = TableBlock.table(block, at.beacons, count: conditions)
+        candidateExplanations = TableBlock.table(block, at.explanations, count: conditions)
+        longNames = TableBlock.table(block, at.names, count: conditions)
+        nameTable = TableBlock.table(block, at.nameTable, count: tableSize)
         nameMask = tableSize - 1
-        precondition(tableSize >= 2 * capacity.conditions, "the name table is at most half full, so a probe ends")
-        attention = .allocate(capacity: capacity.conditions)
-        ring = .allocate(capacity: capacity.events)
+        precondition(tableSize >= 2 * conditions, "the name table is at most half full, so a probe ends")
+        attention = TableBlock.table(block, at.attention, count: conditions)
+        ring = TableBlock.table(block, at.ring, count: capacity.events)
+        scratch = TableBlock.table(block, at.scratch, count: conditions)
         monitors.reserveCapacity(capacity.monitors)
         precondition((0...Capacity.maximumPhones).contains(capacity.phones), "a phone's number fits a minor")
         phoneNames.reserveCapacity(capacity.phones)
@@ -281,22 +292,13 @@ public final class MonitorEngine {
         shapeStore = ShapeStore(shapeCapacity: capacity.conditions, vertexCapacity: min(max(0, capacity.vertices), Capacity.maximumVertices))
         shapes = Unmanaged.passUnretained(shapeStore)
         circleIndex.shapes = shapes
-        scratch = .allocate(capacity: capacity.conditions)
         beacons = BeaconIndex(slots: capacity.conditions)
     }
 
     deinit {
         slots.baseAddress!.deinitialize(count: slotsInitialized)
-        slots.deallocate()
-        releasedSlots.deallocate()
-        beaconStates.deallocate()
-        candidateExplanations.deallocate()
-        longNames.deallocate()
-        scratch.deallocate()
-        ZeroedMemory.deallocate(nameTable)
-        attention.deallocate()
-        // Pending events are trivial values: nothing to deinitialize.
-        ring.deallocate()
+        // The other tables hold trivial values: nothing to deinitialize.
+        TableBlock.deallocate(block)
     }
 
     // MARK: conditions (CLMonitor add/remove/records)

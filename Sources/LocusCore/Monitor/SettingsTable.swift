@@ -21,22 +21,26 @@ struct SettingsTable: ~Copyable {
     /// Entries in use.
     private(set) var count = 0
 
+    /// The tables' memory, one block (`TableBlock`).
+    private let block: UnsafeMutableRawPointer
+
     init(capacity: Int) {
         let capacity = max(1, capacity)
-        entries = .allocate(capacity: capacity)
-        users = .allocate(capacity: capacity)
-        free = .allocate(capacity: capacity)
         var size = 16
         while size < capacity * 2 { size <<= 1 }
-        table = ZeroedMemory.allocate(Int32.self, capacity: size)
+        var layout = TableBlock()
+        let at = (entries: layout.reserve(ConditionSettings.self, count: capacity), users: layout.reserve(Int32.self, count: capacity),
+                  free: layout.reserve(Int32.self, count: capacity), table: layout.reserve(Int32.self, count: size))
+        block = layout.allocate()
+        entries = TableBlock.table(block, at.entries, count: capacity)
+        users = TableBlock.table(block, at.users, count: capacity)
+        free = TableBlock.table(block, at.free, count: capacity)
+        table = TableBlock.table(block, at.table, count: size)
         mask = size - 1
     }
 
     deinit {
-        entries.deallocate()
-        users.deallocate()
-        free.deallocate()
-        ZeroedMemory.deallocate(table)
+        TableBlock.deallocate(block)
     }
 
     /// The settings of entry `index`.

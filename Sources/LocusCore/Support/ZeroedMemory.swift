@@ -25,3 +25,37 @@ enum ZeroedMemory {
         UnsafeMutableRawPointer(buffer.baseAddress!).deallocate()
     }
 }
+
+/// Several tables in one zeroed block: one allocation instead of one per table. musl's malloc
+/// writes the first and the last page of every block it maps (its header and the block's size), so
+/// each separate table sized for 10,000 conditions costs 8 KiB resident even when it is never
+/// used; in one block, the tables that stay empty cost nothing.
+///
+///     var layout = TableBlock()
+///     let a = layout.reserve(Int32.self, count: n)     // offsets, aligned
+///     let block = layout.allocate()                      // calloc: zeros, not written
+///     let table: UnsafeMutableBufferPointer<Int32> = TableBlock.table(block, a, count: n)
+struct TableBlock {
+    private(set) var size = 0
+
+    /// Room for `count` values of `T` (at least one); returns its offset in the block.
+    mutating func reserve<T>(_: T.Type, count: Int) -> Int {
+        let alignment = MemoryLayout<T>.alignment
+        precondition(alignment <= 16, "calloc's alignment holds the table")
+        let offset = (size + alignment - 1) / alignment * alignment
+        size = offset + max(1, count) * MemoryLayout<T>.stride
+        return offset
+    }
+
+    /// The block, zero-filled (free it with `deallocate`).
+    func allocate() -> UnsafeMutableRawPointer {
+        UnsafeMutableRawPointer(ZeroedMemory.allocate(UInt8.self, capacity: size).baseAddress!)
+    }
+
+    /// The table reserved at `offset`, its memory bound to `T` (zeros: initialize values as they are used).
+    static func table<T>(_ block: UnsafeMutableRawPointer, _ offset: Int, count: Int) -> UnsafeMutableBufferPointer<T> {
+        UnsafeMutableBufferPointer(start: (block + offset).bindMemory(to: T.self, capacity: max(1, count)), count: max(1, count))
+    }
+
+    static func deallocate(_ block: UnsafeMutableRawPointer) { block.deallocate() }
+}
