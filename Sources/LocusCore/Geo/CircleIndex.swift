@@ -118,7 +118,8 @@ public final class CircleIndex {
     ///     takes 1–4, about 2.3 on average.
     ///
     /// Memory: about 76 bytes per circle, 20 per entry and 16 of hash tables: 1.6 MB for 10 000
-    /// circles with the defaults (`allocatedBytes` has the exact figure).
+    /// circles with the defaults (`allocatedBytes` has the exact figure), reserved: only what is
+    /// written becomes resident (docs/memory.md).
     public init(capacity: Int, cellSizeM: Double = 1_000, entriesPerCircle: Int = 3) {
         // Slots and entries are addressed by Int32.
         let capacity = min(max(0, capacity), 1 << 26)
