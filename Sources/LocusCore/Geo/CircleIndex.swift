@@ -91,11 +91,13 @@ public final class CircleIndex {
     @exclusivity(unchecked) public private(set) var entriesInUse = 0
     public let entryCapacity: Int
 
+    /// The memory of the tables below.
+    private let block: UnsafeMutableRawPointer
     private let circles: UnsafeMutablePointer<Circle>
     private let idTable: UnsafeMutablePointer<Int32> // slot + 1, 0 = empty
     private let idMask: Int
     private let idShift: UInt64
-    private let buckets: UnsafeMutablePointer<Int32> // first entry, -1 = empty
+    private let buckets: UnsafeMutablePointer<Int32> // first entry + 1, 0 = empty
     private let bucketShift: UInt64
     private let entries: UnsafeMutablePointer<Entry>
     @exclusivity(unchecked) private var freeEntry: Int32 = -1
@@ -116,7 +118,8 @@ public final class CircleIndex {
     ///     takes 1–4, about 2.3 on average.
     ///
     /// Memory: about 76 bytes per circle, 20 per entry and 16 of hash tables: 1.6 MB for 10 000
-    /// circles with the defaults (`allocatedBytes` has the exact figure).
+    /// circles with the defaults (`allocatedBytes` has the exact figure), reserved: only what is
+    /// written becomes resident (docs/memory.md).
     public init(capacity: Int, cellSizeM: Double = 1_000, entriesPerCircle: Int = 3) {
         // Slots and entries are addressed by Int32.
         let capacity = min(max(0, capacity), 1 << 26)
@@ -133,30 +136,29 @@ public final class CircleIndex {
         let bucketSize = CircleIndex.powerOfTwo(atLeast: max(16, 2 * capacity))
         bucketShift = UInt64(64 - bucketSize.trailingZeroBitCount)
 
-        circles = .allocate(capacity: max(1, capacity))
-        circles.initialize(repeating: Circle(center: GeoPoint(latitude: 0, longitude: 0), radiusM: 0, reachM: 0, id: 0,
-                                             firstEntry: -1, overflowIndex: -1, stamp: 0), count: max(1, capacity))
-        idTable = .allocate(capacity: idSize)
-        idTable.initialize(repeating: 0, count: idSize)
-        buckets = .allocate(capacity: bucketSize)
-        buckets.initialize(repeating: -1, count: bucketSize)
-        // Entries are handed out from the free list, else from the never-used rest of the pool,
-        // which stays untouched (no memory) until needed.
-        entries = .allocate(capacity: max(1, pool))
+        // Nothing is written here but the zeros calloc gives for free: circles, entries and the
+        // overflow list are initialized as they are used (slots and the list are dense prefixes,
+        // entries come from the never-used rest of the pool), and the hash tables' empty value is
+        // 0, so a capacity that is never filled costs no resident memory.
+        // One block (`TableBlock`): the tables that stay empty cost nothing.
+        var layout = TableBlock()
+        let at = (circles: layout.reserve(Circle.self, count: capacity), ids: layout.reserve(Int32.self, count: idSize),
+                  buckets: layout.reserve(Int32.self, count: bucketSize), entries: layout.reserve(Entry.self, count: pool),
+                  overflow: layout.reserve(Int32.self, count: capacity))
+        block = layout.allocate()
+        circles = TableBlock.table(block, at.circles, count: capacity).baseAddress!
+        idTable = TableBlock.table(block, at.ids, count: idSize).baseAddress!
+        buckets = TableBlock.table(block, at.buckets, count: bucketSize).baseAddress!
+        entries = TableBlock.table(block, at.entries, count: pool).baseAddress!
         freeEntry = -1
-        overflow = .allocate(capacity: max(1, capacity))
-        overflow.initialize(repeating: -1, count: max(1, capacity))
+        overflow = TableBlock.table(block, at.overflow, count: capacity).baseAddress!
         allocatedBytes = max(1, capacity) * (MemoryLayout<Circle>.stride + MemoryLayout<Int32>.stride)
             + idSize * MemoryLayout<Int32>.stride + bucketSize * MemoryLayout<Int32>.stride
             + max(1, pool) * MemoryLayout<Entry>.stride
     }
 
     deinit {
-        circles.deallocate()
-        idTable.deallocate()
-        buckets.deallocate()
-        entries.deallocate()
-        overflow.deallocate()
+        TableBlock.deallocate(block)
     }
 
     static func powerOfTwo(atLeast value: Int) -> Int {
@@ -178,8 +180,8 @@ public final class CircleIndex {
         guard count < capacity else { throw .capacityExceeded(capacity: capacity) }
         let slot = count
         count += 1
-        circles[slot] = Circle(center: GeoPoint(latitude: latitude, longitude: longitude), radiusM: shape ? -max(radiusM, 1e-9) : radiusM,
-                               reachM: radiusM + maxMarginM, id: id, firstEntry: -1, overflowIndex: -1, stamp: epoch)
+        (circles + slot).initialize(to: Circle(center: GeoPoint(latitude: latitude, longitude: longitude), radiusM: shape ? -max(radiusM, 1e-9) : radiusM,
+                                               reachM: radiusM + maxMarginM, id: id, firstEntry: -1, overflowIndex: -1, stamp: epoch))
         idInsert(id, slot: slot)
         place(slot)
     }
@@ -247,11 +249,11 @@ public final class CircleIndex {
             }
             entriesInUse += 1
             let (bucket, tag) = cellHash(key, shift: bucketShift)
-            let head = buckets[bucket]
+            let head = buckets[bucket] - 1
             (entries + Int(entry)).initialize(to: Entry(tag: tag, slot: Int32(slot), next: head, previous: -Int32(bucket) - 1,
                                                          sibling: circles[slot].firstEntry))
             if head >= 0 { entries[Int(head)].previous = entry }
-            buckets[bucket] = entry
+            buckets[bucket] = entry + 1
             circles[slot].firstEntry = entry
         }
     }
@@ -275,7 +277,7 @@ public final class CircleIndex {
             if current.previous >= 0 {
                 entries[Int(current.previous)].next = current.next
             } else {
-                buckets[Int(-current.previous - 1)] = current.next
+                buckets[Int(-current.previous - 1)] = current.next + 1
             }
             if current.next >= 0 { entries[Int(current.next)].previous = current.previous }
             entries[Int(entry)].next = freeEntry
@@ -311,7 +313,7 @@ public final class CircleIndex {
         var walk = CellWalk(grid, range)
         while let key = walk.next() {
             let (bucket, tag) = cellHash(key, shift: bucketShift)
-            var entry = buckets[bucket]
+            var entry = buckets[bucket] - 1
             while entry >= 0 {
                 let current = entries[Int(entry)]
                 if current.tag == tag { visit(Int(current.slot), point, accuracy, stamp, body) }
@@ -511,7 +513,7 @@ public final class CircleIndex {
                     continue
                 }
                 let (bucket, tag) = cellHash(Int64(band) << 32 | Int64(wrapped), shift: bucketShift)
-                var entry = buckets[bucket]
+                var entry = buckets[bucket] - 1
                 while entry >= 0 {
                     let current = entries[Int(entry)]
                     if current.tag == tag { consider(Int(current.slot), point, stamp, &search) }

@@ -13,10 +13,13 @@ public struct BeaconIndex: ~Copyable {
         static let wildcard: UInt32 = 0x1_0000
     }
 
+    /// The memory of the three tables (`TableBlock`).
+    private let block: UnsafeMutableRawPointer
     private let keys: UnsafeMutableBufferPointer<Key>
-    /// Chain head per table entry; -1 = empty entry.
+    /// Chain head per table entry, stored + 1: 0 = empty entry (calloc's zeros, so the table costs
+    /// no memory until beacon conditions fill it). Read through `head(_:)`.
     private let heads: UnsafeMutableBufferPointer<Int32>
-    /// Next slot in the chain, per condition slot.
+    /// Next slot in the chain, per condition slot (written when the slot joins a chain).
     private let next: UnsafeMutableBufferPointer<Int32>
     private let mask: Int
     public private(set) var count = 0
@@ -25,20 +28,21 @@ public struct BeaconIndex: ~Copyable {
     public init(slots: Int) {
         var size = 16
         while size < slots * 2 { size <<= 1 }
-        // Keys are written when an entry is filled and read only where `heads` says one is: left
-        // uninitialized, a table sized for 10,000 conditions costs no memory until it is used.
-        keys = .allocate(capacity: size)
-        heads = .allocate(capacity: size)
-        heads.initialize(repeating: -1)
-        next = .allocate(capacity: max(slots, 1))
-        next.initialize(repeating: -1)
+        // Keys are written when an entry is filled and read only where `heads` says one is, `next`
+        // only for slots in a chain: left uninitialized (and `heads` zero from calloc), a table
+        // sized for 10,000 conditions costs no memory until it is used.
+        var layout = TableBlock()
+        let at = (keys: layout.reserve(Key.self, count: size), heads: layout.reserve(Int32.self, count: size),
+                  next: layout.reserve(Int32.self, count: max(slots, 1)))
+        block = layout.allocate()
+        keys = TableBlock.table(block, at.keys, count: size)
+        heads = TableBlock.table(block, at.heads, count: size)
+        next = TableBlock.table(block, at.next, count: max(slots, 1))
         mask = size - 1
     }
 
     deinit {
-        keys.deallocate()
-        heads.deallocate()
-        next.deallocate()
+        TableBlock.deallocate(block)
     }
 
     static func key(_ condition: BeaconIdentityCondition) -> Key {
@@ -61,7 +65,7 @@ public struct BeaconIndex: ~Copyable {
     private func find(_ key: Key) -> Int? {
         var index = BeaconIndex.hash(key) & mask
         // Bounded: the table is at most half full, so an empty entry is reached.
-        while heads[index] >= 0 {
+        while heads[index] != 0 {
             if keys[index] == key { return index }
             index = (index + 1) & mask
         }
@@ -73,14 +77,14 @@ public struct BeaconIndex: ~Copyable {
         precondition(Int(slot) < next.count, "a slot within the engine's capacity")
         let key = BeaconIndex.key(condition)
         if let index = find(key) {
-            next[Int(slot)] = heads[index]
-            heads[index] = slot
+            next[Int(slot)] = heads[index] - 1
+            heads[index] = slot + 1
             return
         }
         var index = BeaconIndex.hash(key) & mask
-        while heads[index] >= 0 { index = (index + 1) & mask }
+        while heads[index] != 0 { index = (index + 1) & mask }
         keys[index] = key
-        heads[index] = slot
+        heads[index] = slot + 1
         next[Int(slot)] = -1
         count += 1
         precondition(count * 2 <= heads.count, "the table is at most half full, so a probe ends")
@@ -89,16 +93,16 @@ public struct BeaconIndex: ~Copyable {
     public mutating func remove(slot: Int32, condition: BeaconIdentityCondition) {
         let key = BeaconIndex.key(condition)
         guard let index = find(key) else { preconditionFailure("a removed beacon condition is in the index") }
-        if heads[index] == slot {
-            heads[index] = next[Int(slot)]
+        if heads[index] - 1 == slot {
+            heads[index] = next[Int(slot)] + 1
         } else {
-            var previous = heads[index]
+            var previous = heads[index] - 1
             while previous >= 0 && next[Int(previous)] != slot { previous = next[Int(previous)] }
             precondition(previous >= 0, "a removed slot is in its key's chain")
             next[Int(previous)] = next[Int(slot)]
         }
         next[Int(slot)] = -1
-        if heads[index] < 0 { deleteEntry(at: index) }
+        if heads[index] == 0 { deleteEntry(at: index) }
     }
 
     /// Backward-shift deletion: moves later entries of the probe run into the hole.
@@ -106,19 +110,19 @@ public struct BeaconIndex: ~Copyable {
         count -= 1
         var hole = start
         var index = (start + 1) & mask
-        while heads[index] >= 0 {
+        while heads[index] != 0 {
             let home = BeaconIndex.hash(keys[index]) & mask
             // Move the entry if its home is not in (hole, index] cyclically.
             let moves = hole <= index ? (home <= hole || home > index) : (home <= hole && home > index)
             if moves {
                 keys[hole] = keys[index]
                 heads[hole] = heads[index]
-                heads[index] = -1
+                heads[index] = 0
                 hole = index
             }
             index = (index + 1) & mask
         }
-        heads[hole] = -1
+        heads[hole] = 0
         precondition(count >= 0, "the index's key count is never negative")
     }
 
@@ -135,7 +139,7 @@ public struct BeaconIndex: ~Copyable {
     @inline(__always)
     private func visit(_ key: Key, _ body: (Int32) -> Void) {
         guard let index = find(key) else { return }
-        var slot = heads[index]
+        var slot = heads[index] - 1
         while slot >= 0 {
             body(slot)
             slot = next[Int(slot)]

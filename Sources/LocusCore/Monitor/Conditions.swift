@@ -182,9 +182,9 @@ public struct EventDiagnostics: OptionSet, Hashable, Sendable {
 
 /// Why an event happened: the observation that decided it, for technicians reading the log.
 ///
-/// Every record keeps two of these (its last event's, and the observation a dwell started
-/// with), so the measurements that need no more than seven digits are stored as Float: 48 bytes
-/// a record fewer, 480 KB at 10,000 conditions.
+/// Every record keeps one of these (its last event's; the observation a dwell started with beside
+/// it while the dwell lasts), so the measurements that need no more than seven digits are stored
+/// as Float: 24 bytes a record fewer, 240 KB at 10,000 conditions.
 public struct Explanation: Equatable, Sendable {
     public enum Source: UInt8, Equatable, Sendable {
         case fix = 1, sighting = 2, timeout = 3, transit = 4, assumption = 5

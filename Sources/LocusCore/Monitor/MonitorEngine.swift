@@ -59,79 +59,99 @@ public final class MonitorEngine {
     /// The accuracy assumed for a fix that carries none (no GST, no HDOP).
     public static let unknownAccuracyM = 1_000.0
 
-    /// A slot's condition, kept trivial (no array), so the hot paths copy slots freely: a
-    /// polygon's or corridor's vertices live in the shape store, which gives the condition back.
-    enum StoredCondition {
-        case circle(CircularGeographicCondition)
-        case beacon(BeaconIdentityCondition)
-        case shape
-
-        /// A phone is stored as the beacon condition on its identity (`add` gives it its number).
-        init(_ condition: Condition) {
-            switch condition {
-            case .circle(let circle): self = .circle(circle)
-            case .beacon(let beacon): self = .beacon(beacon)
-            case .polygon, .corridor: self = .shape
-            case .phone: preconditionFailure("a phone condition is stored as its identity's beacon condition")
-            }
-        }
+    /// What a slot holds. A circle's centre and radius live in the circle index (which needs them
+    /// anyway, with the centre's Earth-centred coordinates), a beacon's identity in the slot's
+    /// `BeaconState`, a polygon's or corridor's vertices in the shape store: the slot itself
+    /// carries no geometry.
+    enum Kind: UInt8 {
+        case circle, beacon, shape
     }
 
-    /// Fields ordered by alignment (8, 4, 2, 1 bytes): 10,000 slots pay no padding.
+    /// One record, hot fields only: 112 bytes (10,000 records take 1.25 MB). Fields ordered by
+    /// alignment (8, 4, 2, 1 bytes), the last event's explanation last among the 8-byte ones so
+    /// the smaller fields fill its tail. Settings are interned (`SettingsTable`), a beacon's
+    /// state is in `beaconStates`, and a candidate's explanation in `candidateExplanations` (only
+    /// while a dwell or a full ring holds it back).
     struct Slot {
-        var condition: StoredCondition
-        /// Circles: the centre with its Earth-centred coordinates precomputed.
-        var center: GeoPoint = GeoPoint(latitude: 0, longitude: 0)
-        var settings: ConditionSettings
-        /// The last handled event, stored without the names the slot already holds.
-        var lastEvent: StoredEvent
         /// An observed state different from the current one, and since when (UTC ns).
         var candidateSinceNs: Int64 = 0
-        var lastSeenNs: Int64 = 0
-        /// The observation that started the candidate state: a dwell completed by the timer is
-        /// explained by it.
-        var candidateExplanation = Explanation(source: .fix)
-        var lastSighting: BeaconIdentity? = nil
+        /// The last handled event, stored without the names the slot already holds (its
+        /// refinement, a beacon's only, in `BeaconState`).
+        var lastEventSeconds: Int64 = 0
+        var lastExplanation: Explanation
+        var lastEventNanoseconds: Int32 = 0
         var generation: UInt32 = 0
         /// Position in the attention set, or -1.
         var attentionIndex: Int32 = -1
+        /// The settings' entry in `settingsTable`.
+        var settingsIndex: Int32 = 0
         var monitor: Int16 = 0
         /// Events of this slot waiting in the ring.
         var pendingEvents: Int16 = 0
-        var identifier: FixedName
-        var inUse = false
+        /// The identifier: whole when it has at most 15 bytes, else `longNames` holds it whole
+        /// (`MonitorEngine.identifier(of:)`).
+        var shortName: ShortName
+        var kind: Kind = .circle
+        private var flags: UInt8 = Slot.fromSiteFileFlag
         /// The state the pending events lead to (valid while `pendingEvents > 0`).
         var pendingState: ConditionState = .unknown
         var candidate: ConditionState = .unknown
-        var accuracyLimited = false
-        /// Declared in the site file (as opposed to added at run time).
-        var fromSiteFile = true
+        var lastState: ConditionState = .unknown
         /// The state the condition was added with (logged with it).
         var assumed: ConditionState = .unknown
+        var lastDiagnostics: EventDiagnostics = []
+
+        private static let inUseFlag: UInt8 = 1
+        private static let accuracyLimitedFlag: UInt8 = 2
+        private static let fromSiteFileFlag: UInt8 = 4
+
+        init(identifier: FixedName) {
+            shortName = ShortName(identifier)
+            lastExplanation = Explanation(source: .assumption)
+        }
+
+        @inline(__always)
+        private mutating func set(_ flag: UInt8, _ value: Bool) { flags = value ? flags | flag : flags & ~flag }
+
+        var inUse: Bool {
+            @inline(__always) get { flags & Slot.inUseFlag != 0 }
+            set { set(Slot.inUseFlag, newValue) }
+        }
+
+        var accuracyLimited: Bool {
+            @inline(__always) get { flags & Slot.accuracyLimitedFlag != 0 }
+            set { set(Slot.accuracyLimitedFlag, newValue) }
+        }
+
+        /// Declared in the site file (as opposed to added at run time).
+        var fromSiteFile: Bool {
+            @inline(__always) get { flags & Slot.fromSiteFileFlag != 0 }
+            set { set(Slot.fromSiteFileFlag, newValue) }
+        }
+
+        var lastEventDate: UTCTime { UTCTime(seconds: lastEventSeconds, nanoseconds: lastEventNanoseconds) }
 
         /// The state the record is in once pending events are handled.
-        var effectiveState: ConditionState { pendingEvents > 0 ? pendingState : lastEvent.state }
+        var effectiveState: ConditionState { pendingEvents > 0 ? pendingState : lastState }
+
+        /// The last event, all but its names and refinement.
+        mutating func setLastEvent(_ event: MonitorEvent) {
+            lastState = event.state
+            lastEventSeconds = event.date.seconds
+            lastEventNanoseconds = event.date.nanoseconds
+            lastDiagnostics = event.diagnostics
+            lastExplanation = event.explanation
+        }
     }
 
-    struct StoredEvent {
-        var date: UTCTime
-        var refinement: BeaconIdentity?
-        var explanation: Explanation
-        var state: ConditionState
-        var diagnostics: EventDiagnostics
-
-        init(_ event: MonitorEvent) {
-            state = event.state
-            date = event.date
-            refinement = event.refinement
-            diagnostics = event.diagnostics
-            explanation = event.explanation
-        }
-
-        func event(monitor: FixedName, identifier: FixedName) -> MonitorEvent {
-            MonitorEvent(monitor: monitor, identifier: identifier, state: state, date: date, refinement: refinement,
-                         diagnostics: diagnostics, explanation: explanation)
-        }
+    /// A beacon slot's own state, beside the slot (`beaconStates`, one per slot, written only
+    /// for beacon slots: the pages of a site without beacons are never touched).
+    struct BeaconState {
+        var filter = RSSIFilter()
+        var lastSeenNs: Int64 = 0
+        var condition: BeaconIdentityCondition
+        /// The last handled event's refinement (wildcard conditions).
+        var refinement: BeaconIdentity? = nil
     }
 
     struct PendingEvent {
@@ -141,22 +161,37 @@ public final class MonitorEngine {
     }
 
     private let capacity: Capacity
+    /// The memory of the tables below sized by the capacity (`TableBlock`).
+    private let block: UnsafeMutableRawPointer
     private let slots: UnsafeMutableBufferPointer<Slot>
-    private let blankSlot: Slot
     /// Slots 0..<slotsInitialized have been used at least once (free slots are handed out
     /// lowest first, so the used ones are always a prefix).
     @exclusivity(unchecked)
     private var slotsInitialized = 0
+    /// Slots released below `slotsInitialized`, the last released on top (handed out first;
+    /// then the never-used ones from `slotsInitialized` on).
     @exclusivity(unchecked)
-    private var freeSlots: UnsafeMutableBufferPointer<Int32>
+    private var releasedSlots: UnsafeMutableBufferPointer<Int32>
+    @exclusivity(unchecked)
+    private var releasedCount = 0
     @exclusivity(unchecked)
     private var freeCount: Int
-    /// RSSI filters, one per slot, used by beacon slots only. Allocated uninitialized: the pages of
-    /// slots that never hold a beacon condition are never touched, so they cost no memory.
-    private let filters: UnsafeMutableBufferPointer<RSSIFilter>
-    /// (monitor, identifier) -> slot: open addressing over slot numbers (-1 empty), at most half
-    /// full, the names themselves read from the slots. 8 bytes a condition instead of a
-    /// dictionary's copy of every name.
+    /// The distinct settings of the records (`Slot.settingsIndex`).
+    @exclusivity(unchecked)
+    private var settingsTable: SettingsTable
+    /// Beacon slots' filters, last sightings and identities, one per slot, written by beacon
+    /// slots only. Allocated uninitialized: the pages of slots that never hold a beacon condition
+    /// are never touched, so they cost no memory.
+    private let beaconStates: UnsafeMutableBufferPointer<BeaconState>
+    /// The observation that started a slot's candidate state, written only when the candidate is
+    /// not reported at once (a dwell, or a full ring): a dwell completed by the timer is
+    /// explained by it. Untouched (no memory) for slots without a dwell.
+    private let candidateExplanations: UnsafeMutableBufferPointer<Explanation>
+    /// Identifiers longer than a slot's 15 bytes, whole, by slot: written for those only.
+    private let longNames: UnsafeMutableBufferPointer<FixedName>
+    /// (monitor, identifier) -> slot: open addressing over slot numbers + 1 (0 empty: calloc's
+    /// zeros, so unused capacity costs no memory), at most half full, the names themselves read
+    /// from the slots. 8 bytes a condition instead of a dictionary's copy of every name.
     private let nameTable: UnsafeMutableBufferPointer<Int32>
     private let nameMask: Int
     private let attention: UnsafeMutableBufferPointer<Int32>
@@ -176,6 +211,15 @@ public final class MonitorEngine {
     /// The same index, accessed without reference counting in the hot path (`circleIndex` owns it
     /// for the engine's whole life).
     private let circles: Unmanaged<CircleIndex>
+    /// A circle record's condition, from the circle index (which holds the centre and radius).
+    @inline(__always)
+    private func circle(of index: Int32) -> CircularGeographicCondition {
+        guard let found = circles._withUnsafeGuaranteedRef({ $0.circle(id: index) }) else {
+            preconditionFailure("a circle record is in the circle index")
+        }
+        return CircularGeographicCondition(latitude: found.center.latitude, longitude: found.center.longitude, radiusM: found.radiusM)
+    }
+
     /// Polygons and corridors under their slot numbers; their bounding circles are in `circleIndex`.
     private let shapeStore: ShapeStore
     private let shapes: Unmanaged<ShapeStore>
@@ -213,28 +257,33 @@ public final class MonitorEngine {
         precondition(capacity.monitors <= Int(Int16.max), "monitor numbers fit an Int16")
         self.capacity = capacity
         self.beaconsSupported = beaconsSupported
-        let blankEvent = MonitorEvent(monitor: FixedName("x")!, identifier: FixedName("x")!, state: .unknown,
-                                      date: UTCTime(seconds: 0), refinement: nil, diagnostics: [],
-                                      explanation: Explanation(source: .assumption))
-        blankSlot = Slot(condition: .circle(CircularGeographicCondition(latitude: 0, longitude: 0, radiusM: 1)),
-                         settings: ConditionSettings(), lastEvent: StoredEvent(blankEvent), identifier: FixedName("x")!)
-        // Slots are initialized when first used (`slotsInitialized`), so the memory of a capacity
-        // that is never filled is never touched.
-        slots = .allocate(capacity: capacity.conditions)
-        freeSlots = .allocate(capacity: capacity.conditions)
-        for index in 0..<capacity.conditions { freeSlots[index] = Int32(capacity.conditions - 1 - index) }
-        freeCount = capacity.conditions
-        filters = .allocate(capacity: capacity.conditions)
+        // Nothing sized by a capacity is written here: slots are initialized when first used
+        // (`slotsInitialized`), the attention set, the ring and the side tables as they fill, and
+        // the name table's empty value is calloc's zero, so the memory of a capacity that is never
+        // filled is never touched. All of them are one block (`TableBlock`).
+        let conditions = capacity.conditions
         var tableSize = 16
-        while tableSize < capacity.conditions * 2 { tableSize <<= 1 }
-        nameTable = .allocate(capacity: tableSize)
-        nameTable.initialize(repeating: -1)
+        while tableSize < conditions * 2 { tableSize <<= 1 }
+        var layout = TableBlock()
+        let at = (slots: layout.reserve(Slot.self, count: conditions), released: layout.reserve(Int32.self, count: conditions),
+                  beacons: layout.reserve(BeaconState.self, count: conditions),
+                  explanations: layout.reserve(Explanation.self, count: conditions), names: layout.reserve(FixedName.self, count: conditions),
+                  nameTable: layout.reserve(Int32.self, count: tableSize), attention: layout.reserve(Int32.self, count: conditions),
+                  ring: layout.reserve(PendingEvent.self, count: capacity.events), scratch: layout.reserve(Int32.self, count: conditions))
+        block = layout.allocate()
+        slots = TableBlock.table(block, at.slots, count: conditions)
+        releasedSlots = TableBlock.table(block, at.released, count: conditions)
+        freeCount = conditions
+        settingsTable = SettingsTable(capacity: conditions)
+        beaconStates = TableBlock.table(block, at.beacons, count: conditions)
+        candidateExplanations = TableBlock.table(block, at.explanations, count: conditions)
+        longNames = TableBlock.table(block, at.names, count: conditions)
+        nameTable = TableBlock.table(block, at.nameTable, count: tableSize)
         nameMask = tableSize - 1
-        precondition(tableSize >= 2 * capacity.conditions, "the name table is at most half full, so a probe ends")
-        attention = .allocate(capacity: capacity.conditions)
-        attention.initialize(repeating: -1)
-        ring = .allocate(capacity: capacity.events)
-        ring.initialize(repeating: PendingEvent(slot: -1, generation: 0, event: blankEvent))
+        precondition(tableSize >= 2 * conditions, "the name table is at most half full, so a probe ends")
+        attention = TableBlock.table(block, at.attention, count: conditions)
+        ring = TableBlock.table(block, at.ring, count: capacity.events)
+        scratch = TableBlock.table(block, at.scratch, count: conditions)
         monitors.reserveCapacity(capacity.monitors)
         precondition((0...Capacity.maximumPhones).contains(capacity.phones), "a phone's number fits a minor")
         phoneNames.reserveCapacity(capacity.phones)
@@ -243,20 +292,13 @@ public final class MonitorEngine {
         shapeStore = ShapeStore(shapeCapacity: capacity.conditions, vertexCapacity: min(max(0, capacity.vertices), Capacity.maximumVertices))
         shapes = Unmanaged.passUnretained(shapeStore)
         circleIndex.shapes = shapes
-        scratch = .allocate(capacity: capacity.conditions)
         beacons = BeaconIndex(slots: capacity.conditions)
     }
 
     deinit {
         slots.baseAddress!.deinitialize(count: slotsInitialized)
-        slots.deallocate()
-        freeSlots.deallocate()
-        filters.deallocate()
-        scratch.deallocate()
-        nameTable.deallocate()
-        attention.deallocate()
-        _ = ring.deinitialize()
-        ring.deallocate()
+        // The other tables hold trivial values: nothing to deinitialize.
+        TableBlock.deallocate(block)
     }
 
     // MARK: conditions (CLMonitor add/remove/records)
@@ -282,13 +324,19 @@ public final class MonitorEngine {
         }
         guard freeCount > 0 else { return .limitExceeded }
         freeCount -= 1
-        let index = freeSlots[freeCount]
+        let index: Int32
+        if releasedCount > 0 {
+            releasedCount -= 1
+            index = releasedSlots[releasedCount]
+        } else {
+            index = Int32(slotsInitialized)
+        }
         precondition(Int(index) <= slotsInitialized, "free slots are handed out lowest first")
         precondition(index >= 0, "a free slot number is a slot")
         var diagnostics: EventDiagnostics = []
         if case .beacon = condition, !beaconsSupported { diagnostics.insert(.conditionUnsupported) }
         if Int(index) == slotsInitialized {
-            (slots.baseAddress! + Int(index)).initialize(to: blankSlot)
+            (slots.baseAddress! + Int(index)).initialize(to: Slot(identifier: identifier))
             slotsInitialized += 1
         }
         precondition(slotsInitialized <= capacity.conditions, "initialized slots within the capacity")
@@ -298,26 +346,32 @@ public final class MonitorEngine {
         slot.inUse = true
         slot.generation &+= 1
         slot.monitor = Int16(monitorIndex)
-        slot.identifier = identifier
-        slot.condition = StoredCondition(condition)
-        slot.settings = settings
-        slot.lastEvent = StoredEvent(MonitorEvent(monitor: monitor, identifier: identifier, state: assuming ?? .unknown, date: now,
-                                                  refinement: nil, diagnostics: diagnostics, explanation: Explanation(source: .assumption)))
+        slot.shortName = ShortName(identifier)
+        if !slot.shortName.isWhole { (longNames.baseAddress! + Int(index)).initialize(to: identifier) }
+        switch condition {
+        case .circle: slot.kind = .circle
+        case .beacon: slot.kind = .beacon
+        case .polygon, .corridor: slot.kind = .shape
+        case .phone: preconditionFailure("a phone condition is stored as its identity's beacon condition")
+        }
+        slot.settingsIndex = settingsTable.intern(settings)
+        slot.setLastEvent(MonitorEvent(monitor: monitor, identifier: identifier, state: assuming ?? .unknown, date: now,
+                                       refinement: nil, diagnostics: diagnostics, explanation: Explanation(source: .assumption)))
         slot.pendingEvents = 0
-        slot.candidate = slot.lastEvent.state
+        slot.candidate = slot.lastState
         slot.candidateSinceNs = now.totalNanoseconds
-        slot.lastSeenNs = now.totalNanoseconds
         slot.accuracyLimited = false
         slot.fromSiteFile = fromSiteFile
         slot.assumed = assuming ?? .unknown
         slot.attentionIndex = -1
-        slot.lastSighting = nil
         slots[Int(index)] = slot
         insertName(index)
-        guard indexCondition(index, condition, settings) else {
+        guard indexCondition(index, condition, settings, now: now) else {
             removeName(monitor: Int16(monitorIndex), identifier: identifier)
+            settingsTable.release(slots[Int(index)].settingsIndex)
             slots[Int(index)].inUse = false
-            freeSlots[freeCount] = index
+            releasedSlots[releasedCount] = index
+            releasedCount += 1
             freeCount += 1
             return .limitExceeded
         }
@@ -333,7 +387,7 @@ public final class MonitorEngine {
 
     /// A new record's condition into its index (the circles' or the beacons', a shape's store
     /// and bounding circle); false when the circle index or the vertex pool is full.
-    private func indexCondition(_ index: Int32, _ condition: Condition, _ settings: ConditionSettings) -> Bool {
+    private func indexCondition(_ index: Int32, _ condition: Condition, _ settings: ConditionSettings, now: UTCTime) -> Bool {
         let margin = max(settings.enterMarginM, settings.exitMarginM)
         switch condition {
         case .polygon, .corridor:
@@ -345,7 +399,6 @@ public final class MonitorEngine {
             } catch {
                 return false
             }
-            slots[Int(index)].center = cap.center
             do {
                 try circleIndex.insert(id: index, latitude: cap.center.latitude, longitude: cap.center.longitude,
                                        radiusM: cap.radiusM, maxMarginM: margin, shape: true)
@@ -355,7 +408,6 @@ public final class MonitorEngine {
             }
             if settings.transit { transitCount += 1 }
         case .circle(let circle):
-            slots[Int(index)].center = GeoPoint(latitude: circle.latitude, longitude: circle.longitude)
             do {
                 try circleIndex.insert(id: index, latitude: circle.latitude, longitude: circle.longitude,
                                        radiusM: circle.radiusM, maxMarginM: margin)
@@ -364,7 +416,7 @@ public final class MonitorEngine {
             }
             if settings.transit { transitCount += 1 }
         case .beacon(let beacon):
-            (filters.baseAddress! + Int(index)).initialize(to: RSSIFilter())
+            (beaconStates.baseAddress! + Int(index)).initialize(to: BeaconState(lastSeenNs: now.totalNanoseconds, condition: beacon))
             beacons.insert(slot: index, condition: beacon)
         case .phone:
             preconditionFailure("add stores a phone as its identity's beacon condition")
@@ -389,19 +441,21 @@ public final class MonitorEngine {
         precondition(slot.inUse, "a released slot was in use")
         let releasable = conditionCount > 0 ? freeCount < capacity.conditions : false
         precondition(releasable, "a slot to release")
-        switch slot.condition {
+        switch slot.kind {
         case .circle, .shape:
             _ = circleIndex.remove(id: index)
-            if case .shape = slot.condition { shapeStore.remove(id: index) }
-            if slot.settings.transit { transitCount -= 1 }
-        case .beacon(let beacon): beacons.remove(slot: index, condition: beacon)
+            if slot.kind == .shape { shapeStore.remove(id: index) }
+            if settingsTable[slot.settingsIndex].transit { transitCount -= 1 }
+        case .beacon: beacons.remove(slot: index, condition: beaconStates[Int(index)].condition)
         }
         removeAttention(index)
-        removeName(monitor: slot.monitor, identifier: slot.identifier)
+        removeName(monitor: slot.monitor, identifier: identifier(of: index))
+        settingsTable.release(slot.settingsIndex)
         slots[Int(index)].inUse = false
         slots[Int(index)].generation &+= 1
         slots[Int(index)].pendingEvents = 0
-        freeSlots[freeCount] = index
+        releasedSlots[releasedCount] = index
+        releasedCount += 1
         freeCount += 1
         conditionCount -= 1
         precondition(conditionCount >= 0, "a condition count is never negative")
@@ -424,9 +478,35 @@ public final class MonitorEngine {
     public func record(monitor: FixedName, identifier: FixedName) -> Record? {
         guard let monitorIndex = monitorIndex(monitor, create: false),
               let index = slotIndex(monitor: monitorIndex, identifier: identifier) else { return nil }
+        return makeRecord(index)
+    }
+
+    private func makeRecord(_ index: Int32) -> Record {
         let slot = slots[Int(index)]
-        return Record(condition: condition(of: index), settings: slot.settings, lastEvent: slot.lastEvent.event(monitor: monitors[Int(slot.monitor)], identifier: slot.identifier), accuracyLimited: slot.accuracyLimited,
-                      fromSiteFile: slot.fromSiteFile, assumed: slot.assumed)
+        return Record(condition: condition(of: index), settings: settingsTable[slot.settingsIndex], lastEvent: lastEvent(of: index),
+                      accuracyLimited: slot.accuracyLimited, fromSiteFile: slot.fromSiteFile, assumed: slot.assumed)
+    }
+
+    /// A record's identifier: in its slot, or in `longNames` when longer than 15 bytes.
+    @inline(__always)
+    private func identifier(of index: Int32) -> FixedName {
+        let short = slots[Int(index)].shortName
+        return short.isWhole ? short.name : longNames[Int(index)]
+    }
+
+    /// A record's last handled event, with the names the slot holds.
+    private func lastEvent(of index: Int32) -> MonitorEvent {
+        let slot = slots[Int(index)]
+        return MonitorEvent(monitor: monitors[Int(slot.monitor)], identifier: identifier(of: index), state: slot.lastState, date: slot.lastEventDate,
+                            refinement: slot.kind == .beacon ? beaconStates[Int(index)].refinement : nil, diagnostics: slot.lastDiagnostics,
+                            explanation: slot.lastExplanation)
+    }
+
+    /// Makes `event` the record's last handled event. A refinement is kept for beacon records
+    /// (only a beacon sighting refines an event).
+    private func setLastEvent(_ index: Int32, _ event: MonitorEvent) {
+        slots[Int(index)].setLastEvent(event)
+        if slots[Int(index)].kind == .beacon { beaconStates[Int(index)].refinement = event.refinement }
     }
 
     /// The identifiers of a monitor's records, sorted.
@@ -434,7 +514,7 @@ public final class MonitorEngine {
         guard let monitorIndex = monitorIndex(monitor, create: false) else { return [] }
         var result: [FixedName] = []
         for index in 0..<slotsInitialized where slots[index].inUse && Int(slots[index].monitor) == monitorIndex {
-            result.append(slots[index].identifier)
+            result.append(identifier(of: Int32(index)))
         }
         precondition(result.count <= conditionCount, "a monitor's records are among the engine's")
         return result.sorted()
@@ -449,17 +529,16 @@ public final class MonitorEngine {
         defer { precondition(conditionCount == count, "a walk over the records does not add or remove one") }
         for index in 0..<slotsInitialized where slots[index].inUse {
             let slot = slots[index]
-            body(monitors[Int(slot.monitor)], slot.identifier,
-                 Record(condition: condition(of: Int32(index)), settings: slot.settings, lastEvent: slot.lastEvent.event(monitor: monitors[Int(slot.monitor)], identifier: slot.identifier), accuracyLimited: slot.accuracyLimited,
-                        fromSiteFile: slot.fromSiteFile, assumed: slot.assumed))
+            body(monitors[Int(slot.monitor)], identifier(of: Int32(index)), makeRecord(Int32(index)))
         }
     }
 
     /// A slot's condition as it was added (a shape's from the shape store).
     private func condition(of index: Int32) -> Condition {
-        switch slots[Int(index)].condition {
-        case .circle(let circle): return .circle(circle)
-        case .beacon(let beacon):
+        switch slots[Int(index)].kind {
+        case .circle: return .circle(circle(of: index))
+        case .beacon:
+            let beacon = beaconStates[Int(index)].condition
             if beacon.uuid == PhoneCondition.uuid, let minor = beacon.minor, Int(minor) < phoneNames.count {
                 return .phone(PhoneCondition(name: phoneNames[Int(minor)]))
             }
@@ -488,11 +567,10 @@ public final class MonitorEngine {
               let index = slotIndex(monitor: monitorIndex, identifier: event.identifier) else { return }
         // Restored at start-up or when a change is undone: before any event of the record is pending.
         precondition(slots[Int(index)].pendingEvents == 0, "a record is restored with no event pending")
-        slots[Int(index)].lastEvent = StoredEvent(event)
+        setLastEvent(index, event)
         slots[Int(index)].candidate = event.state
         slots[Int(index)].candidateSinceNs = event.date.totalNanoseconds
-        slots[Int(index)].lastSeenNs = event.date.totalNanoseconds
-        if let refinement = event.refinement { slots[Int(index)].lastSighting = refinement }
+        if slots[Int(index)].kind == .beacon { beaconStates[Int(index)].lastSeenNs = event.date.totalNanoseconds }
         updateAttention(index)
     }
 
@@ -508,7 +586,7 @@ public final class MonitorEngine {
         precondition(monitor >= 0, "a monitor number")
         precondition(monitor < monitors.count, "a monitor the engine has")
         let position = namePosition(monitor: Int16(monitor), identifier: identifier)
-        let index = nameTable[position]
+        let index = nameTable[position] - 1
         guard index >= 0 else { return nil }
         precondition(slots[Int(index)].inUse, "the name table holds records in use only")
         return index
@@ -524,9 +602,10 @@ public final class MonitorEngine {
     private func namePosition(monitor: Int16, identifier: FixedName) -> Int {
         var position = MonitorEngine.nameHash(monitor: monitor, identifier: identifier) & nameMask
         // Bounded: the table is at most half full.
-        while nameTable[position] >= 0 {
-            let slot = slots[Int(nameTable[position])]
-            if slot.monitor == monitor && slot.identifier == identifier { return position }
+        while nameTable[position] != 0 {
+            let slot = slots[Int(nameTable[position]) - 1]
+            if slot.monitor == monitor && slot.shortName.matches(identifier)
+                && (slot.shortName.isWhole || longNames[Int(nameTable[position]) - 1] == identifier) { return position }
             position = (position + 1) & nameMask
         }
         return position
@@ -534,29 +613,29 @@ public final class MonitorEngine {
 
     private func insertName(_ index: Int32) {
         let slot = slots[Int(index)]
-        let position = namePosition(monitor: slot.monitor, identifier: slot.identifier)
-        precondition(nameTable[position] == -1, "a name is in the table once")
-        nameTable[position] = index
+        let position = namePosition(monitor: slot.monitor, identifier: identifier(of: index))
+        precondition(nameTable[position] == 0, "a name is in the table once")
+        nameTable[position] = index + 1
     }
 
     /// Backward-shift deletion, as in BeaconIndex: no tombstones.
     private func removeName(monitor: Int16, identifier: FixedName) {
         var hole = namePosition(monitor: monitor, identifier: identifier)
-        guard nameTable[hole] >= 0 else { return }
-        nameTable[hole] = -1
+        guard nameTable[hole] != 0 else { return }
+        nameTable[hole] = 0
         var position = (hole + 1) & nameMask
-        while nameTable[position] >= 0 {
-            let slot = slots[Int(nameTable[position])]
-            let home = MonitorEngine.nameHash(monitor: slot.monitor, identifier: slot.identifier) & nameMask
+        while nameTable[position] != 0 {
+            let slot = slots[Int(nameTable[position]) - 1]
+            let home = MonitorEngine.nameHash(monitor: slot.monitor, identifier: self.identifier(of: nameTable[position] - 1)) & nameMask
             let moves = hole <= position ? (home <= hole || home > position) : (home <= hole && home > position)
             if moves {
                 nameTable[hole] = nameTable[position]
-                nameTable[position] = -1
+                nameTable[position] = 0
                 hole = position
             }
             position = (position + 1) & nameMask
         }
-        assert(nameTable[namePosition(monitor: monitor, identifier: identifier)] == -1, "a removed name is not found")
+        assert(nameTable[namePosition(monitor: monitor, identifier: identifier)] == 0, "a removed name is not found")
     }
 
     /// The agent's clock jumped by `deltaNs` (a gateway without a real-time clock receiving its
@@ -565,8 +644,10 @@ public final class MonitorEngine {
     public func clockStepped(byNs deltaNs: Int64) {
         for index in 0..<slotsInitialized where slots[index].inUse {
             slots[index].candidateSinceNs &+= deltaNs
-            slots[index].lastSeenNs &+= deltaNs
-            if case .beacon = slots[index].condition { filters[index].shift(byMs: deltaNs / 1_000_000) }
+            if slots[index].kind == .beacon {
+                beaconStates[index].lastSeenNs &+= deltaNs
+                beaconStates[index].filter.shift(byMs: deltaNs / 1_000_000)
+            }
         }
         if let previous = previousFix { previousFix = (previous.latitude, previous.longitude, previous.timeNs &+ deltaNs) }
         if let started = startedNs { startedNs = started &+ deltaNs }
@@ -600,13 +681,13 @@ public final class MonitorEngine {
         precondition(live, "the oldest event is of a live record")
         let counted = slots[index].pendingEvents > 0
         precondition(counted, "a record's pending events are counted")
-        let changes = pending.event.state != slots[index].lastEvent.state
+        let changes = pending.event.state != slots[index].lastState
         precondition(changes, "an event changes its record's state")
         precondition(pending.event.state != .unknown, "an event reports satisfied or unsatisfied")
         pending.event.diagnostics.formUnion(diagnostics)
         ringHead = (ringHead + 1) % capacity.events
         ringCount -= 1
-        slots[index].lastEvent = StoredEvent(pending.event)
+        setLastEvent(pending.slot, pending.event)
         slots[index].pendingEvents -= 1
         precondition(slots[index].pendingEvents >= 0, "a record's pending events are never negative")
         let settled = slots[index].pendingEvents > 0 ? true : slots[index].pendingState == pending.event.state
@@ -639,7 +720,7 @@ public final class MonitorEngine {
         precondition(decided, "an event reports satisfied or unsatisfied")
         let countable = slots[Int(index)].pendingEvents < Int16(clamping: capacity.events)
         precondition(countable, "a record's pending events fit the ring")
-        ring[(ringHead + ringCount) % capacity.events] = PendingEvent(slot: index, generation: slots[Int(index)].generation, event: event)
+        (ring.baseAddress! + (ringHead + ringCount) % capacity.events).initialize(to: PendingEvent(slot: index, generation: slots[Int(index)].generation, event: event))
         ringCount += 1
         slots[Int(index)].pendingEvents += 1
         slots[Int(index)].pendingState = event.state
@@ -737,7 +818,7 @@ public final class MonitorEngine {
     /// A fix against one geographic condition (beacon slots are left alone).
     @inline(__always)
     private func evaluateGeofence(_ index: Int32, point: GeoPoint, accuracyM: Double, time: UTCTime) {
-        switch slots[Int(index)].condition {
+        switch slots[Int(index)].kind {
         case .circle: evaluateCircle(index, point: point, accuracyM: accuracyM, time: time)
         case .shape: evaluateShape(index, point: point, accuracyM: accuracyM, time: time)
         case .beacon: break
@@ -757,15 +838,16 @@ public final class MonitorEngine {
         let handedOut = Int(index) < slotsInitialized
         precondition(handedOut, "a circle's slot was handed out")
         let slot = slot(index)
-        guard slot.pointee.inUse, case .circle(let circle) = slot.pointee.condition else { return }
-        let settings = slot.pointee.settings
+        guard slot.pointee.inUse, slot.pointee.kind == .circle,
+              let circle = circles._withUnsafeGuaranteedRef({ $0.circle(id: index) }) else { return }
+        let settings = settingsTable[slot.pointee.settingsIndex]
         let current = slot.pointee.effectiveState
         let spread = settings.accuracyGate ? accuracyM : 0
         let low = circle.radiusM - settings.enterMarginM - spread
         let high = circle.radiusM + settings.exitMarginM + spread
         var observed: ConditionState
         var exact: Double? = nil
-        switch Geodesy.compare(point, center: slot.pointee.center, radiusM: (low + high) / 2, marginM: (high - low) / 2) {
+        switch Geodesy.compare(point, center: circle.center, radiusM: (low + high) / 2, marginM: (high - low) / 2) {
         case .inside:
             observed = .satisfied
         case .outside:
@@ -788,7 +870,7 @@ public final class MonitorEngine {
         // The chord is within a micrometre of the geodesic for fences and fixes a few kilometres
         // apart, and within metres for far ones: good enough to explain, and the exact distance is
         // used when it was computed to decide.
-        explanation.edgeDistanceM = (exact ?? Geodesy.chordM(point, slot.pointee.center)) - circle.radiusM
+        explanation.edgeDistanceM = (exact ?? Geodesy.chordM(point, circle.center)) - circle.radiusM
         decide(index, observed: observed, time: time, explanation: explanation, refinement: nil)
     }
 
@@ -802,8 +884,8 @@ public final class MonitorEngine {
         let handedOut = Int(index) < slotsInitialized
         precondition(handedOut, "a shape's slot was handed out")
         let slot = slot(index)
-        guard slot.pointee.inUse, case .shape = slot.pointee.condition else { return }
-        let settings = slot.pointee.settings
+        guard slot.pointee.inUse, slot.pointee.kind == .shape else { return }
+        let settings = settingsTable[slot.pointee.settingsIndex]
         let current = slot.pointee.effectiveState
         let spread = settings.accuracyGate ? accuracyM : 0
         let low = -settings.enterMarginM - spread
@@ -883,20 +965,25 @@ public final class MonitorEngine {
             }
             return
         }
-        if slot.pointee.candidate != observed {
+        let started = slot.pointee.candidate != observed
+        if started {
             slot.pointee.candidate = observed
             slot.pointee.candidateSinceNs = nowNs
-            slot.pointee.candidateExplanation = explanation
             updateAttention(index)
         }
         let heldMs = (nowNs - slot.pointee.candidateSinceNs) / 1_000_000
-        guard heldMs >= slot.pointee.settings.dwellMs, hasRoom(1) else { return }
+        guard heldMs >= settingsTable[slot.pointee.settingsIndex].dwellMs, hasRoom(1) else {
+            // The candidate waits (a dwell, or a full ring): `tick` explains its event by the
+            // observation that started it.
+            if started { (candidateExplanations.baseAddress! + Int(index)).initialize(to: explanation) }
+            return
+        }
         var reason = explanation
         // A timeout's explanation carries how long the beacon was unseen instead.
         if reason.source != .timeout { reason.dwellMs = heldMs }
-        var diagnostics: EventDiagnostics = slot.pointee.lastEvent.diagnostics.intersection(.conditionUnsupported)
+        var diagnostics: EventDiagnostics = slot.pointee.lastDiagnostics.intersection(.conditionUnsupported)
         if slot.pointee.accuracyLimited { diagnostics.insert(.accuracyLimited) }
-        emit(index, MonitorEvent(monitor: monitors[Int(slot.pointee.monitor)], identifier: slot.pointee.identifier, state: observed, date: time,
+        emit(index, MonitorEvent(monitor: monitors[Int(slot.pointee.monitor)], identifier: identifier(of: index), state: observed, date: time,
                                  refinement: observed == .satisfied ? refinement : nil, diagnostics: diagnostics, explanation: reason))
     }
 
@@ -913,11 +1000,11 @@ public final class MonitorEngine {
         for position in 0..<found {
             let index = scratch[position]
             let slot = slots[Int(index)]
-            guard slot.inUse, slot.settings.transit, slot.effectiveState == .unsatisfied, slot.candidate == .unsatisfied else { continue }
+            guard slot.inUse, settingsTable[slot.settingsIndex].transit, slot.effectiveState == .unsatisfied, slot.candidate == .unsatisfied else { continue }
             let crossing: (entry: Double, exit: Double, depthM: Double)
-            switch slot.condition {
-            case .circle(let circle):
-                guard let found = Transit.crossing(center: circle, fromLatitude: previous.latitude, fromLongitude: previous.longitude,
+            switch slot.kind {
+            case .circle:
+                guard let found = Transit.crossing(center: circle(of: index), fromLatitude: previous.latitude, fromLongitude: previous.longitude,
                                                    toLatitude: latitude, toLongitude: longitude) else { continue }
                 crossing = (found.entry, found.exit, found.depthM)
             case .shape:
@@ -937,9 +1024,9 @@ public final class MonitorEngine {
             explanation.longitude = longitude
             explanation.edgeDistanceM = -crossing.depthM
             let monitor = monitors[Int(slot.monitor)]
-            emit(index, MonitorEvent(monitor: monitor, identifier: slot.identifier, state: .satisfied, date: entered,
+            emit(index, MonitorEvent(monitor: monitor, identifier: identifier(of: index), state: .satisfied, date: entered,
                                      refinement: nil, diagnostics: EventDiagnostics(), explanation: explanation))
-            emit(index, MonitorEvent(monitor: monitor, identifier: slot.identifier, state: .unsatisfied, date: left,
+            emit(index, MonitorEvent(monitor: monitor, identifier: identifier(of: index), state: .unsatisfied, date: left,
                                      refinement: nil, diagnostics: EventDiagnostics(), explanation: explanation))
         }
     }
@@ -985,19 +1072,20 @@ public final class MonitorEngine {
         for position in 0..<found {
             let index = scratch[position]
             let slot = slot(index)
-            guard slot.pointee.inUse, case .beacon(let condition) = slot.pointee.condition else { continue }
-            if let rssi = sighting.rssi { filters[Int(index)].add(rssi: rssi, atMs: nowMs) }
+            guard slot.pointee.inUse, slot.pointee.kind == .beacon else { continue }
+            let beacon = beaconStates.baseAddress! + Int(index)
+            if let rssi = sighting.rssi { beacon.pointee.filter.add(rssi: rssi, atMs: nowMs) }
             // The RSSI statistics cost a sort of the window: computed only when they decide
             // something (a proximity requirement) or explain something (a state change).
             let changing = slot.pointee.effectiveState != .satisfied
-            let proximity = slot.pointee.settings.proximity
+            let proximity = settingsTable[slot.pointee.settingsIndex].proximity
             if !changing && proximity == nil && slot.pointee.candidate == .satisfied {
                 // The common case: a beacon that is already satisfied was seen again.
-                slot.pointee.lastSeenNs = nowNs
+                beacon.pointee.lastSeenNs = nowNs
                 continue
             }
             var explanation = Explanation(source: .sighting)
-            if changing || proximity != nil, let statistics = filters[Int(index)].statistics(nowMs: nowMs) {
+            if changing || proximity != nil, let statistics = beacon.pointee.filter.statistics(nowMs: nowMs) {
                 explanation.rssiFiltered = statistics.filtered
                 explanation.rssiMinimum = statistics.minimum
                 explanation.rssiMaximum = statistics.maximum
@@ -1009,11 +1097,10 @@ public final class MonitorEngine {
                 let category = BeaconProximity.category(distance: explanation.distanceM >= 0 ? explanation.distanceM : nil)
                 guard category.isWithin(BeaconProximity(required)) else { continue }
             }
-            slot.pointee.lastSeenNs = nowNs
+            beacon.pointee.lastSeenNs = nowNs
             guard changing || slot.pointee.candidate != .satisfied else { continue }
-            if changing { slot.pointee.lastSighting = sighting.identity }
             decide(index, observed: .satisfied, time: sighting.time, explanation: explanation,
-                   refinement: condition.isWildcard ? sighting.identity : nil)
+                   refinement: beacon.pointee.condition.isWildcard ? sighting.identity : nil)
         }
         let bounded = ringCount <= capacity.events
         precondition(bounded, "pending events within the ring's capacity")
@@ -1030,12 +1117,14 @@ public final class MonitorEngine {
         while position < attentionCount {
             let index = attention[position]
             let slot = slots[Int(index)]
-            switch slot.condition {
+            let settings = settingsTable[slot.settingsIndex]
+            switch slot.kind {
             case .beacon:
-                let timeoutNs = (slot.settings.exitTimeoutMs ?? MonitorEngine.defaultBeaconExitTimeoutMs) * 1_000_000
+                let timeoutNs = (settings.exitTimeoutMs ?? MonitorEngine.defaultBeaconExitTimeoutMs) * 1_000_000
                 // After a restart a beacon gets a whole timeout to be seen again, so a tag that
                 // never left does not flap unsatisfied/satisfied across the restart.
-                let seenNs = max(slot.lastSeenNs, startedNs ?? slot.lastSeenNs)
+                let lastSeenNs = beaconStates[Int(index)].lastSeenNs
+                let seenNs = max(lastSeenNs, startedNs ?? lastSeenNs)
                 if supported, slot.effectiveState != .unsatisfied, nowNs - seenNs >= timeoutNs {
                     var explanation = Explanation(source: .timeout)
                     explanation.dwellMs = (nowNs - seenNs) / 1_000_000
@@ -1045,9 +1134,9 @@ public final class MonitorEngine {
             case .circle, .shape:
                 // A dwell that completed between fixes is reported at its completion time.
                 if slot.candidate != slot.effectiveState && slot.candidate != .unknown,
-                   nowNs - slot.candidateSinceNs >= slot.settings.dwellMs * 1_000_000 {
-                    let explanation = slot.candidateExplanation
-                    decide(index, observed: slot.candidate, time: UTCTime(nanoseconds: slot.candidateSinceNs + slot.settings.dwellMs * 1_000_000),
+                   nowNs - slot.candidateSinceNs >= settings.dwellMs * 1_000_000 {
+                    let explanation = candidateExplanations[Int(index)]
+                    decide(index, observed: slot.candidate, time: UTCTime(nanoseconds: slot.candidateSinceNs + settings.dwellMs * 1_000_000),
                            explanation: explanation, refinement: nil)
                 }
             }
@@ -1070,16 +1159,19 @@ public final class MonitorEngine {
         guard ringCount < capacity.events else { return nil }
         var earliest = Int64.max
         for position in 0..<attentionCount {
-            let slot = slots[Int(attention[position])]
-            switch slot.condition {
+            let index = Int(attention[position])
+            let slot = slots[index]
+            let settings = settingsTable[slot.settingsIndex]
+            switch slot.kind {
             case .beacon:
                 if slot.effectiveState != .unsatisfied && beaconsSupported {
-                    let seenNs = max(slot.lastSeenNs, startedNs ?? slot.lastSeenNs)
-                    earliest = min(earliest, seenNs + (slot.settings.exitTimeoutMs ?? MonitorEngine.defaultBeaconExitTimeoutMs) * 1_000_000)
+                    let lastSeenNs = beaconStates[index].lastSeenNs
+                    let seenNs = max(lastSeenNs, startedNs ?? lastSeenNs)
+                    earliest = min(earliest, seenNs + (settings.exitTimeoutMs ?? MonitorEngine.defaultBeaconExitTimeoutMs) * 1_000_000)
                 }
             case .circle, .shape:
                 if slot.candidate != slot.effectiveState && slot.candidate != .unknown {
-                    earliest = min(earliest, slot.candidateSinceNs + slot.settings.dwellMs * 1_000_000)
+                    earliest = min(earliest, slot.candidateSinceNs + settings.dwellMs * 1_000_000)
                 }
             }
         }
