@@ -580,6 +580,10 @@ EOF
     # The host's receiver sends at 38400 baud; a UART set to 9600 reads framing garbage.
     sed 's/^baud = 38400/baud = 9600/' /etc/board.toml > /etc/board-9600.toml
     variant s8-9600 s8 's|/etc/board.toml|/etc/board-9600.toml|'
+    # The port at 9600 before doctor opens it, and a second for qemu and the host to follow: a
+    # loaded guest opening the port at its old rate can take in a clean epoch before its own
+    # switch reaches the host, which a real line at the wrong rate never delivers.
+    stty -F "$(sed -n 's|^device = "\(/dev/[^"]*\)".*|\1|p' /etc/board.toml)" 9600 && sleep 1
     doctor s8-9600
     check "the board file says 9600 baud: exit 1, that FAIL alone, naming 38400" \
         only_failure "gnss bytes: no NMEA at 9600 baud .*; the receiver sends NMEA at 38400 baud"
