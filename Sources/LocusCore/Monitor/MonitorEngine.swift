@@ -322,24 +322,9 @@ public final class MonitorEngine {
             release(existing)
             result = .replaced
         }
-        guard freeCount > 0 else { return .limitExceeded }
-        freeCount -= 1
-        let index: Int32
-        if releasedCount > 0 {
-            releasedCount -= 1
-            index = releasedSlots[releasedCount]
-        } else {
-            index = Int32(slotsInitialized)
-        }
-        precondition(Int(index) <= slotsInitialized, "free slots are handed out lowest first")
-        precondition(index >= 0, "a free slot number is a slot")
+        guard let index = takeSlot(identifier) else { return .limitExceeded }
         var diagnostics: EventDiagnostics = []
         if case .beacon = condition, !beaconsSupported { diagnostics.insert(.conditionUnsupported) }
-        if Int(index) == slotsInitialized {
-            (slots.baseAddress! + Int(index)).initialize(to: Slot(identifier: identifier))
-            slotsInitialized += 1
-        }
-        precondition(slotsInitialized <= capacity.conditions, "initialized slots within the capacity")
         var slot = slots[Int(index)]
         precondition(!slot.inUse, "a free slot is not in use")
         precondition(slot.attentionIndex == -1, "a free slot is not in the attention set")
@@ -367,12 +352,7 @@ public final class MonitorEngine {
         slots[Int(index)] = slot
         insertName(index)
         guard indexCondition(index, condition, settings, now: now) else {
-            removeName(monitor: Int16(monitorIndex), identifier: identifier)
-            settingsTable.release(slots[Int(index)].settingsIndex)
-            slots[Int(index)].inUse = false
-            releasedSlots[releasedCount] = index
-            releasedCount += 1
-            freeCount += 1
+            giveBack(index, monitor: Int16(monitorIndex), identifier: identifier)
             return .limitExceeded
         }
         conditionCount += 1
@@ -383,6 +363,38 @@ public final class MonitorEngine {
         precondition(fresh, "a new record has no pending event")
         assert(slotIndex(monitor: monitorIndex, identifier: identifier) == index, "a new record is found by its name")
         return result
+    }
+
+    /// A free slot for a new record, the lowest one first (initialized the first time it is
+    /// used); nil when none is free.
+    private func takeSlot(_ identifier: FixedName) -> Int32? {
+        guard freeCount > 0 else { return nil }
+        freeCount -= 1
+        let index: Int32
+        if releasedCount > 0 {
+            releasedCount -= 1
+            index = releasedSlots[releasedCount]
+        } else {
+            index = Int32(slotsInitialized)
+        }
+        precondition(Int(index) <= slotsInitialized, "free slots are handed out lowest first")
+        precondition(index >= 0, "a free slot number is a slot")
+        if Int(index) == slotsInitialized {
+            (slots.baseAddress! + Int(index)).initialize(to: Slot(identifier: identifier))
+            slotsInitialized += 1
+        }
+        precondition(slotsInitialized <= capacity.conditions, "initialized slots within the capacity")
+        return index
+    }
+
+    /// A new record whose condition found no room in its index, undone: the slot free again.
+    private func giveBack(_ index: Int32, monitor: Int16, identifier: FixedName) {
+        removeName(monitor: monitor, identifier: identifier)
+        settingsTable.release(slots[Int(index)].settingsIndex)
+        slots[Int(index)].inUse = false
+        releasedSlots[releasedCount] = index
+        releasedCount += 1
+        freeCount += 1
     }
 
     /// A new record's condition into its index (the circles' or the beacons', a shape's store
