@@ -112,8 +112,7 @@ extension FleetCommandLine {
                 return usageError("presence run: the plan has \(plan.rules.count) [[rule]]: --key FILE (the fleet's signing key) is needed to send their commands")
             }
             do {
-                let signer = try FleetSigner(keyFile: key)
-                if let exposure = signer.exposure { notice("warning: \(exposure)") }
+                let signer = try signer(keyFile: key)
                 // A connection of its own, beside the subscription's: a client id of its own too.
                 var settings = options.broker
                 settings.connect.clientID += Array("-commands".utf8)

@@ -54,17 +54,23 @@ public struct PresenceRuleBook: Sendable {
             areas[change.tag] = to
             guard from != to else { continue }
             for rule in rules where rule.matches(change.tag) {
-                let entered = to == rule.area, left = from == rule.area
-                let others = areas.contains { $0.key != change.tag && $0.value == rule.area && rule.matches($0.key) }
+                let edge: Bool
                 switch rule.when {
-                case .enters where entered, .leaves where left, .occupied where entered && !others, .vacated where left && !others:
-                    fired.append((rule, change))
-                default:
-                    continue
+                case .enters: edge = to == rule.area
+                case .leaves: edge = from == rule.area
+                case .occupied: edge = to == rule.area && !hasOthers(in: rule, besides: change.tag)
+                case .vacated: edge = from == rule.area && !hasOthers(in: rule, besides: change.tag)
                 }
+                if edge { fired.append((rule, change)) }
             }
         }
         return fired
+    }
+
+    /// Whether a tag other than `tag` that the rule names is in its area (only the occupancy
+    /// rules ask, so only they scan the tags).
+    private func hasOthers(in rule: PresenceRule, besides tag: String) -> Bool {
+        areas.contains { $0.key != tag && $0.value == rule.area && rule.matches($0.key) }
     }
 
     /// The tags in `area` now, as the changes say.

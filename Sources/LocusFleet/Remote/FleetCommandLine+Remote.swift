@@ -84,6 +84,11 @@ extension FleetCommandLine {
     /// The signer of `--key` (required).
     static func signer(_ arguments: RemoteArguments) throws(FleetError) -> FleetSigner {
         guard let path = arguments["--key"] else { throw FleetError("--key FILE is needed: the fleet's private key that signs the message") }
+        return try signer(keyFile: path)
+    }
+
+    /// The signer of the key file at `path`, with a warning when others may read it.
+    static func signer(keyFile path: String) throws(FleetError) -> FleetSigner {
         let signer = try FleetSigner(keyFile: path)
         if let exposure = signer.exposure { notice("warning: \(exposure)") }
         return signer
